@@ -1,0 +1,56 @@
+//! `jrpc`: serve, call, check, bench and bridge JSON-RPC servers.
+
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// JSON-RPC 2.0 from the command line.
+#[derive(Debug, Parser)]
+#[command(name = "jrpc", version, about, long_about = None)]
+struct Cli {
+    /// Log level for messages on stderr: error, warn, info, debug or trace.
+    #[arg(long, global = true, default_value = "warn", value_name = "LEVEL")]
+    log_level: tracing::Level,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the demo methods (subtract, add, sum, get_data, echo, sleep, and
+    /// the notifications update, notify_hello, notify_sum).
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Logs go to stderr only: stdout may be the JSON-RPC stream.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(cli.log_level)
+        .with_ansi(false)
+        .init();
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("jrpc: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jrpc: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

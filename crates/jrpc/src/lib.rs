@@ -1,0 +1,40 @@
+//! # jrpc
+//!
+//! A JSON-RPC 2.0 stack: the message model, a router for typed handlers, and
+//! (with the `runtime` feature) framing codecs and transports.
+//!
+//! The layers, each a module:
+//!
+//! | module | job |
+//! |---|---|
+//! | [`message`] | ids, error objects, requests and responses; parse a frame into classified items; serialize replies |
+//! | [`router`] | the method table; typed params; run handlers; build the reply frame |
+//! | `codec` | split a byte stream into frames (newline-delimited JSON) |
+//! | `transport` | carry frames over stdio |
+//! | `demo` | the demo methods used by examples, tests and `jrpc serve` |
+//!
+//! ```
+//! use jrpc::Router;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let router = Router::new().method("add", |(a, b): (i64, i64)| async move { Ok(a + b) });
+//! let reply = router.handle(br#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":"x"}"#).await;
+//! assert_eq!(reply.unwrap(), r#"{"jsonrpc":"2.0","result":3,"id":"x"}"#);
+//! # });
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod message;
+pub mod router;
+
+#[cfg(feature = "runtime")]
+pub mod codec;
+#[cfg(feature = "runtime")]
+pub mod transport;
+
+#[cfg(feature = "demo")]
+pub mod demo;
+
+pub use message::{Error, Id};
+pub use router::{RequestContext, Router};

@@ -1,0 +1,402 @@
+//! Parsing one frame of bytes into classified incoming items.
+//!
+//! A frame is one JSON text: a single message or a batch. Parsing is one pass
+//! with serde_json; every member that matters is kept as borrowed raw JSON so
+//! that params, results and ids are decoded only when (and as) they are used.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{depth, Error, Id, Incoming, Invalid, Limits, NotificationRef, RequestRef, ResponseRef, Version};
+use crate::message::codes;
+
+/// One parsed frame: a single item or a batch of items.
+#[derive(Debug)]
+pub enum Frame<'a> {
+    /// The frame held one JSON value.
+    Single(Incoming<'a>),
+    /// The frame held a non-empty JSON array; one item per entry, in order.
+    Batch(Vec<Incoming<'a>>),
+}
+
+/// Parses one frame.
+///
+/// On success every item is classified; items that are not valid messages
+/// come back as [`Incoming::Invalid`] with the `-32600` error the
+/// specification demands, so that one bad entry does not spoil a batch.
+///
+/// A frame that cannot be answered item by item yields the one error object
+/// to send back (with `"id": null`):
+///
+/// | cause | code |
+/// |---|---|
+/// | not JSON, invalid UTF-8, trailing garbage, empty | `-32700` [`codes::PARSE_ERROR`] |
+/// | an empty batch `[]` | `-32600` [`codes::INVALID_REQUEST`] |
+/// | longer than `limits.max_frame_len` | `-32001` [`codes::FRAME_TOO_LARGE`] |
+/// | more than `limits.max_batch_len` entries | `-32002` [`codes::BATCH_TOO_LARGE`] |
+/// | nested deeper than `limits.max_depth` | `-32003` [`codes::NESTING_TOO_DEEP`] |
+///
+/// ```
+/// use jrpc::message::{parse_frame, Frame, Incoming, Limits};
+///
+/// let frame = parse_frame(br#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":7}"#, &Limits::default()).unwrap();
+/// let Frame::Single(Incoming::Request(req)) = frame else { panic!() };
+/// assert_eq!(req.method, "add");
+/// assert_eq!(req.params.unwrap().get(), "[1,2]");
+/// assert_eq!(req.id.as_i64(), Some(7));
+/// ```
+pub fn parse_frame<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Error> {
+    if bytes.len() > limits.max_frame_len {
+        return Err(
+            Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+                "frame is {} bytes; the limit is {}",
+                bytes.len(),
+                limits.max_frame_len
+            )),
+        );
+    }
+    if depth::exceeds(bytes, limits.max_depth) {
+        return Err(nesting_too_deep(limits));
+    }
+    let batch_overflow = Cell::new(false);
+    let seed = FrameSeed {
+        max_batch_len: limits.max_batch_len,
+        batch_overflow: &batch_overflow,
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let raw = seed
+        .deserialize(&mut de)
+        .and_then(|raw| de.end().map(|()| raw))
+        .map_err(|e| {
+            if batch_overflow.get() {
+                Error::new(codes::BATCH_TOO_LARGE, "Batch too large").with_data(&format!(
+                    "a batch may hold at most {} entries",
+                    limits.max_batch_len
+                ))
+            } else if e.to_string().starts_with("recursion limit exceeded") {
+                nesting_too_deep(limits)
+            } else {
+                Error::parse_error()
+            }
+        })?;
+    Ok(match raw {
+        RawFrame::Single(item) => Frame::Single(item.classify(limits.accept_v1)),
+        RawFrame::Batch(items) if items.is_empty() => return Err(Error::invalid_request()),
+        RawFrame::Batch(items) => Frame::Batch(
+            items
+                .into_iter()
+                .map(|item| item.classify(limits.accept_v1))
+                .collect(),
+        ),
+    })
+}
+
+fn nesting_too_deep(limits: &Limits) -> Error {
+    Error::new(codes::NESTING_TOO_DEEP, "Nesting too deep").with_data(&format!(
+        "arrays and objects may nest at most {} levels deep",
+        limits.max_depth
+    ))
+}
+
+enum RawFrame<'a> {
+    Single(RawItem<'a>),
+    Batch(Vec<RawItem<'a>>),
+}
+
+/// One JSON value of a frame, before classification.
+enum RawItem<'a> {
+    Object(Members<'a>),
+    NotObject,
+}
+
+/// The members of an object that JSON-RPC gives meaning to, as raw JSON.
+/// `Some(raw null)` is a member present with value `null`; `None` is absent.
+#[derive(Default)]
+struct Members<'a> {
+    jsonrpc: Option<&'a RawValue>,
+    method: Option<&'a RawValue>,
+    params: Option<&'a RawValue>,
+    id: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
+    duplicate: bool,
+}
+
+/// Visitor methods for every JSON value that is not an object or an array.
+macro_rules! not_an_object {
+    ($value:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+}
+#[allow(unused_imports)]
+use not_an_object;
+
+struct FrameSeed<'s> {
+    max_batch_len: usize,
+    batch_overflow: &'s Cell<bool>,
+}
+
+impl<'de> DeserializeSeed<'de> for FrameSeed<'_> {
+    type Value = RawFrame<'de>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FrameSeed<'_> {
+    type Value = RawFrame<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message or batch")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        collect_members(map).map(|m| RawFrame::Single(RawItem::Object(m)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element::<RawItem<'de>>()? {
+            if items.len() == self.max_batch_len {
+                self.batch_overflow.set(true);
+                return Err(de::Error::custom("batch too large"));
+            }
+            items.push(item);
+        }
+        Ok(RawFrame::Batch(items))
+    }
+
+    not_an_object!(RawFrame::Single(RawItem::NotObject));
+}
+
+impl<'de> Deserialize<'de> for RawItem<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ItemVisitor)
+    }
+}
+
+struct ItemVisitor;
+
+impl<'de> Visitor<'de> for ItemVisitor {
+    type Value = RawItem<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        collect_members(map).map(RawItem::Object)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        // A nested batch is not a message; it still has to be valid JSON.
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(RawItem::NotObject)
+    }
+
+    not_an_object!(RawItem::NotObject);
+}
+
+fn collect_members<'de, A: MapAccess<'de>>(mut map: A) -> Result<Members<'de>, A::Error> {
+    let mut m = Members::default();
+    while let Some(key) = map.next_key::<Key>()? {
+        let slot = match key {
+            Key::Jsonrpc => &mut m.jsonrpc,
+            Key::Method => &mut m.method,
+            Key::Params => &mut m.params,
+            Key::Id => &mut m.id,
+            Key::Result => &mut m.result,
+            Key::Error => &mut m.error,
+            Key::Other => {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+        };
+        let value = map.next_value::<&'de RawValue>()?;
+        m.duplicate |= slot.replace(value).is_some();
+    }
+    Ok(m)
+}
+
+/// A member name, classified without allocating.
+enum Key {
+    Jsonrpc,
+    Method,
+    Params,
+    Id,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "jsonrpc" => Key::Jsonrpc,
+                    "method" => Key::Method,
+                    "params" => Key::Params,
+                    "id" => Key::Id,
+                    "result" => Key::Result,
+                    "error" => Key::Error,
+                    _ => Key::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'a> RawItem<'a> {
+    fn classify(self, accept_v1: bool) -> Incoming<'a> {
+        match self {
+            RawItem::Object(members) => members.classify(accept_v1),
+            RawItem::NotObject => Incoming::Invalid(Invalid {
+                version: Version::V2,
+                id: Id::NULL,
+                error: Error::invalid_request(),
+            }),
+        }
+    }
+}
+
+impl<'a> Members<'a> {
+    fn classify(self, accept_v1: bool) -> Incoming<'a> {
+        // `None`: no id member; `Some(None)`: an id of a kind the spec does
+        // not allow (answered with a null id).
+        let id: Option<Option<Id>> = self.id.map(Id::from_raw);
+        let version = match self.jsonrpc {
+            Some(raw) if decode_str(raw).as_deref() == Some("2.0") => Some(Version::V2),
+            None if accept_v1 => Some(Version::V1),
+            _ => None,
+        };
+        let Some(version) = version else {
+            return invalid(Version::V2, id);
+        };
+        if self.duplicate {
+            return invalid(version, id);
+        }
+
+        if let Some(method) = self.method {
+            let Some(method) = decode_str(method) else {
+                return invalid(version, id);
+            };
+            let params = match self.params {
+                Some(p) if !matches!(p.get().as_bytes().first(), Some(b'[' | b'{')) => {
+                    // JSON-RPC 1.0 requests often carry `"params": null`.
+                    if version == Version::V1 && p.get() == "null" {
+                        None
+                    } else {
+                        return invalid(version, id);
+                    }
+                }
+                p => p,
+            };
+            return match id {
+                None => Incoming::Notification(NotificationRef {
+                    version,
+                    method,
+                    params,
+                }),
+                Some(None) => invalid(version, None),
+                // In JSON-RPC 1.0 a notification is a request with a null id.
+                Some(Some(id)) if version == Version::V1 && id.is_null() => {
+                    Incoming::Notification(NotificationRef {
+                        version,
+                        method,
+                        params,
+                    })
+                }
+                Some(Some(id)) => Incoming::Request(RequestRef {
+                    version,
+                    id,
+                    method,
+                    params,
+                }),
+            };
+        }
+
+        if self.result.is_none() && self.error.is_none() {
+            return invalid(version, id);
+        }
+        let Some(Some(id)) = id else {
+            return invalid(version, None);
+        };
+        // 1.0 responses carry both members, the unused one null.
+        let (result, error) = match version {
+            Version::V2 => (self.result, self.error),
+            Version::V1 => {
+                let error = self.error.filter(|e| e.get() != "null");
+                (if error.is_some() { None } else { self.result }, error)
+            }
+        };
+        let outcome = match (result, error) {
+            (Some(result), None) => Ok(result),
+            (None, Some(error)) => match serde_json::from_str::<Error>(error.get()) {
+                Ok(error) => Err(error),
+                Err(_) => return invalid(version, Some(Some(id))),
+            },
+            _ => return invalid(version, Some(Some(id))),
+        };
+        Incoming::Response(ResponseRef { version, id, outcome })
+    }
+}
+
+/// An invalid item: `-32600`, echoing its id when that id was valid.
+fn invalid<'a>(version: Version, id: Option<Option<Id>>) -> Incoming<'a> {
+    Incoming::Invalid(Invalid {
+        version,
+        id: id.flatten().unwrap_or(Id::NULL),
+        error: Error::invalid_request(),
+    })
+}
+
+/// Decodes a raw JSON string, borrowing when it holds no escapes. `None` when
+/// the value is not a string.
+fn decode_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+}
+
+/// `deserialize_with` helper: a member that is present (even as `null`) is
+/// `Some`; an absent one falls back to `#[serde(default)]`.
+pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: de::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}

@@ -1,0 +1,73 @@
+//! Serialization of outgoing messages straight into a byte buffer.
+//!
+//! Members are written in the order the specification's examples use
+//! (`jsonrpc`, `method`/`result`/`error`, `params`, `id`); raw JSON values
+//! (params, results, error data) are copied in as they are.
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::{Error, Id, Version};
+
+/// Writes `s` as a JSON string literal.
+pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
+    // Writing a `str` into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// Writes the opening of a successful response, up to where the result goes.
+pub(crate) fn result_prefix(out: &mut Vec<u8>, version: Version) {
+    match version {
+        Version::V2 => out.extend_from_slice(br#"{"jsonrpc":"2.0","result":"#),
+        Version::V1 => out.extend_from_slice(br#"{"result":"#),
+    }
+}
+
+/// Writes the close of a successful response, after the result.
+pub(crate) fn result_suffix(out: &mut Vec<u8>, version: Version, id: &Id) {
+    match version {
+        Version::V2 => out.extend_from_slice(br#","id":"#),
+        Version::V1 => out.extend_from_slice(br#","error":null,"id":"#),
+    }
+    id.write_json(out);
+    out.push(b'}');
+}
+
+/// Writes a whole successful response whose result is already JSON text.
+pub(crate) fn write_result(out: &mut Vec<u8>, version: Version, id: &Id, result: &[u8]) {
+    result_prefix(out, version);
+    out.extend_from_slice(result);
+    result_suffix(out, version, id);
+}
+
+/// Writes a whole error response.
+pub(crate) fn write_error(out: &mut Vec<u8>, version: Version, id: &Id, error: &Error) {
+    match version {
+        Version::V2 => out.extend_from_slice(br#"{"jsonrpc":"2.0","error":"#),
+        Version::V1 => out.extend_from_slice(br#"{"result":null,"error":"#),
+    }
+    error.write_json(out);
+    out.extend_from_slice(br#","id":"#);
+    id.write_json(out);
+    out.push(b'}');
+}
+
+/// Writes a request (`id` is `Some`) or a notification (`id` is `None`).
+pub(crate) fn write_call(out: &mut Vec<u8>, method: &str, params: Option<&RawValue>, id: Option<&Id>) {
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    write_json_str(out, method);
+    if let Some(params) = params {
+        out.extend_from_slice(br#","params":"#);
+        out.extend_from_slice(params.get().as_bytes());
+    }
+    if let Some(id) = id {
+        out.extend_from_slice(br#","id":"#);
+        id.write_json(out);
+    }
+    out.push(b'}');
+}
+
+/// Serializes `value` to JSON text as a boxed raw value.
+pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
+    serde_json::value::to_raw_value(value)
+}

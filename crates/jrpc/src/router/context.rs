@@ -1,0 +1,85 @@
+//! What a handler can know about the call it is serving.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::Id;
+
+/// A type map of values describing one connection (its peer address, the
+/// transport, request headers, ...). Transports fill it in; handlers read it
+/// through [`RequestContext::get`].
+///
+/// ```
+/// use jrpc::router::Extensions;
+///
+/// #[derive(Clone, Debug, PartialEq)]
+/// struct Transport(&'static str);
+///
+/// let mut ext = Extensions::new();
+/// ext.insert(Transport("stdio"));
+/// assert_eq!(ext.get::<Transport>(), Some(&Transport("stdio")));
+/// ```
+#[derive(Default)]
+pub struct Extensions {
+    map: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+}
+
+impl Extensions {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Inserts `value`, returning the value of the same type it replaces.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
+        self.map
+            .insert(TypeId::of::<T>(), Box::new(value))
+            .and_then(|old| old.downcast().ok().map(|b| *b))
+    }
+
+    /// The value of type `T`, if any.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.map.get(&TypeId::of::<T>()).and_then(|b| b.downcast_ref())
+    }
+}
+
+impl fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extensions")
+            .field("len", &self.map.len())
+            .finish()
+    }
+}
+
+/// The context of one incoming call, handed to handlers that ask for it.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    id: Option<Id>,
+    connection: Arc<Extensions>,
+}
+
+impl RequestContext {
+    pub(crate) fn new(id: Option<&Id>, connection: &Arc<Extensions>) -> Self {
+        RequestContext {
+            id: id.cloned(),
+            connection: Arc::clone(connection),
+        }
+    }
+
+    /// The id of the request; `None` for a notification.
+    pub fn id(&self) -> Option<&Id> {
+        self.id.as_ref()
+    }
+
+    /// A value the transport recorded about the connection.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.connection.get()
+    }
+
+    /// Everything the transport recorded about the connection.
+    pub fn connection(&self) -> &Extensions {
+        &self.connection
+    }
+}
