@@ -296,5 +296,3 @@ impl fmt::Debug for Router {
     }
 }
 
-#[cfg(test)]
-mod tests;
