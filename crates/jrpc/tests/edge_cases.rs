@@ -150,24 +150,42 @@ async fn edge_cases() {
             failures.push(format!("{name}: {why}\n  sent {input}"));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), CASES.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        CASES.len(),
+        failures.join("\n")
+    );
 }
 
 async fn check(router: &Router, input: &str, expect: &Expect) -> Result<(), String> {
     let raw = router.handle(input.as_bytes()).await;
-    let text = raw.as_ref().map(|b| String::from_utf8(b.to_vec()).expect("replies are UTF-8"));
-    let value: Option<Value> = text.as_deref().map(|t| serde_json::from_str(t).expect("replies are JSON"));
+    let text = raw
+        .as_ref()
+        .map(|b| String::from_utf8(b.to_vec()).expect("replies are UTF-8"));
+    let value: Option<Value> = text
+        .as_deref()
+        .map(|t| serde_json::from_str(t).expect("replies are JSON"));
     let fail = || Err(format!("got {}", text.as_deref().unwrap_or("no reply")));
     match expect {
         Nothing if value.is_none() => Ok(()),
         Json(want) if value.clone().map(canonical) == Some(canonical(json(want))) => Ok(()),
         Text(want) if text.as_deref() == Some(*want) => Ok(()),
         Error(code, id) => match &value {
-            Some(v) if v["error"]["code"] == *code && v["id"] == json(id) && v.get("result").is_none() => Ok(()),
+            Some(v) if v["error"]["code"] == *code && v["id"] == json(id) && v.get("result").is_none() => {
+                Ok(())
+            }
             _ => fail(),
         },
         BadParam(id, param) => match &value {
-            Some(v) if v["error"]["code"] == codes::INVALID_PARAMS && v["id"] == json(id) && v["error"]["data"]["param"] == *param => Ok(()),
+            Some(v)
+                if v["error"]["code"] == codes::INVALID_PARAMS
+                    && v["id"] == json(id)
+                    && v["error"]["data"]["param"] == *param =>
+            {
+                Ok(())
+            }
             _ => fail(),
         },
         _ => fail(),
@@ -210,7 +228,10 @@ async fn frame_and_batch_limits() {
     let router = jrpc::demo::router().max_frame_len(100).max_batch_len(3);
     let request = r#"{"jsonrpc":"2.0","method":"get_data","id":1}"#;
 
-    let big = format!(r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#, "x".repeat(60));
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#,
+        "x".repeat(60)
+    );
     assert!(big.len() > 100);
     let got = reply(&router, &big).await.unwrap();
     assert_eq!(got["error"]["code"], codes::FRAME_TOO_LARGE, "{got}");
@@ -227,6 +248,10 @@ async fn frame_and_batch_limits() {
 
     // A batch far beyond the limit is refused without parsing it all.
     let many = format!("[{}1]", "1,".repeat(1_000_000));
-    let got = router.max_frame_len(usize::MAX).handle(many.as_bytes()).await.unwrap();
+    let got = router
+        .max_frame_len(usize::MAX)
+        .handle(many.as_bytes())
+        .await
+        .unwrap();
     assert!(std::str::from_utf8(&got).unwrap().contains("-32002"));
 }

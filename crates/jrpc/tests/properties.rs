@@ -6,14 +6,17 @@ use proptest::prelude::*;
 use serde_json::{Map, Value};
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
 }
 
 /// Checks that `reply` is one valid response object or a non-empty array of
 /// them.
 fn assert_valid_reply(reply: &[u8]) -> Result<(), TestCaseError> {
-    let value: Value = serde_json::from_slice(reply)
-        .map_err(|e| TestCaseError::fail(format!("reply is not JSON: {e}")))?;
+    let value: Value =
+        serde_json::from_slice(reply).map_err(|e| TestCaseError::fail(format!("reply is not JSON: {e}")))?;
     match &value {
         Value::Array(items) => {
             prop_assert!(!items.is_empty(), "empty batch reply");
@@ -27,14 +30,23 @@ fn assert_valid_reply(reply: &[u8]) -> Result<(), TestCaseError> {
 }
 
 fn assert_valid_response(v: &Value) -> Result<(), TestCaseError> {
-    let obj = v.as_object().ok_or_else(|| TestCaseError::fail(format!("not an object: {v}")))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| TestCaseError::fail(format!("not an object: {v}")))?;
     prop_assert_eq!(obj.get("jsonrpc"), Some(&Value::String("2.0".into())), "{}", v);
     prop_assert!(
-        matches!(obj.get("id"), Some(Value::Null | Value::String(_) | Value::Number(_))),
+        matches!(
+            obj.get("id"),
+            Some(Value::Null | Value::String(_) | Value::Number(_))
+        ),
         "bad id: {}",
         v
     );
-    prop_assert!(obj.contains_key("result") != obj.contains_key("error"), "result xor error: {}", v);
+    prop_assert!(
+        obj.contains_key("result") != obj.contains_key("error"),
+        "result xor error: {}",
+        v
+    );
     if let Some(error) = obj.get("error") {
         prop_assert!(error["code"].is_i64(), "error code: {}", v);
         prop_assert!(error["message"].is_string(), "error message: {}", v);
@@ -49,13 +61,16 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
         ".{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(".{0,6}", inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map(".{0,6}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -65,15 +80,29 @@ fn message_like() -> impl Strategy<Value = Value> {
     let member = |values: BoxedStrategy<Value>| prop::option::of(values);
     let jsonrpc = prop_oneof![Just(Value::from("2.0")), Just(Value::from("1.0")), json_value()].boxed();
     let method = prop_oneof![
-        prop::sample::select(vec!["subtract", "sum", "add", "echo", "get_data", "update", "rpc.x", "nope"])
-            .prop_map(Value::from),
+        prop::sample::select(vec![
+            "subtract", "sum", "add", "echo", "get_data", "update", "rpc.x", "nope"
+        ])
+        .prop_map(Value::from),
         json_value()
     ]
     .boxed();
-    (member(jsonrpc), member(method), member(json_value().boxed()), member(json_value().boxed()), member(json_value().boxed()))
+    (
+        member(jsonrpc),
+        member(method),
+        member(json_value().boxed()),
+        member(json_value().boxed()),
+        member(json_value().boxed()),
+    )
         .prop_map(|(jsonrpc, method, params, id, result)| {
             let mut m = Map::new();
-            for (key, value) in [("jsonrpc", jsonrpc), ("method", method), ("params", params), ("id", id), ("result", result)] {
+            for (key, value) in [
+                ("jsonrpc", jsonrpc),
+                ("method", method),
+                ("params", params),
+                ("id", id),
+                ("result", result),
+            ] {
                 if let Some(value) = value {
                     m.insert(key.into(), value);
                 }

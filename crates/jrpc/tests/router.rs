@@ -38,7 +38,9 @@ async fn every_handler_shape_is_served() {
         })
         .sync_method("s0", || Ok(0))
         .sync_method("s1", |p: Greet| Ok(greeting(p)))
-        .sync_method("s2", |p: Greet, ctx: &RequestContext| Ok(format!("{} #{}", greeting(p), ctx.id().unwrap())));
+        .sync_method("s2", |p: Greet, ctx: &RequestContext| {
+            Ok(format!("{} #{}", greeting(p), ctx.id().unwrap()))
+        });
     for prefix in ["a", "s"] {
         let m = |n| format!("{prefix}{n}");
         assert_eq!(reply(&router, &req(&m(0), "[]", 1)).await.unwrap()["result"], 0);
@@ -64,12 +66,16 @@ async fn every_handler_shape_is_served() {
 async fn handler_errors_keep_code_message_and_data() {
     let router = Router::new()
         .method("a", || async {
-            Err::<(), _>(Error::new(-32050, "Insufficient funds").with_data(&serde_json::json!({"balance": 3})))
+            Err::<(), _>(
+                Error::new(-32050, "Insufficient funds").with_data(&serde_json::json!({"balance": 3})),
+            )
         })
         .sync_method("s", || Err::<(), _>(Error::new(7, "custom")));
     assert_eq!(
         reply(&router, &req("a", "[]", 1)).await.unwrap(),
-        json(r#"{"jsonrpc":"2.0","error":{"code":-32050,"message":"Insufficient funds","data":{"balance":3}},"id":1}"#)
+        json(
+            r#"{"jsonrpc":"2.0","error":{"code":-32050,"message":"Insufficient funds","data":{"balance":3}},"id":1}"#
+        )
     );
     assert_eq!(
         reply(&router, &req("s", "[]", 2)).await.unwrap(),
@@ -86,7 +92,9 @@ async fn panicking_handlers_yield_internal_error_and_the_router_keeps_serving() 
             }
             Ok(())
         })
-        .sync_method("sboom", || -> Result<(), Error> { panic!("secret path /etc/app.toml") })
+        .sync_method("sboom", || -> Result<(), Error> {
+            panic!("secret path /etc/app.toml")
+        })
         .sync_method("ok", || Ok("fine"));
     for method in ["boom", "sboom"] {
         let got = reply(&router, &req(method, "[]", 1)).await.unwrap();
@@ -101,11 +109,17 @@ async fn panicking_handlers_yield_internal_error_and_the_router_keeps_serving() 
     assert_eq!(got[0]["error"]["code"], codes::INTERNAL_ERROR);
     assert_eq!(got[1]["result"], "fine");
     // A panicking notification is swallowed too.
-    assert!(router.handle(br#"{"jsonrpc":"2.0","method":"boom"}"#).await.is_none());
+    assert!(router
+        .handle(br#"{"jsonrpc":"2.0","method":"boom"}"#)
+        .await
+        .is_none());
 
     let exposed = router.expose_internal_errors(true);
     let got = reply(&exposed, &req("sboom", "[]", 1)).await.unwrap();
-    assert!(got["error"]["data"].as_str().unwrap().contains("secret path"), "{got}");
+    assert!(
+        got["error"]["data"].as_str().unwrap().contains("secret path"),
+        "{got}"
+    );
 }
 
 #[tokio::test]
@@ -117,13 +131,18 @@ async fn unserializable_results_are_internal_errors() {
     });
     let got = reply(&router, &req("bad", "[]", 1)).await.unwrap();
     assert_eq!(got["error"]["code"], codes::INTERNAL_ERROR);
-    assert!(got.get("result").is_none(), "a partial result must not leak: {got}");
+    assert!(
+        got.get("result").is_none(),
+        "a partial result must not leak: {got}"
+    );
 }
 
 #[test]
 fn reserved_and_duplicate_names_cannot_be_registered() {
     assert_eq!(
-        Router::new().try_method("rpc.discover", || async { Ok(()) }).unwrap_err(),
+        Router::new()
+            .try_method("rpc.discover", || async { Ok(()) })
+            .unwrap_err(),
         RegisterError::Reserved("rpc.discover".into())
     );
     assert!(matches!(
@@ -135,9 +154,14 @@ fn reserved_and_duplicate_names_cannot_be_registered() {
         router.clone().try_sync_method("a", || Ok(2)).unwrap_err(),
         RegisterError::Duplicate("a".into())
     );
-    assert!(matches!(router.try_notification("a", || async {}), Err(RegisterError::Duplicate(_))));
+    assert!(matches!(
+        router.try_notification("a", || async {}),
+        Err(RegisterError::Duplicate(_))
+    ));
     // "rpc" itself and names merely containing "rpc." are fine.
-    Router::new().sync_method("rpc", || Ok(1)).sync_method("my.rpc.x", || Ok(1));
+    Router::new()
+        .sync_method("rpc", || Ok(1))
+        .sync_method("my.rpc.x", || Ok(1));
 }
 
 #[test]
@@ -158,8 +182,14 @@ async fn notifications_run_their_handler_and_get_no_reply() {
             let h2 = Arc::clone(&h2);
             async move { Ok(h2.fetch_add(n, Ordering::SeqCst)) }
         });
-    assert!(router.handle(br#"{"jsonrpc":"2.0","method":"tick","params":[1]}"#).await.is_none());
-    assert!(router.handle(br#"{"jsonrpc":"2.0","method":"count","params":[10]}"#).await.is_none());
+    assert!(router
+        .handle(br#"{"jsonrpc":"2.0","method":"tick","params":[1]}"#)
+        .await
+        .is_none());
+    assert!(router
+        .handle(br#"{"jsonrpc":"2.0","method":"count","params":[10]}"#)
+        .await
+        .is_none());
     let batch = br#"[{"jsonrpc":"2.0","method":"tick","params":[100]},{"jsonrpc":"2.0","method":"tick","params":["bad"]}]"#;
     assert!(router.handle(batch).await.is_none());
     assert_eq!(hits.load(Ordering::SeqCst), 111);
@@ -183,11 +213,26 @@ async fn batch_entries_run_concurrently_within_the_bound() {
             }
         })
         .batch_concurrency(4);
-    let batch = format!("[{}]", (0..10).map(|i| req("work", &format!("[{i}]"), i)).collect::<Vec<_>>().join(","));
+    let batch = format!(
+        "[{}]",
+        (0..10)
+            .map(|i| req("work", &format!("[{i}]"), i))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
     let got = reply(&router, &batch).await.unwrap();
-    let results: Vec<u64> = got.as_array().unwrap().iter().map(|r| r["result"].as_u64().unwrap()).collect();
+    let results: Vec<u64> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"].as_u64().unwrap())
+        .collect();
     assert_eq!(results, (0..10).collect::<Vec<_>>(), "replies in request order");
-    assert_eq!(peak.load(Ordering::SeqCst), 4, "exactly the bound in flight at the peak");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        4,
+        "exactly the bound in flight at the peak"
+    );
 }
 
 #[tokio::test]
@@ -199,7 +244,10 @@ async fn context_carries_connection_extensions() {
     });
     let mut ext = Extensions::new();
     ext.insert(Peer("127.0.0.1:9"));
-    let got = router.handle_with(req("who", "[]", 1).as_bytes(), &Arc::new(ext)).await.unwrap();
+    let got = router
+        .handle_with(req("who", "[]", 1).as_bytes(), &Arc::new(ext))
+        .await
+        .unwrap();
     assert_eq!(got, r#"{"jsonrpc":"2.0","result":"127.0.0.1:9","id":1}"#);
     let got = router.handle(req("who", "[]", 1).as_bytes()).await.unwrap();
     assert_eq!(got, r#"{"jsonrpc":"2.0","result":"unknown","id":1}"#);
@@ -218,31 +266,60 @@ async fn json_rpc_1_0_mode() {
     let on = jrpc::demo::router().accept_v1(true);
     let cases: &[(&str, Option<&str>)] = &[
         (v1, Some(r#"{"result":19,"error":null,"id":1}"#)),
-        (r#"{"method":"nope","params":[],"id":"a"}"#, Some(r#"{"result":null,"error":{"code":-32601,"message":"Method not found"},"id":"a"}"#)),
-        (r#"{"method":"get_data","params":null,"id":2}"#, Some(r#"{"result":["hello",5],"error":null,"id":2}"#)),
-        (r#"{"method":"get_data","id":3}"#, Some(r#"{"result":["hello",5],"error":null,"id":3}"#)),
-        (r#"{"method":"subtract","params":{"minuend":2,"subtrahend":1},"id":4}"#, Some(r#"{"result":1,"error":null,"id":4}"#)),
+        (
+            r#"{"method":"nope","params":[],"id":"a"}"#,
+            Some(r#"{"result":null,"error":{"code":-32601,"message":"Method not found"},"id":"a"}"#),
+        ),
+        (
+            r#"{"method":"get_data","params":null,"id":2}"#,
+            Some(r#"{"result":["hello",5],"error":null,"id":2}"#),
+        ),
+        (
+            r#"{"method":"get_data","id":3}"#,
+            Some(r#"{"result":["hello",5],"error":null,"id":3}"#),
+        ),
+        (
+            r#"{"method":"subtract","params":{"minuend":2,"subtrahend":1},"id":4}"#,
+            Some(r#"{"result":1,"error":null,"id":4}"#),
+        ),
         (r#"{"method":"update","params":[1],"id":null}"#, None),
         (r#"{"method":"update","params":[1]}"#, None),
-        (r#"{"method":1,"id":5}"#, Some(r#"{"result":null,"error":{"code":-32600,"message":"Invalid Request"},"id":5}"#)),
-        (r#"{"jsonrpc":"2.0","method":"subtract","params":[2,1],"id":6}"#, Some(r#"{"jsonrpc":"2.0","result":1,"id":6}"#)),
-        (r#"{"jsonrpc":"1.0","method":"subtract","params":[2,1],"id":7}"#, Some(r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":7}"#)),
+        (
+            r#"{"method":1,"id":5}"#,
+            Some(r#"{"result":null,"error":{"code":-32600,"message":"Invalid Request"},"id":5}"#),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"subtract","params":[2,1],"id":6}"#,
+            Some(r#"{"jsonrpc":"2.0","result":1,"id":6}"#),
+        ),
+        (
+            r#"{"jsonrpc":"1.0","method":"subtract","params":[2,1],"id":7}"#,
+            Some(r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":7}"#),
+        ),
     ];
     for (input, want) in cases {
         let got = reply(&on, input).await;
         assert_eq!(got, want.map(json), "{input}");
     }
     // The exact text: 1.0 replies carry no "jsonrpc" member.
-    assert_eq!(on.handle(v1.as_bytes()).await.unwrap(), r#"{"result":19,"error":null,"id":1}"#);
+    assert_eq!(
+        on.handle(v1.as_bytes()).await.unwrap(),
+        r#"{"result":19,"error":null,"id":1}"#
+    );
     let mixed = format!(r#"[{v1},{}]"#, req("subtract", "[5,1]", 2));
     let got = reply(&on, &mixed).await.unwrap();
-    assert_eq!(got, json(r#"[{"result":19,"error":null,"id":1},{"jsonrpc":"2.0","result":4,"id":2}]"#));
+    assert_eq!(
+        got,
+        json(r#"[{"result":19,"error":null,"id":1},{"jsonrpc":"2.0","result":4,"id":2}]"#)
+    );
 }
 
 #[tokio::test]
 async fn merge_combines_method_tables() {
     let a = Router::new().sync_method("a", || Ok("a"));
-    let b = Router::new().sync_method("b", || Ok("b")).sync_notification("n", || {});
+    let b = Router::new()
+        .sync_method("b", || Ok("b"))
+        .sync_notification("n", || {});
     let both = a.merge(b);
     assert_eq!(both.method_names(), ["a", "b"]);
     assert_eq!(reply(&both, &req("b", "[]", 1)).await.unwrap()["result"], "b");
@@ -255,8 +332,13 @@ async fn routers_are_shared_across_tasks() {
     for i in 0..50u64 {
         let router = router.clone();
         tasks.push(tokio::spawn(async move {
-            let got = router.handle(req("add", &format!("[{i},1]"), i).as_bytes()).await.unwrap();
-            serde_json::from_slice::<Value>(&got).unwrap()["result"].as_u64().unwrap()
+            let got = router
+                .handle(req("add", &format!("[{i},1]"), i).as_bytes())
+                .await
+                .unwrap();
+            serde_json::from_slice::<Value>(&got).unwrap()["result"]
+                .as_u64()
+                .unwrap()
         }));
     }
     for (i, task) in tasks.into_iter().enumerate() {

@@ -33,7 +33,11 @@ const EXAMPLES: &[(&str, &str, Option<&str>)] = &[
         r#"{"jsonrpc": "2.0", "method": "update", "params": [1,2,3,4,5]}"#,
         None,
     ),
-    ("notification to an unknown method", r#"{"jsonrpc": "2.0", "method": "foobar"}"#, None),
+    (
+        "notification to an unknown method",
+        r#"{"jsonrpc": "2.0", "method": "foobar"}"#,
+        None,
+    ),
     (
         "non-existent method",
         r#"{"jsonrpc": "2.0", "method": "foobar", "id": "1"}"#,
@@ -116,7 +120,9 @@ async fn every_specification_example_gets_the_exact_reply() {
         let got = reply(&router, request).await.map(canonical);
         let want = expected.map(|e| canonical(json(e)));
         if got != want {
-            failures.push(format!("{name}:\n  sent     {request}\n  expected {want:?}\n  got      {got:?}"));
+            failures.push(format!(
+                "{name}:\n  sent     {request}\n  expected {want:?}\n  got      {got:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -128,6 +134,11 @@ async fn batch_replies_keep_request_order() {
     let router = jrpc::demo::router();
     let (_, request, _) = EXAMPLES.iter().find(|(name, ..)| *name == "batch").unwrap();
     let got = reply(&router, request).await.unwrap();
-    let ids: Vec<String> = got.as_array().unwrap().iter().map(|r| r["id"].to_string()).collect();
+    let ids: Vec<String> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].to_string())
+        .collect();
     assert_eq!(ids, [r#""1""#, r#""2""#, "null", r#""5""#, r#""9""#]);
 }

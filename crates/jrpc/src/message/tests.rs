@@ -12,23 +12,36 @@ fn classifies_requests_notifications_and_responses() {
     let Incoming::Request(r) = single(r#"{"jsonrpc":"2.0","method":"m","params":{"a":1},"id":"x"}"#) else {
         panic!()
     };
-    assert_eq!((r.method.as_ref(), r.params.unwrap().get(), r.id.as_str()), ("m", r#"{"a":1}"#, Some("x")));
+    assert_eq!(
+        (r.method.as_ref(), r.params.unwrap().get(), r.id.as_str()),
+        ("m", r#"{"a":1}"#, Some("x"))
+    );
 
-    let Incoming::Notification(n) = single(r#"{"jsonrpc":"2.0","method":"m"}"#) else { panic!() };
+    let Incoming::Notification(n) = single(r#"{"jsonrpc":"2.0","method":"m"}"#) else {
+        panic!()
+    };
     assert!(n.params.is_none());
 
-    let Incoming::Response(ok) = single(r#"{"jsonrpc":"2.0","result":{"v":[1]},"id":3}"#) else { panic!() };
+    let Incoming::Response(ok) = single(r#"{"jsonrpc":"2.0","result":{"v":[1]},"id":3}"#) else {
+        panic!()
+    };
     assert_eq!(ok.outcome.unwrap().get(), r#"{"v":[1]}"#);
 
-    let Incoming::Response(err) = single(r#"{"jsonrpc":"2.0","error":{"code":-1,"message":"m","data":null},"id":3}"#)
+    let Incoming::Response(err) =
+        single(r#"{"jsonrpc":"2.0","error":{"code":-1,"message":"m","data":null},"id":3}"#)
     else {
         panic!()
     };
     let e = err.outcome.unwrap_err();
-    assert_eq!((e.code(), e.message(), e.data().unwrap().get()), (-1, "m", "null"));
+    assert_eq!(
+        (e.code(), e.message(), e.data().unwrap().get()),
+        (-1, "m", "null")
+    );
 
     // A null result is still a result.
-    let Incoming::Response(null) = single(r#"{"jsonrpc":"2.0","result":null,"id":null}"#) else { panic!() };
+    let Incoming::Response(null) = single(r#"{"jsonrpc":"2.0","result":null,"id":null}"#) else {
+        panic!()
+    };
     assert_eq!(null.outcome.unwrap().get(), "null");
     assert!(null.id.is_null());
 }
@@ -50,30 +63,58 @@ fn malformed_responses_are_invalid() {
 
 #[test]
 fn v1_messages_only_with_the_mode_on() {
-    let limits = Limits { accept_v1: true, ..Limits::default() };
+    let limits = Limits {
+        accept_v1: true,
+        ..Limits::default()
+    };
     let parse = |text: &'static str| match parse_frame(text.as_bytes(), &limits).unwrap() {
         Frame::Single(item) => item,
         Frame::Batch(_) => panic!(),
     };
-    assert!(matches!(parse(r#"{"method":"m","params":[],"id":1}"#), Incoming::Request(r) if r.version == Version::V1));
-    assert!(matches!(parse(r#"{"method":"m","params":[],"id":null}"#), Incoming::Notification(_)));
+    assert!(
+        matches!(parse(r#"{"method":"m","params":[],"id":1}"#), Incoming::Request(r) if r.version == Version::V1)
+    );
+    assert!(matches!(
+        parse(r#"{"method":"m","params":[],"id":null}"#),
+        Incoming::Notification(_)
+    ));
     let Incoming::Response(r) = parse(r#"{"result":null,"error":{"code":1,"message":"m"},"id":1}"#) else {
         panic!()
     };
     assert_eq!(r.outcome.unwrap_err().code(), 1);
-    let Incoming::Response(r) = parse(r#"{"result":null,"error":null,"id":1}"#) else { panic!() };
+    let Incoming::Response(r) = parse(r#"{"result":null,"error":null,"id":1}"#) else {
+        panic!()
+    };
     assert_eq!(r.outcome.unwrap().get(), "null");
-    assert!(matches!(single(r#"{"method":"m","params":[],"id":1}"#), Incoming::Invalid(_)));
+    assert!(matches!(
+        single(r#"{"method":"m","params":[],"id":1}"#),
+        Incoming::Invalid(_)
+    ));
 }
 
 #[test]
 fn outgoing_messages_serialize_in_spec_order() {
     let req = Request::new("a", "m", &serde_json::json!({"k": [1]})).unwrap();
-    assert_eq!(req.to_bytes(), r#"{"jsonrpc":"2.0","method":"m","params":{"k":[1]},"id":"a"}"#);
-    assert_eq!(Request::without_params(1, "m").to_bytes(), r#"{"jsonrpc":"2.0","method":"m","id":1}"#);
-    assert_eq!(Notification::new("n", &[1]).unwrap().to_bytes(), r#"{"jsonrpc":"2.0","method":"n","params":[1]}"#);
-    assert!(Request::new(1, "m", &5).is_err(), "params must be an array or object");
-    let resp = Response { id: Id::from(9), outcome: Err(Error::method_not_found()) };
+    assert_eq!(
+        req.to_bytes(),
+        r#"{"jsonrpc":"2.0","method":"m","params":{"k":[1]},"id":"a"}"#
+    );
+    assert_eq!(
+        Request::without_params(1, "m").to_bytes(),
+        r#"{"jsonrpc":"2.0","method":"m","id":1}"#
+    );
+    assert_eq!(
+        Notification::new("n", &[1]).unwrap().to_bytes(),
+        r#"{"jsonrpc":"2.0","method":"n","params":[1]}"#
+    );
+    assert!(
+        Request::new(1, "m", &5).is_err(),
+        "params must be an array or object"
+    );
+    let resp = Response {
+        id: Id::from(9),
+        outcome: Err(Error::method_not_found()),
+    };
     assert_eq!(
         resp.to_bytes(),
         r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":9}"#
@@ -87,5 +128,8 @@ fn outgoing_messages_parse_back() {
     let Frame::Single(Incoming::Request(back)) = parse_frame(&bytes, &Limits::default()).unwrap() else {
         panic!()
     };
-    assert_eq!((back.id, back.method.as_ref(), back.params.unwrap().get()), (req.id, "m\"", "[1,2]"));
+    assert_eq!(
+        (back.id, back.method.as_ref(), back.params.unwrap().get()),
+        (req.id, "m\"", "[1,2]")
+    );
 }

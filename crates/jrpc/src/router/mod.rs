@@ -295,4 +295,3 @@ impl fmt::Debug for Router {
             .finish()
     }
 }
-

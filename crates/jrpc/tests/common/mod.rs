@@ -8,9 +8,10 @@ use serde_json::Value;
 /// no reply is due. Panics if the reply is not valid JSON.
 pub async fn reply(router: &Router, input: &str) -> Option<Value> {
     let bytes = router.handle(input.as_bytes()).await?;
-    Some(serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-        panic!("reply is not JSON ({e}): {}", String::from_utf8_lossy(&bytes))
-    }))
+    Some(
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|e| panic!("reply is not JSON ({e}): {}", String::from_utf8_lossy(&bytes))),
+    )
 }
 
 /// A batch reply's entries in a canonical order, so that batches compare as

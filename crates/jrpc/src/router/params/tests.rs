@@ -31,16 +31,33 @@ struct Point {
 
 #[test]
 fn struct_by_name_and_by_position() {
-    let want = Point { x: 1, y: 2, label: Some("p".into()) };
+    let want = Point {
+        x: 1,
+        y: 2,
+        label: Some("p".into()),
+    };
     assert_eq!(ok::<Point>(Some(r#"{"x":1,"y":2,"label":"p"}"#)), want);
     assert_eq!(ok::<Point>(Some(r#"[1,2,"p"]"#)), want);
-    assert_eq!(ok::<Point>(Some(r#"{"y":2,"x":1}"#)), Point { label: None, ..want });
+    assert_eq!(
+        ok::<Point>(Some(r#"{"y":2,"x":1}"#)),
+        Point { label: None, ..want }
+    );
 }
 
 #[test]
 fn trailing_options_may_be_omitted() {
-    assert_eq!(ok::<Point>(Some("[1,2]")), Point { x: 1, y: 2, label: None });
-    assert_eq!(ok::<(i32, Option<i32>, Option<i32>)>(Some("[1]")), (1, None, None));
+    assert_eq!(
+        ok::<Point>(Some("[1,2]")),
+        Point {
+            x: 1,
+            y: 2,
+            label: None
+        }
+    );
+    assert_eq!(
+        ok::<(i32, Option<i32>, Option<i32>)>(Some("[1]")),
+        (1, None, None)
+    );
     assert_eq!(ok::<(Option<i32>,)>(None), (None,));
     assert_eq!(ok::<(Option<i32>,)>(Some("[]")), (None,));
 }
@@ -58,8 +75,17 @@ fn missing_required_positional_names_the_field() {
 fn wrong_type_names_the_parameter() {
     let data = err::<Point>(Some(r#"[1,"two"]"#));
     assert_eq!(data["param"], "y");
-    assert!(data["reason"].as_str().unwrap().starts_with("invalid type: string \"two\""), "{data}");
-    assert!(!data["reason"].as_str().unwrap().contains("line 1"), "no positions into params text: {data}");
+    assert!(
+        data["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid type: string \"two\""),
+        "{data}"
+    );
+    assert!(
+        !data["reason"].as_str().unwrap().contains("line 1"),
+        "no positions into params text: {data}"
+    );
     let data = err::<Point>(Some(r#"{"x":1,"y":true}"#));
     assert_eq!(data["param"], "y");
     let data = err::<(i32, String)>(Some(r#"[1,2]"#));
@@ -76,15 +102,24 @@ fn missing_named_field_is_named() {
 #[test]
 fn too_many_positional_params() {
     let data = err::<(i32, i32)>(Some("[1,2,3]"));
-    assert!(data["reason"].as_str().unwrap().contains("too many params"), "{data}");
+    assert!(
+        data["reason"].as_str().unwrap().contains("too many params"),
+        "{data}"
+    );
     let data = err::<Point>(Some(r#"[1,2,"a",4]"#));
-    assert!(data["reason"].as_str().unwrap().contains("too many params"), "{data}");
+    assert!(
+        data["reason"].as_str().unwrap().contains("too many params"),
+        "{data}"
+    );
 }
 
 #[test]
 fn tuple_refuses_named_params() {
     let data = err::<(i32, i32)>(Some(r#"{"a":1,"b":2}"#));
-    assert!(data["reason"].as_str().unwrap().contains("named params"), "{data}");
+    assert!(
+        data["reason"].as_str().unwrap().contains("named params"),
+        "{data}"
+    );
 }
 
 #[test]
@@ -110,7 +145,14 @@ fn sequences_maps_and_values() {
 
 #[test]
 fn escaped_keys_match_field_names() {
-    assert_eq!(ok::<Point>(Some(r#"{"\u0078":1,"y":2}"#)), Point { x: 1, y: 2, label: None });
+    assert_eq!(
+        ok::<Point>(Some(r#"{"\u0078":1,"y":2}"#)),
+        Point {
+            x: 1,
+            y: 2,
+            label: None
+        }
+    );
 }
 
 #[test]
