@@ -345,3 +345,58 @@ async fn routers_are_shared_across_tasks() {
         assert_eq!(task.await.unwrap(), i as u64 + 1);
     }
 }
+
+#[tokio::test]
+async fn batches_mixing_async_and_plain_handlers_keep_order_and_commas() {
+    let router = Router::new()
+        .method("slow", |(ms, tag): (u64, String)| async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(tag)
+        })
+        .sync_method("fast", |(tag,): (String,)| Ok(tag))
+        .notification("anote", |_: Value| async {})
+        .sync_notification("snote", |_: Value| {})
+        .batch_concurrency(2);
+    let entries = [
+        r#"{"jsonrpc":"2.0","method":"anote","params":[1]}"#.to_owned(),
+        req("slow", r#"[30,"a"]"#, 1),
+        r#"{"jsonrpc":"2.0","method":"snote","params":[1]}"#.to_owned(),
+        req("fast", r#"["b"]"#, 2),
+        req("slow", r#"[1,"c"]"#, 3),
+        "5".to_owned(),
+        r#"{"jsonrpc":"2.0","method":"anote","params":[1]}"#.to_owned(),
+        req("slow", r#"[10,"d"]"#, 4),
+        req("nope", "[]", 5),
+        req("slow", r#"[0,"e"]"#, 6),
+        r#"{"jsonrpc":"2.0","method":"snote","params":[1]}"#.to_owned(),
+    ];
+    let batch = format!("[{}]", entries.join(","));
+    let got = router.handle(batch.as_bytes()).await.unwrap();
+    let got: Value = serde_json::from_slice(&got).expect("well-formed batch reply");
+    let summary: Vec<String> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| match r.get("result") {
+            Some(result) => format!("{}={}", r["id"], result.as_str().unwrap()),
+            None => format!("{}:{}", r["id"], r["error"]["code"]),
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        ["1=a", "2=b", "3=c", "null:-32600", "4=d", "5:-32601", "6=e"]
+    );
+
+    // Only notifications, async and plain: no reply at all.
+    let notes = format!("[{},{}]", entries[0], entries[2]);
+    assert!(router.handle(notes.as_bytes()).await.is_none());
+    // A lone async request, and async requests only.
+    let one = format!("[{}]", entries[1]);
+    assert_eq!(reply(&router, &one).await.unwrap()[0]["result"], "a");
+    let asyncs = format!("[{},{},{}]", entries[0], entries[4], entries[9]);
+    let got = reply(&router, &asyncs).await.unwrap();
+    assert_eq!(
+        got,
+        json(r#"[{"jsonrpc":"2.0","result":"c","id":3},{"jsonrpc":"2.0","result":"e","id":6}]"#)
+    );
+}

@@ -68,7 +68,12 @@ pub fn parse_frame<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Er
         max_batch_len: limits.max_batch_len,
         batch_overflow: &batch_overflow,
     };
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // Validating UTF-8 once up front lets the parser borrow every string and
+    // raw value without checking each again.
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Err(Error::parse_error());
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
     let raw = seed
         .deserialize(&mut de)
         .and_then(|raw| de.end().map(|()| raw))
@@ -118,8 +123,8 @@ enum RawItem<'a> {
 /// `Some(raw null)` is a member present with value `null`; `None` is absent.
 #[derive(Default)]
 struct Members<'a> {
-    jsonrpc: Option<&'a RawValue>,
-    method: Option<&'a RawValue>,
+    jsonrpc: Option<StrMember<'a>>,
+    method: Option<StrMember<'a>>,
     params: Option<&'a RawValue>,
     id: Option<&'a RawValue>,
     result: Option<&'a RawValue>,
@@ -178,7 +183,7 @@ impl<'de> Visitor<'de> for FrameSeed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(16).min(64));
         while let Some(item) = seq.next_element::<RawItem<'de>>()? {
             if items.len() == self.max_batch_len {
                 self.batch_overflow.set(true);
@@ -224,8 +229,14 @@ fn collect_members<'de, A: MapAccess<'de>>(mut map: A) -> Result<Members<'de>, A
     let mut m = Members::default();
     while let Some(key) = map.next_key::<Key>()? {
         let slot = match key {
-            Key::Jsonrpc => &mut m.jsonrpc,
-            Key::Method => &mut m.method,
+            Key::Jsonrpc => {
+                m.duplicate |= m.jsonrpc.replace(map.next_value()?).is_some();
+                continue;
+            }
+            Key::Method => {
+                m.duplicate |= m.method.replace(map.next_value()?).is_some();
+                continue;
+            }
             Key::Params => &mut m.params,
             Key::Id => &mut m.id,
             Key::Result => &mut m.result,
@@ -239,6 +250,64 @@ fn collect_members<'de, A: MapAccess<'de>>(mut map: A) -> Result<Members<'de>, A
         m.duplicate |= slot.replace(value).is_some();
     }
     Ok(m)
+}
+
+/// A member that must be a string: the string (borrowed when it holds no
+/// escapes), or a note that it was some other JSON value.
+enum StrMember<'a> {
+    Str(Cow<'a, str>),
+    NotStr,
+}
+
+impl<'a> StrMember<'a> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            StrMember::Str(s) => Some(s),
+            StrMember::NotStr => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StrMember<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StrVisitor;
+        impl<'de> Visitor<'de> for StrVisitor {
+            type Value = StrMember<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(StrMember::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(StrMember::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(StrMember::NotStr)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(StrMember::NotStr)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(StrMember::NotStr)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(StrMember::NotStr)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(StrMember::NotStr)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(StrMember::NotStr)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(StrMember::NotStr)
+            }
+        }
+        deserializer.deserialize_any(StrVisitor)
+    }
 }
 
 /// A member name, classified without allocating.
@@ -295,7 +364,7 @@ impl<'a> Members<'a> {
         // not allow (answered with a null id).
         let id: Option<Option<Id>> = self.id.map(Id::from_raw);
         let version = match self.jsonrpc {
-            Some(raw) if decode_str(raw).as_deref() == Some("2.0") => Some(Version::V2),
+            Some(ref v) if v.as_str() == Some("2.0") => Some(Version::V2),
             None if accept_v1 => Some(Version::V1),
             _ => None,
         };
@@ -307,7 +376,7 @@ impl<'a> Members<'a> {
         }
 
         if let Some(method) = self.method {
-            let Some(method) = decode_str(method) else {
+            let StrMember::Str(method) = method else {
                 return invalid(version, id);
             };
             let params = match self.params {
@@ -378,17 +447,6 @@ fn invalid<'a>(version: Version, id: Option<Option<Id>>) -> Incoming<'a> {
         id: id.flatten().unwrap_or(Id::NULL),
         error: Error::invalid_request(),
     })
-}
-
-/// Decodes a raw JSON string, borrowing when it holds no escapes. `None` when
-/// the value is not a string.
-fn decode_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    if !inner.contains('\\') {
-        return Some(Cow::Borrowed(inner));
-    }
-    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
 /// `deserialize_with` helper: a member that is present (even as `null`) is

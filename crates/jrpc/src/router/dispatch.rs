@@ -40,134 +40,208 @@ impl Router {
             }
             Ok(Frame::Single(item)) => {
                 let mut out = Vec::with_capacity(128);
-                self.handle_item(item, connection, &mut out).await;
+                if let Some(item) = self.handle_inline(item, connection, &mut out) {
+                    self.handle_async(item, connection, &mut out).await;
+                }
                 (!out.is_empty()).then(|| out.into())
             }
-            Ok(Frame::Batch(items)) => {
-                // A window of at most `batch_concurrency` entries in flight;
-                // `FuturesOrdered` yields replies in request order.
-                let mut items = items.into_iter();
-                let mut in_flight = FuturesOrdered::new();
-                let mut out = vec![b'['];
-                loop {
-                    while in_flight.len() < self.inner.batch_concurrency {
-                        let Some(item) = items.next() else { break };
-                        in_flight.push_back(self.reply_to(item, connection));
-                    }
-                    let Some(reply) = in_flight.next().await else {
-                        break;
-                    };
-                    if reply.is_empty() {
-                        continue;
-                    }
-                    if out.len() > 1 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(&reply);
-                }
-                if out.len() == 1 {
-                    return None;
-                }
-                out.push(b']');
-                Some(out.into())
-            }
+            Ok(Frame::Batch(items)) => self.handle_batch(items, connection).await,
         }
     }
 
-    /// Serves one batch entry; its reply, or nothing.
-    async fn reply_to(&self, item: Incoming<'_>, connection: &Arc<Extensions>) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.handle_item(item, connection, &mut out).await;
-        out
+    /// Serves a batch. Entries whose handlers are plain functions (and
+    /// invalid entries) are answered inline, straight into the reply; the
+    /// others run concurrently, at most `batch_concurrency` at a time, and
+    /// their replies are spliced in at their entries' places.
+    async fn handle_batch(&self, items: Vec<Incoming<'_>>, connection: &Arc<Extensions>) -> Option<Bytes> {
+        let mut out = Vec::with_capacity(items.len() * 48 + 2);
+        out.push(b'[');
+        let mut wrote_any = false;
+        // Where in `out` each pending reply goes; `None` for notifications.
+        let mut in_flight = FuturesOrdered::new();
+        let mut pending: Vec<(usize, Vec<u8>)> = Vec::new();
+        for item in items {
+            let mark = out.len();
+            if wrote_any {
+                out.push(b',');
+            }
+            let start = out.len();
+            let Some(item) = self.handle_inline(item, connection, &mut out) else {
+                if out.len() == start {
+                    out.truncate(mark);
+                } else {
+                    wrote_any = true;
+                }
+                continue;
+            };
+            // A request always gets a reply; a notification never does.
+            let slot = matches!(item, Incoming::Request(_)).then(|| {
+                wrote_any = true;
+                out.len()
+            });
+            if slot.is_none() {
+                out.truncate(mark);
+            }
+            if in_flight.len() == self.inner.batch_concurrency {
+                if let Some((Some(at), reply)) = in_flight.next().await {
+                    pending.push((at, reply));
+                }
+            }
+            in_flight.push_back(self.reply_to(slot, item, connection));
+        }
+        while let Some((slot, reply)) = in_flight.next().await {
+            if let Some(at) = slot {
+                pending.push((at, reply));
+            }
+        }
+        if !wrote_any {
+            return None;
+        }
+        out.push(b']');
+        if !pending.is_empty() {
+            out = splice(out, pending);
+        }
+        Some(out.into())
     }
 
-    /// Serves one item, appending its reply (if any) to `out`.
-    async fn handle_item(&self, item: Incoming<'_>, connection: &Arc<Extensions>, out: &mut Vec<u8>) {
+    /// Serves one batch entry that needs awaiting; its slot and reply.
+    async fn reply_to(
+        &self,
+        slot: Option<usize>,
+        item: Incoming<'_>,
+        connection: &Arc<Extensions>,
+    ) -> (Option<usize>, Vec<u8>) {
+        let mut out = Vec::new();
+        self.handle_async(item, connection, &mut out).await;
+        (slot, out)
+    }
+
+    /// Serves `item` on the spot if that needs no awaiting, appending its
+    /// reply (if any) to `out`. Gives the item back when its handler is async.
+    fn handle_inline<'a>(
+        &self,
+        item: Incoming<'a>,
+        connection: &Arc<Extensions>,
+        out: &mut Vec<u8>,
+    ) -> Option<Incoming<'a>> {
         match item {
-            Incoming::Request(request) => self.handle_request(request, connection, out).await,
-            Incoming::Notification(notification) => self.handle_notification(notification, connection).await,
+            Incoming::Request(request) => match self.inner.methods.get(&*request.method) {
+                Some(ErasedMethod::Sync(f)) => {
+                    let RequestRef {
+                        version,
+                        id,
+                        method,
+                        params,
+                    } = request;
+                    let info = CallInfo {
+                        id: Some(&id),
+                        connection,
+                    };
+                    // Serialize the result straight into the reply.
+                    let start = out.len();
+                    message::result_prefix(out, version);
+                    let error = match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info, out))) {
+                        Ok(Ok(())) => {
+                            message::result_suffix(out, version, &id);
+                            return None;
+                        }
+                        Ok(Err(error)) => error,
+                        Err(panic) => self.panic_error(&method, panic),
+                    };
+                    out.truncate(start);
+                    message::write_error(out, version, &id, &error);
+                    None
+                }
+                Some(ErasedMethod::Async(_)) => Some(Incoming::Request(request)),
+                None => {
+                    message::write_error(out, request.version, &request.id, &Error::method_not_found());
+                    None
+                }
+            },
+            Incoming::Notification(notification) => {
+                let info = CallInfo { id: None, connection };
+                let NotificationRef { method, params, .. } = &notification;
+                let outcome = match (
+                    self.inner.notifications.get(&**method),
+                    self.inner.methods.get(&**method),
+                ) {
+                    (Some(ErasedNotification::Sync(f)), _) => catch(|| f(*params, &info)),
+                    // A notification to a method: run it, drop the result.
+                    (None, Some(ErasedMethod::Sync(f))) => catch(|| f(*params, &info, &mut Vec::new())),
+                    (None, None) => Err("no handler".to_owned()),
+                    _ => return Some(Incoming::Notification(notification)),
+                };
+                if let Err(reason) = outcome {
+                    tracing::debug!(method = %method, %reason, "notification dropped");
+                }
+                None
+            }
             Incoming::Invalid(invalid) => {
-                message::write_error(out, invalid.version, &invalid.id, &invalid.error)
+                message::write_error(out, invalid.version, &invalid.id, &invalid.error);
+                None
             }
             // A router only serves: a response is not a valid request here.
             // (A peer, which also makes calls, routes responses before this.)
             Incoming::Response(response) => {
-                message::write_error(out, response.version, &response.id, &Error::invalid_request())
+                message::write_error(out, response.version, &response.id, &Error::invalid_request());
+                None
             }
         }
     }
 
-    async fn handle_request(&self, request: RequestRef<'_>, connection: &Arc<Extensions>, out: &mut Vec<u8>) {
-        let RequestRef {
-            version,
-            id,
-            method,
-            params,
-        } = request;
-        let Some(handler) = self.inner.methods.get(&*method) else {
-            return message::write_error(out, version, &id, &Error::method_not_found());
-        };
-        let info = CallInfo {
-            id: Some(&id),
-            connection,
-        };
-        let start = out.len();
-        let outcome = match handler {
-            ErasedMethod::Sync(f) => {
-                // Serialize the result straight into the reply.
-                message::result_prefix(out, version);
-                match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info, out))) {
-                    Ok(Ok(())) => return message::result_suffix(out, version, &id),
+    /// Serves an item whose handler is async (as left by `handle_inline`).
+    async fn handle_async(&self, item: Incoming<'_>, connection: &Arc<Extensions>, out: &mut Vec<u8>) {
+        match item {
+            Incoming::Request(RequestRef {
+                version,
+                id,
+                method,
+                params,
+            }) => {
+                let Some(ErasedMethod::Async(f)) = self.inner.methods.get(&*method) else {
+                    return;
+                };
+                let info = CallInfo {
+                    id: Some(&id),
+                    connection,
+                };
+                let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info))) {
+                    Ok(Ok(future)) => match AssertUnwindSafe(future).catch_unwind().await {
+                        Ok(outcome) => outcome,
+                        Err(panic) => Err(self.panic_error(&method, panic)),
+                    },
                     Ok(Err(error)) => Err(error),
                     Err(panic) => Err(self.panic_error(&method, panic)),
+                };
+                match outcome {
+                    Ok(result) => message::write_result(out, version, &id, &result),
+                    Err(error) => message::write_error(out, version, &id, &error),
                 }
             }
-            ErasedMethod::Async(f) => match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info))) {
-                Ok(Ok(future)) => match AssertUnwindSafe(future).catch_unwind().await {
-                    Ok(outcome) => outcome,
-                    Err(panic) => Err(self.panic_error(&method, panic)),
-                },
-                Ok(Err(error)) => Err(error),
-                Err(panic) => Err(self.panic_error(&method, panic)),
-            },
-        };
-        match outcome {
-            Ok(result) => message::write_result(out, version, &id, &result),
-            Err(error) => {
-                out.truncate(start);
-                message::write_error(out, version, &id, &error)
-            }
-        }
-    }
-
-    async fn handle_notification(&self, notification: NotificationRef<'_>, connection: &Arc<Extensions>) {
-        let NotificationRef { method, params, .. } = notification;
-        let info = CallInfo { id: None, connection };
-        let outcome = if let Some(handler) = self.inner.notifications.get(&*method) {
-            match handler {
-                ErasedNotification::Sync(f) => catch(|| f(params, &info)),
-                ErasedNotification::Async(f) => match catch(|| f(params, &info)) {
-                    Ok(future) => AssertUnwindSafe(future).catch_unwind().await.map_err(panic_text),
-                    Err(e) => Err(e),
-                },
-            }
-        } else if let Some(handler) = self.inner.methods.get(&*method) {
-            // A notification to a method: run it, drop the result.
-            match handler {
-                ErasedMethod::Sync(f) => catch(|| f(params, &info, &mut Vec::new())),
-                ErasedMethod::Async(f) => match catch(|| f(params, &info)) {
-                    Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
-                        Ok(result) => result.map(drop).map_err(|e| e.to_string()),
-                        Err(panic) => Err(panic_text(panic)),
+            Incoming::Notification(NotificationRef { method, params, .. }) => {
+                let info = CallInfo { id: None, connection };
+                let outcome = match (
+                    self.inner.notifications.get(&*method),
+                    self.inner.methods.get(&*method),
+                ) {
+                    (Some(ErasedNotification::Async(f)), _) => match catch(|| f(params, &info)) {
+                        Ok(future) => AssertUnwindSafe(future).catch_unwind().await.map_err(panic_text),
+                        Err(e) => Err(e),
                     },
-                    Err(e) => Err(e),
-                },
+                    (None, Some(ErasedMethod::Async(f))) => match catch(|| f(params, &info)) {
+                        Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
+                            Ok(result) => result.map(drop).map_err(|e| e.to_string()),
+                            Err(panic) => Err(panic_text(panic)),
+                        },
+                        Err(e) => Err(e),
+                    },
+                    _ => Ok(()),
+                };
+                if let Err(reason) = outcome {
+                    tracing::debug!(method = %method, %reason, "notification dropped");
+                }
             }
-        } else {
-            Err("no handler".to_owned())
-        };
-        if let Err(reason) = outcome {
-            tracing::debug!(method = %method, %reason, "notification dropped");
+            Incoming::Invalid(_) | Incoming::Response(_) => {}
         }
     }
 
@@ -201,6 +275,20 @@ fn panic_text(panic: Box<dyn Any + Send>) -> String {
     } else {
         "a non-string panic payload".to_owned()
     }
+}
+
+/// Inserts each reply at its position (ascending) into `out`.
+fn splice(out: Vec<u8>, replies: Vec<(usize, Vec<u8>)>) -> Vec<u8> {
+    let extra: usize = replies.iter().map(|(_, r)| r.len()).sum();
+    let mut joined = Vec::with_capacity(out.len() + extra);
+    let mut copied = 0;
+    for (at, reply) in replies {
+        joined.extend_from_slice(&out[copied..at]);
+        joined.extend_from_slice(&reply);
+        copied = at;
+    }
+    joined.extend_from_slice(&out[copied..]);
+    joined
 }
 
 fn empty_connection() -> Arc<Extensions> {
