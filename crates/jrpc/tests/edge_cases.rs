@@ -30,115 +30,478 @@ const PARSE: &str = r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse 
 
 const CASES: &[(&str, &str, Expect)] = &[
     // ---- id kinds ----
-    ("string id", r#"{"jsonrpc":"2.0","method":"get_data","id":"abc"}"#, Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":"abc"}"#)),
-    ("null id is a request", r#"{"jsonrpc":"2.0","method":"get_data","id":null}"#, Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":null}"#)),
-    ("negative id", r#"{"jsonrpc":"2.0","method":"get_data","id":-7}"#, Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":-7}"#)),
-    ("fractional id echoed as written", r#"{"jsonrpc":"2.0","method":"get_data","id":1.50}"#, Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1.50}"#)),
-    ("exponent id echoed as written", r#"{"jsonrpc":"2.0","method":"get_data","id":1E3}"#, Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1E3}"#)),
-    ("id beyond 64 bits", r#"{"jsonrpc":"2.0","method":"get_data","id":123456789012345678901234567890}"#, Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":123456789012345678901234567890}"#)),
-    ("id beyond u64", r#"{"jsonrpc":"2.0","method":"get_data","id":18446744073709551616}"#, Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":18446744073709551616}"#)),
-    ("escaped string id", r#"{"jsonrpc":"2.0","method":"get_data","id":"\u00e9\"\n"}"#, Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":"é\"\n"}"#)),
-    ("empty string id", r#"{"jsonrpc":"2.0","method":"get_data","id":""}"#, Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":""}"#)),
-    ("boolean id", r#"{"jsonrpc":"2.0","method":"get_data","id":true}"#, Json(RNULL)),
-    ("object id", r#"{"jsonrpc":"2.0","method":"get_data","id":{"a":1}}"#, Json(RNULL)),
-    ("array id", r#"{"jsonrpc":"2.0","method":"get_data","id":[1]}"#, Json(RNULL)),
-    ("error echoes a valid id", r#"{"jsonrpc":"2.0","method":"nope","id":[]}"#, Json(RNULL)),
+    (
+        "string id",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":"abc"}"#,
+        Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":"abc"}"#),
+    ),
+    (
+        "null id is a request",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":null}"#,
+        Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":null}"#),
+    ),
+    (
+        "negative id",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":-7}"#,
+        Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":-7}"#),
+    ),
+    (
+        "fractional id echoed as written",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":1.50}"#,
+        Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1.50}"#),
+    ),
+    (
+        "exponent id echoed as written",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":1E3}"#,
+        Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1E3}"#),
+    ),
+    (
+        "id beyond 64 bits",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":123456789012345678901234567890}"#,
+        Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":123456789012345678901234567890}"#),
+    ),
+    (
+        "id beyond u64",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":18446744073709551616}"#,
+        Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":18446744073709551616}"#),
+    ),
+    (
+        "escaped string id",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":"\u00e9\"\n"}"#,
+        Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":"é\"\n"}"#),
+    ),
+    (
+        "empty string id",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":""}"#,
+        Text(r#"{"jsonrpc":"2.0","result":["hello",5],"id":""}"#),
+    ),
+    (
+        "boolean id",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":true}"#,
+        Json(RNULL),
+    ),
+    (
+        "object id",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":{"a":1}}"#,
+        Json(RNULL),
+    ),
+    (
+        "array id",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":[1]}"#,
+        Json(RNULL),
+    ),
+    (
+        "error echoes a valid id",
+        r#"{"jsonrpc":"2.0","method":"nope","id":[]}"#,
+        Json(RNULL),
+    ),
     // ---- invalid members ----
     ("missing jsonrpc", r#"{"method":"get_data","id":1}"#, Json(R1)),
-    ("jsonrpc 1.0", r#"{"jsonrpc":"1.0","method":"get_data","id":1}"#, Json(R1)),
-    ("jsonrpc as a number", r#"{"jsonrpc":2.0,"method":"get_data","id":1}"#, Json(R1)),
-    ("jsonrpc null", r#"{"jsonrpc":null,"method":"get_data","id":1}"#, Json(R1)),
-    ("escaped jsonrpc", r#"{"jsonrpc":"2\u002e0","method":"get_data","id":1}"#, Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#)),
+    (
+        "jsonrpc 1.0",
+        r#"{"jsonrpc":"1.0","method":"get_data","id":1}"#,
+        Json(R1),
+    ),
+    (
+        "jsonrpc as a number",
+        r#"{"jsonrpc":2.0,"method":"get_data","id":1}"#,
+        Json(R1),
+    ),
+    (
+        "jsonrpc null",
+        r#"{"jsonrpc":null,"method":"get_data","id":1}"#,
+        Json(R1),
+    ),
+    (
+        "escaped jsonrpc",
+        r#"{"jsonrpc":"2\u002e0","method":"get_data","id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#),
+    ),
     ("missing method", r#"{"jsonrpc":"2.0","id":1}"#, Json(R1)),
-    ("method a number", r#"{"jsonrpc":"2.0","method":1,"id":1}"#, Json(R1)),
-    ("method null", r#"{"jsonrpc":"2.0","method":null,"id":1}"#, Json(R1)),
-    ("escaped method name", r#"{"jsonrpc":"2.0","method":"get\u005fdata","id":1}"#, Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#)),
-    ("params a string", r#"{"jsonrpc":"2.0","method":"get_data","params":"bar","id":1}"#, Json(R1)),
-    ("params a number", r#"{"jsonrpc":"2.0","method":"get_data","params":3,"id":1}"#, Json(R1)),
-    ("params null", r#"{"jsonrpc":"2.0","method":"get_data","params":null,"id":1}"#, Json(R1)),
-    ("params true", r#"{"jsonrpc":"2.0","method":"get_data","params":true,"id":1}"#, Json(R1)),
-    ("invalid notification-shaped object still answered", r#"{"jsonrpc":"2.0","method":"update","params":"x"}"#, Json(RNULL)),
-    ("duplicate id member", r#"{"jsonrpc":"2.0","method":"get_data","id":1,"id":2}"#, Error(codes::INVALID_REQUEST, "2")),
-    ("duplicate method member", r#"{"jsonrpc":"2.0","method":"get_data","method":"x","id":1}"#, Json(R1)),
-    ("unknown members are ignored", r#"{"jsonrpc":"2.0","method":"get_data","id":1,"extra":{"a":[1]}}"#, Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#)),
+    (
+        "method a number",
+        r#"{"jsonrpc":"2.0","method":1,"id":1}"#,
+        Json(R1),
+    ),
+    (
+        "method null",
+        r#"{"jsonrpc":"2.0","method":null,"id":1}"#,
+        Json(R1),
+    ),
+    (
+        "escaped method name",
+        r#"{"jsonrpc":"2.0","method":"get\u005fdata","id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#),
+    ),
+    (
+        "params a string",
+        r#"{"jsonrpc":"2.0","method":"get_data","params":"bar","id":1}"#,
+        Json(R1),
+    ),
+    (
+        "params a number",
+        r#"{"jsonrpc":"2.0","method":"get_data","params":3,"id":1}"#,
+        Json(R1),
+    ),
+    (
+        "params null",
+        r#"{"jsonrpc":"2.0","method":"get_data","params":null,"id":1}"#,
+        Json(R1),
+    ),
+    (
+        "params true",
+        r#"{"jsonrpc":"2.0","method":"get_data","params":true,"id":1}"#,
+        Json(R1),
+    ),
+    (
+        "invalid notification-shaped object still answered",
+        r#"{"jsonrpc":"2.0","method":"update","params":"x"}"#,
+        Json(RNULL),
+    ),
+    (
+        "duplicate id member",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":1,"id":2}"#,
+        Error(codes::INVALID_REQUEST, "2"),
+    ),
+    (
+        "duplicate method member",
+        r#"{"jsonrpc":"2.0","method":"get_data","method":"x","id":1}"#,
+        Json(R1),
+    ),
+    (
+        "unknown members are ignored",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":1,"extra":{"a":[1]}}"#,
+        Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#),
+    ),
     ("empty object", "{}", Json(RNULL)),
-    ("method names are case-sensitive", r#"{"jsonrpc":"2.0","method":"Get_Data","id":1}"#, Error(codes::METHOD_NOT_FOUND, "1")),
+    (
+        "method names are case-sensitive",
+        r#"{"jsonrpc":"2.0","method":"Get_Data","id":1}"#,
+        Error(codes::METHOD_NOT_FOUND, "1"),
+    ),
     // ---- params kinds ----
-    ("subtract: too few", r#"{"jsonrpc":"2.0","method":"subtract","params":[1],"id":1}"#, BadParam("1", "subtrahend")),
-    ("subtract: too many", r#"{"jsonrpc":"2.0","method":"subtract","params":[1,2,3],"id":1}"#, Error(codes::INVALID_PARAMS, "1")),
-    ("subtract: empty", r#"{"jsonrpc":"2.0","method":"subtract","params":[],"id":1}"#, BadParam("1", "minuend")),
-    ("subtract: omitted", r#"{"jsonrpc":"2.0","method":"subtract","id":1}"#, BadParam("1", "minuend")),
-    ("subtract: wrong type", r#"{"jsonrpc":"2.0","method":"subtract","params":["a",1],"id":1}"#, BadParam("1", "minuend")),
-    ("subtract: null operand", r#"{"jsonrpc":"2.0","method":"subtract","params":[1,null],"id":1}"#, BadParam("1", "subtrahend")),
-    ("subtract: missing name", r#"{"jsonrpc":"2.0","method":"subtract","params":{"minuend":1},"id":1}"#, BadParam("1", "subtrahend")),
-    ("subtract: unknown name", r#"{"jsonrpc":"2.0","method":"subtract","params":{"minuend":1,"subtrahend":2,"x":3},"id":1}"#, BadParam("1", "x")),
-    ("subtract: named wrong type", r#"{"jsonrpc":"2.0","method":"subtract","params":{"minuend":1,"subtrahend":"2"},"id":1}"#, BadParam("1", "subtrahend")),
-    ("subtract: floats", r#"{"jsonrpc":"2.0","method":"subtract","params":[1.5,0.25],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":1.25,"id":1}"#)),
-    ("subtract: int and float", r#"{"jsonrpc":"2.0","method":"subtract","params":[3,0.5],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":2.5,"id":1}"#)),
-    ("subtract: negative exponent", r#"{"jsonrpc":"2.0","method":"subtract","params":[1e2,1],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":99.0,"id":1}"#)),
-    ("get_data: empty array", r#"{"jsonrpc":"2.0","method":"get_data","params":[],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#)),
-    ("get_data: empty object", r#"{"jsonrpc":"2.0","method":"get_data","params":{},"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#)),
-    ("get_data: unexpected params", r#"{"jsonrpc":"2.0","method":"get_data","params":[1],"id":1}"#, Error(codes::INVALID_PARAMS, "1")),
-    ("sum: none", r#"{"jsonrpc":"2.0","method":"sum","params":[],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":0,"id":1}"#)),
-    ("sum: floats", r#"{"jsonrpc":"2.0","method":"sum","params":[1.5,2,0.5],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":4.0,"id":1}"#)),
-    ("sum: named is refused", r#"{"jsonrpc":"2.0","method":"sum","params":{"a":1},"id":1}"#, Error(codes::INVALID_PARAMS, "1")),
-    ("sum: a string", r#"{"jsonrpc":"2.0","method":"sum","params":[1,"x"],"id":1}"#, Error(codes::INVALID_PARAMS, "1")),
-    ("add: named", r#"{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":3,"id":1}"#)),
-    ("add: positional", r#"{"jsonrpc":"2.0","method":"add","params":[1,-2],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":-1,"id":1}"#)),
-    ("echo: value unchanged", r#"{"jsonrpc":"2.0","method":"echo","params":[{"b":[1.10,true,null],"a":"x"}],"id":1}"#, Text(r#"{"jsonrpc":"2.0","result":{"b":[1.10,true,null],"a":"x"},"id":1}"#)),
-    ("echo: named", r#"{"jsonrpc":"2.0","method":"echo","params":{"value":null},"id":1}"#, Text(r#"{"jsonrpc":"2.0","result":null,"id":1}"#)),
-    ("echo: nothing to echo", r#"{"jsonrpc":"2.0","method":"echo","params":[],"id":1}"#, BadParam("1", "value")),
-    ("echo: two values", r#"{"jsonrpc":"2.0","method":"echo","params":[1,2],"id":1}"#, Error(codes::INVALID_PARAMS, "1")),
-    ("sleep: zero", r#"{"jsonrpc":"2.0","method":"sleep","params":[0],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":0,"id":1}"#)),
-    ("sleep: named", r#"{"jsonrpc":"2.0","method":"sleep","params":{"ms":1},"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":1,"id":1}"#)),
-    ("sleep: negative", r#"{"jsonrpc":"2.0","method":"sleep","params":[-1],"id":1}"#, BadParam("1", "ms")),
-    ("sleep: too long", r#"{"jsonrpc":"2.0","method":"sleep","params":[99999999999],"id":1}"#, Error(codes::INVALID_PARAMS, "1")),
+    (
+        "subtract: too few",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[1],"id":1}"#,
+        BadParam("1", "subtrahend"),
+    ),
+    (
+        "subtract: too many",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[1,2,3],"id":1}"#,
+        Error(codes::INVALID_PARAMS, "1"),
+    ),
+    (
+        "subtract: empty",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[],"id":1}"#,
+        BadParam("1", "minuend"),
+    ),
+    (
+        "subtract: omitted",
+        r#"{"jsonrpc":"2.0","method":"subtract","id":1}"#,
+        BadParam("1", "minuend"),
+    ),
+    (
+        "subtract: wrong type",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":["a",1],"id":1}"#,
+        BadParam("1", "minuend"),
+    ),
+    (
+        "subtract: null operand",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[1,null],"id":1}"#,
+        BadParam("1", "subtrahend"),
+    ),
+    (
+        "subtract: missing name",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":{"minuend":1},"id":1}"#,
+        BadParam("1", "subtrahend"),
+    ),
+    (
+        "subtract: unknown name",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":{"minuend":1,"subtrahend":2,"x":3},"id":1}"#,
+        BadParam("1", "x"),
+    ),
+    (
+        "subtract: named wrong type",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":{"minuend":1,"subtrahend":"2"},"id":1}"#,
+        BadParam("1", "subtrahend"),
+    ),
+    (
+        "subtract: floats",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[1.5,0.25],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":1.25,"id":1}"#),
+    ),
+    (
+        "subtract: int and float",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[3,0.5],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":2.5,"id":1}"#),
+    ),
+    (
+        "subtract: negative exponent",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[1e2,1],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":99.0,"id":1}"#),
+    ),
+    (
+        "get_data: empty array",
+        r#"{"jsonrpc":"2.0","method":"get_data","params":[],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#),
+    ),
+    (
+        "get_data: empty object",
+        r#"{"jsonrpc":"2.0","method":"get_data","params":{},"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#),
+    ),
+    (
+        "get_data: unexpected params",
+        r#"{"jsonrpc":"2.0","method":"get_data","params":[1],"id":1}"#,
+        Error(codes::INVALID_PARAMS, "1"),
+    ),
+    (
+        "sum: none",
+        r#"{"jsonrpc":"2.0","method":"sum","params":[],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":0,"id":1}"#),
+    ),
+    (
+        "sum: floats",
+        r#"{"jsonrpc":"2.0","method":"sum","params":[1.5,2,0.5],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":4.0,"id":1}"#),
+    ),
+    (
+        "sum: named is refused",
+        r#"{"jsonrpc":"2.0","method":"sum","params":{"a":1},"id":1}"#,
+        Error(codes::INVALID_PARAMS, "1"),
+    ),
+    (
+        "sum: a string",
+        r#"{"jsonrpc":"2.0","method":"sum","params":[1,"x"],"id":1}"#,
+        Error(codes::INVALID_PARAMS, "1"),
+    ),
+    (
+        "add: named",
+        r#"{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":3,"id":1}"#),
+    ),
+    (
+        "add: positional",
+        r#"{"jsonrpc":"2.0","method":"add","params":[1,-2],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":-1,"id":1}"#),
+    ),
+    (
+        "echo: value unchanged",
+        r#"{"jsonrpc":"2.0","method":"echo","params":[{"b":[1.10,true,null],"a":"x"}],"id":1}"#,
+        Text(r#"{"jsonrpc":"2.0","result":{"b":[1.10,true,null],"a":"x"},"id":1}"#),
+    ),
+    (
+        "echo: named",
+        r#"{"jsonrpc":"2.0","method":"echo","params":{"value":null},"id":1}"#,
+        Text(r#"{"jsonrpc":"2.0","result":null,"id":1}"#),
+    ),
+    (
+        "echo: nothing to echo",
+        r#"{"jsonrpc":"2.0","method":"echo","params":[],"id":1}"#,
+        BadParam("1", "value"),
+    ),
+    (
+        "echo: two values",
+        r#"{"jsonrpc":"2.0","method":"echo","params":[1,2],"id":1}"#,
+        Error(codes::INVALID_PARAMS, "1"),
+    ),
+    (
+        "sleep: zero",
+        r#"{"jsonrpc":"2.0","method":"sleep","params":[0],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":0,"id":1}"#),
+    ),
+    (
+        "sleep: named",
+        r#"{"jsonrpc":"2.0","method":"sleep","params":{"ms":1},"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":1,"id":1}"#),
+    ),
+    (
+        "sleep: negative",
+        r#"{"jsonrpc":"2.0","method":"sleep","params":[-1],"id":1}"#,
+        BadParam("1", "ms"),
+    ),
+    (
+        "sleep: too long",
+        r#"{"jsonrpc":"2.0","method":"sleep","params":[99999999999],"id":1}"#,
+        Error(codes::INVALID_PARAMS, "1"),
+    ),
     // ---- notifications never get a reply ----
-    ("notification with bad params", r#"{"jsonrpc":"2.0","method":"subtract","params":["x"]}"#, Nothing),
-    ("notification to a method", r#"{"jsonrpc":"2.0","method":"subtract","params":[1,2]}"#, Nothing),
-    ("notification to rpc.", r#"{"jsonrpc":"2.0","method":"rpc.discover"}"#, Nothing),
-    ("request to a notification handler", r#"{"jsonrpc":"2.0","method":"update","params":[1],"id":1}"#, Error(codes::METHOD_NOT_FOUND, "1")),
+    (
+        "notification with bad params",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":["x"]}"#,
+        Nothing,
+    ),
+    (
+        "notification to a method",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[1,2]}"#,
+        Nothing,
+    ),
+    (
+        "notification to rpc.",
+        r#"{"jsonrpc":"2.0","method":"rpc.discover"}"#,
+        Nothing,
+    ),
+    (
+        "request to a notification handler",
+        r#"{"jsonrpc":"2.0","method":"update","params":[1],"id":1}"#,
+        Error(codes::METHOD_NOT_FOUND, "1"),
+    ),
     // ---- nested batches ----
-    ("batch holding an empty batch", "[[]]", Json(r#"[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}]"#)),
-    ("batch holding a batch", r#"[[{"jsonrpc":"2.0","method":"get_data","id":1}]]"#, Json(r#"[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}]"#)),
-    ("batch mixing", r#"[{"jsonrpc":"2.0","method":"get_data","id":1},[1],null,"x"]"#, Json(r#"[{"jsonrpc":"2.0","result":["hello",5],"id":1},{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null},{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null},{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}]"#)),
-    ("batch with one request among notifications", r#"[{"jsonrpc":"2.0","method":"update"},{"jsonrpc":"2.0","method":"get_data","id":7}]"#, Json(r#"[{"jsonrpc":"2.0","result":["hello",5],"id":7}]"#)),
-    ("batch with invalid JSON deep inside", r#"[{"jsonrpc":"2.0","method":"get_data","id":1},{"a":[1,}]"#, Json(PARSE)),
+    (
+        "batch holding an empty batch",
+        "[[]]",
+        Json(r#"[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}]"#),
+    ),
+    (
+        "batch holding a batch",
+        r#"[[{"jsonrpc":"2.0","method":"get_data","id":1}]]"#,
+        Json(r#"[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}]"#),
+    ),
+    (
+        "batch mixing",
+        r#"[{"jsonrpc":"2.0","method":"get_data","id":1},[1],null,"x"]"#,
+        Json(
+            r#"[{"jsonrpc":"2.0","result":["hello",5],"id":1},{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null},{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null},{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":null}]"#,
+        ),
+    ),
+    (
+        "batch with one request among notifications",
+        r#"[{"jsonrpc":"2.0","method":"update"},{"jsonrpc":"2.0","method":"get_data","id":7}]"#,
+        Json(r#"[{"jsonrpc":"2.0","result":["hello",5],"id":7}]"#),
+    ),
+    (
+        "batch with invalid JSON deep inside",
+        r#"[{"jsonrpc":"2.0","method":"get_data","id":1},{"a":[1,}]"#,
+        Json(PARSE),
+    ),
     // ---- responses sent to a server ----
-    ("result response", r#"{"jsonrpc":"2.0","result":1,"id":1}"#, Json(R1)),
-    ("error response", r#"{"jsonrpc":"2.0","error":{"code":-1,"message":"x"},"id":1}"#, Json(R1)),
-    ("response with both members", r#"{"jsonrpc":"2.0","result":1,"error":{"code":-1,"message":"x"},"id":1}"#, Json(R1)),
-    ("response without id", r#"{"jsonrpc":"2.0","result":1}"#, Json(RNULL)),
-    ("response in a batch", r#"[{"jsonrpc":"2.0","result":1,"id":1},{"jsonrpc":"2.0","method":"get_data","id":2}]"#, Json(r#"[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":1},{"jsonrpc":"2.0","result":["hello",5],"id":2}]"#)),
+    (
+        "result response",
+        r#"{"jsonrpc":"2.0","result":1,"id":1}"#,
+        Json(R1),
+    ),
+    (
+        "error response",
+        r#"{"jsonrpc":"2.0","error":{"code":-1,"message":"x"},"id":1}"#,
+        Json(R1),
+    ),
+    (
+        "response with both members",
+        r#"{"jsonrpc":"2.0","result":1,"error":{"code":-1,"message":"x"},"id":1}"#,
+        Json(R1),
+    ),
+    (
+        "response without id",
+        r#"{"jsonrpc":"2.0","result":1}"#,
+        Json(RNULL),
+    ),
+    (
+        "response in a batch",
+        r#"[{"jsonrpc":"2.0","result":1,"id":1},{"jsonrpc":"2.0","method":"get_data","id":2}]"#,
+        Json(
+            r#"[{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":1},{"jsonrpc":"2.0","result":["hello",5],"id":2}]"#,
+        ),
+    ),
     // ---- reserved names ----
-    ("rpc. method", r#"{"jsonrpc":"2.0","method":"rpc.discover","id":1}"#, Error(codes::METHOD_NOT_FOUND, "1")),
+    (
+        "rpc. method",
+        r#"{"jsonrpc":"2.0","method":"rpc.discover","id":1}"#,
+        Error(codes::METHOD_NOT_FOUND, "1"),
+    ),
     // ---- unicode ----
-    ("unicode round trip", r#"{"jsonrpc":"2.0","method":"echo","params":["héllo ☃ 😀 \u2028"],"id":"ü"}"#, Json(r#"{"jsonrpc":"2.0","result":"héllo ☃ 😀 \u2028","id":"ü"}"#)),
-    ("unicode method name", r#"{"jsonrpc":"2.0","method":"méthode","id":1}"#, Error(codes::METHOD_NOT_FOUND, "1")),
-    ("surrogate pair escape", r#"{"jsonrpc":"2.0","method":"echo","params":["\ud83d\ude00"],"id":1}"#, Json(r#"{"jsonrpc":"2.0","result":"😀","id":1}"#)),
+    (
+        "unicode round trip",
+        r#"{"jsonrpc":"2.0","method":"echo","params":["héllo ☃ 😀 \u2028"],"id":"ü"}"#,
+        Json(r#"{"jsonrpc":"2.0","result":"héllo ☃ 😀 \u2028","id":"ü"}"#),
+    ),
+    (
+        "unicode method name",
+        r#"{"jsonrpc":"2.0","method":"méthode","id":1}"#,
+        Error(codes::METHOD_NOT_FOUND, "1"),
+    ),
+    (
+        "surrogate pair escape",
+        r#"{"jsonrpc":"2.0","method":"echo","params":["\ud83d\ude00"],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":"😀","id":1}"#),
+    ),
     // ---- big numbers ----
-    ("subtract beyond u64", r#"{"jsonrpc":"2.0","method":"subtract","params":[18446744073709551616,1],"id":1}"#, Text(r#"{"jsonrpc":"2.0","result":18446744073709551615,"id":1}"#)),
-    ("add past i64", r#"{"jsonrpc":"2.0","method":"add","params":[9223372036854775807,1],"id":1}"#, Text(r#"{"jsonrpc":"2.0","result":9223372036854775808,"id":1}"#)),
-    ("subtract below i64", r#"{"jsonrpc":"2.0","method":"subtract","params":[-9223372036854775808,1],"id":1}"#, Text(r#"{"jsonrpc":"2.0","result":-9223372036854775809,"id":1}"#)),
-    ("number out of range", r#"{"jsonrpc":"2.0","method":"subtract","params":[1e400,1],"id":1}"#, BadParam("1", "minuend")),
-    ("echo keeps big numbers", r#"{"jsonrpc":"2.0","method":"echo","params":[123456789012345678901234567890.5e-3],"id":1}"#, Text(r#"{"jsonrpc":"2.0","result":123456789012345678901234567890.5e-3,"id":1}"#)),
+    (
+        "subtract beyond u64",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[18446744073709551616,1],"id":1}"#,
+        Text(r#"{"jsonrpc":"2.0","result":18446744073709551615,"id":1}"#),
+    ),
+    (
+        "add past i64",
+        r#"{"jsonrpc":"2.0","method":"add","params":[9223372036854775807,1],"id":1}"#,
+        Text(r#"{"jsonrpc":"2.0","result":9223372036854775808,"id":1}"#),
+    ),
+    (
+        "subtract below i64",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[-9223372036854775808,1],"id":1}"#,
+        Text(r#"{"jsonrpc":"2.0","result":-9223372036854775809,"id":1}"#),
+    ),
+    (
+        "number out of range",
+        r#"{"jsonrpc":"2.0","method":"subtract","params":[1e400,1],"id":1}"#,
+        BadParam("1", "minuend"),
+    ),
+    (
+        "echo keeps big numbers",
+        r#"{"jsonrpc":"2.0","method":"echo","params":[123456789012345678901234567890.5e-3],"id":1}"#,
+        Text(r#"{"jsonrpc":"2.0","result":123456789012345678901234567890.5e-3,"id":1}"#),
+    ),
     // ---- not JSON, trailing garbage ----
-    ("trailing garbage", r#"{"jsonrpc":"2.0","method":"get_data","id":1} x"#, Json(PARSE)),
-    ("two values", r#"{"jsonrpc":"2.0","method":"get_data","id":1}{"jsonrpc":"2.0","method":"get_data","id":2}"#, Json(PARSE)),
-    ("surrounding whitespace is fine", " \t\r\n{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":1}\n ", Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#)),
+    (
+        "trailing garbage",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":1} x"#,
+        Json(PARSE),
+    ),
+    (
+        "two values",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":1}{"jsonrpc":"2.0","method":"get_data","id":2}"#,
+        Json(PARSE),
+    ),
+    (
+        "surrounding whitespace is fine",
+        " \t\r\n{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":1}\n ",
+        Json(r#"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#),
+    ),
     ("empty frame", "", Json(PARSE)),
     ("whitespace only", "  \n", Json(PARSE)),
-    ("truncated", r#"{"jsonrpc":"2.0","method":"get_data","#, Json(PARSE)),
-    ("single quotes", "{'jsonrpc':'2.0','method':'get_data','id':1}", Json(PARSE)),
-    ("trailing comma", r#"{"jsonrpc":"2.0","method":"get_data","id":1,}"#, Json(PARSE)),
-    ("NaN", r#"{"jsonrpc":"2.0","method":"echo","params":[NaN],"id":1}"#, Json(PARSE)),
-    ("raw control character in a string", "{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"a\u{1}b\"],\"id\":1}", Json(PARSE)),
-    ("bad escape", r#"{"jsonrpc":"2.0","method":"echo","params":["\x"],"id":1}"#, Json(PARSE)),
+    (
+        "truncated",
+        r#"{"jsonrpc":"2.0","method":"get_data","#,
+        Json(PARSE),
+    ),
+    (
+        "single quotes",
+        "{'jsonrpc':'2.0','method':'get_data','id':1}",
+        Json(PARSE),
+    ),
+    (
+        "trailing comma",
+        r#"{"jsonrpc":"2.0","method":"get_data","id":1,}"#,
+        Json(PARSE),
+    ),
+    (
+        "NaN",
+        r#"{"jsonrpc":"2.0","method":"echo","params":[NaN],"id":1}"#,
+        Json(PARSE),
+    ),
+    (
+        "raw control character in a string",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"a\u{1}b\"],\"id\":1}",
+        Json(PARSE),
+    ),
+    (
+        "bad escape",
+        r#"{"jsonrpc":"2.0","method":"echo","params":["\x"],"id":1}"#,
+        Json(PARSE),
+    ),
     ("null frame", "null", Json(RNULL)),
     ("string frame", r#""hello""#, Json(RNULL)),
     ("number frame", "42", Json(RNULL)),
     // ---- nesting ----
-    ("deep nesting", concat!(r#"{"jsonrpc":"2.0","method":"echo","params":"#, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", r#","id":1}"#), Error(codes::NESTING_TOO_DEEP, "null")),
 ];
 
 #[tokio::test]
@@ -205,7 +568,7 @@ async fn invalid_utf8_is_a_parse_error() {
 #[tokio::test]
 async fn nesting_limit_counts_every_level() {
     let router = jrpc::demo::router();
-    // The frame object is level 1 and params level 2, so 62 more fit in 64.
+    // The frame object is level 1 and params level 2, so 126 more fit in 128.
     let echo = |depth: usize| {
         format!(
             r#"{{"jsonrpc":"2.0","method":"echo","params":[{}{}],"id":1}}"#,
@@ -213,10 +576,16 @@ async fn nesting_limit_counts_every_level() {
             "]".repeat(depth)
         )
     };
-    let ok = reply(&router, &echo(62)).await.unwrap();
+    let ok = reply(&router, &echo(126)).await.unwrap();
     assert!(ok.get("result").is_some(), "{ok}");
-    let deep = reply(&router, &echo(63)).await.unwrap();
+    let deep = reply(&router, &echo(127)).await.unwrap();
     assert_eq!(deep["error"]["code"], codes::NESTING_TOO_DEEP);
+    let tight = jrpc::demo::router().max_depth(4);
+    assert_eq!(reply(&tight, &echo(2)).await.unwrap()["result"], json("[[]]"));
+    assert_eq!(
+        reply(&tight, &echo(3)).await.unwrap()["error"]["code"],
+        codes::NESTING_TOO_DEEP
+    );
     // Far beyond any parser's recursion: still a clean error, no stack overflow.
     let huge = reply(&router, &echo(100_000)).await.unwrap();
     assert_eq!(huge["error"]["code"], codes::NESTING_TOO_DEEP);

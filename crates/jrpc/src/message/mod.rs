@@ -42,11 +42,11 @@ pub enum Version {
 pub struct Limits {
     /// Largest frame, in bytes. Default 8 MiB.
     pub max_frame_len: usize,
-    /// Most entries in one batch. Default 1024.
+    /// Most entries in one batch. Default 10 000.
     pub max_batch_len: usize,
     /// Deepest nesting of arrays and objects, counting the frame's own
-    /// top-level array or object as 1. Default 64; values above 127 act as
-    /// 127, the parser's own hard limit.
+    /// top-level array or object as 1. Default 128, the depth serde_json
+    /// itself decodes to, so any params a handler can decode are accepted.
     pub max_depth: usize,
     /// Accept JSON-RPC 1.0 messages (no `"jsonrpc"` member). Default `false`.
     pub accept_v1: bool,
@@ -55,10 +55,10 @@ pub struct Limits {
 impl Limits {
     /// The default maximum frame size: 8 MiB.
     pub const DEFAULT_MAX_FRAME_LEN: usize = 8 * 1024 * 1024;
-    /// The default maximum batch length: 1024 entries.
-    pub const DEFAULT_MAX_BATCH_LEN: usize = 1024;
-    /// The default maximum nesting depth: 64.
-    pub const DEFAULT_MAX_DEPTH: usize = 64;
+    /// The default maximum batch length: 10 000 entries.
+    pub const DEFAULT_MAX_BATCH_LEN: usize = 10_000;
+    /// The default maximum nesting depth: 128.
+    pub const DEFAULT_MAX_DEPTH: usize = 128;
 }
 
 impl Default for Limits {

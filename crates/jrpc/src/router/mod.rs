@@ -221,14 +221,14 @@ impl Router {
         self
     }
 
-    /// Most entries in one batch (default 1024). Longer batches are answered
+    /// Most entries in one batch (default 10 000). Longer batches are answered
     /// with one `-32002` error.
     pub fn max_batch_len(mut self, entries: usize) -> Self {
         self.inner_mut().limits.max_batch_len = entries;
         self
     }
 
-    /// Deepest nesting of arrays and objects in a frame (default 64). Deeper
+    /// Deepest nesting of arrays and objects in a frame (default 128). Deeper
     /// frames are answered with `-32003`.
     pub fn max_depth(mut self, depth: usize) -> Self {
         self.inner_mut().limits.max_depth = depth;
