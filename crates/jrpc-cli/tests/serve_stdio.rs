@@ -41,7 +41,7 @@ fn session(args: &[&str], input: &[u8]) -> (Vec<Value>, String, std::process::Ex
 fn by_id(replies: &[Value], id: Value) -> &Value {
     replies
         .iter()
-        .find(|r| r["id"] == id)
+        .find(|r| r.is_object() && r["id"] == id)
         .unwrap_or_else(|| panic!("no reply with id {id} in {replies:?}"))
 }
 
