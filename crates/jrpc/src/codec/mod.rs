@@ -1,6 +1,119 @@
 //! Framing: splitting a byte stream into frames and joining frames back into
 //! one, as [`tokio_util::codec`] decoders and encoders.
+//!
+//! Two framings, picked with [`Framing`]:
+//! - [`NdjsonCodec`]: newline-delimited JSON, one JSON text per line;
+//! - [`ContentLengthCodec`]: LSP-style `Content-Length:` headers.
+//!
+//! Both are bounded by a maximum frame size and survive bad input: an
+//! oversized frame is reported and skipped without being buffered, and the
+//! stream goes on.
 
+mod content_length;
 mod ndjson;
 
-pub use ndjson::{Inbound, NdjsonCodec};
+use std::fmt;
+use std::io;
+use std::str::FromStr;
+
+use bytes::{Bytes, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+pub use content_length::ContentLengthCodec;
+pub use ndjson::NdjsonCodec;
+
+/// What a decoder yields: a frame, or a report of bad input it skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inbound {
+    /// One frame, without its framing.
+    Frame(Bytes),
+    /// A frame longer than the limit. It is reported as soon as that is known
+    /// and then skipped, never buffered; the stream goes on.
+    Oversized {
+        /// The limit the frame exceeded.
+        limit: usize,
+    },
+    /// Framing that could not be understood (bad headers). The decoder has
+    /// skipped to where the next frame can start.
+    Malformed(String),
+}
+
+/// Which framing a byte stream uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// Newline-delimited JSON.
+    #[default]
+    Ndjson,
+    /// `Content-Length:` headers (LSP-style).
+    ContentLength,
+}
+
+impl Framing {
+    /// A codec for this framing with the given maximum frame size.
+    pub fn codec(self, max_len: usize) -> FrameCodec {
+        match self {
+            Framing::Ndjson => FrameCodec::Ndjson(NdjsonCodec::new(max_len)),
+            Framing::ContentLength => FrameCodec::ContentLength(ContentLengthCodec::new(max_len)),
+        }
+    }
+}
+
+impl fmt::Display for Framing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Framing::Ndjson => "ndjson",
+            Framing::ContentLength => "content-length",
+        })
+    }
+}
+
+impl FromStr for Framing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ndjson" | "lines" | "newline" => Ok(Framing::Ndjson),
+            "content-length" | "lsp" => Ok(Framing::ContentLength),
+            other => Err(format!("unknown framing {other:?}: use ndjson or content-length")),
+        }
+    }
+}
+
+/// Either framing's codec, so that transports need no type parameter for it.
+#[derive(Debug, Clone)]
+pub enum FrameCodec {
+    /// Newline-delimited JSON.
+    Ndjson(NdjsonCodec),
+    /// `Content-Length:` headers.
+    ContentLength(ContentLengthCodec),
+}
+
+impl Decoder for FrameCodec {
+    type Item = Inbound;
+    type Error = io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Inbound>, io::Error> {
+        match self {
+            FrameCodec::Ndjson(c) => c.decode(buf),
+            FrameCodec::ContentLength(c) => c.decode(buf),
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Inbound>, io::Error> {
+        match self {
+            FrameCodec::Ndjson(c) => c.decode_eof(buf),
+            FrameCodec::ContentLength(c) => c.decode_eof(buf),
+        }
+    }
+}
+
+impl<T: AsRef<[u8]>> Encoder<T> for FrameCodec {
+    type Error = io::Error;
+
+    fn encode(&mut self, frame: T, dst: &mut BytesMut) -> Result<(), io::Error> {
+        match self {
+            FrameCodec::Ndjson(c) => c.encode(frame, dst),
+            FrameCodec::ContentLength(c) => c.encode(frame, dst),
+        }
+    }
+}

@@ -5,19 +5,7 @@ use std::io;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-/// What the decoder yields for each line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Inbound {
-    /// One frame: a line without its line ending.
-    Frame(Bytes),
-    /// A line longer than the limit. It is reported as soon as the limit is
-    /// passed, and the rest of it is skipped, never buffered, up to the next
-    /// newline; the stream then goes on.
-    Oversized {
-        /// The limit the line exceeded.
-        limit: usize,
-    },
-}
+use super::Inbound;
 
 /// Newline-delimited JSON framing, bounded by a maximum line length.
 ///

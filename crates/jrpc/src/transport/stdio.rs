@@ -119,6 +119,11 @@ where
                     )
                     .await;
             }
+            Ok(Inbound::Malformed(reason)) => {
+                tracing::warn!(%reason, "malformed framing skipped");
+                let error = Error::parse_error();
+                let _ = replies.send(Response { id: Id::NULL, outcome: Err(error) }.to_bytes()).await;
+            }
             Err(e) => {
                 read_result = Err(e);
                 break;

@@ -1,0 +1,316 @@
+//! LSP-style framing: `Content-Length: N` headers, a blank line, N bytes.
+
+use std::io;
+
+use bytes::{Buf, BufMut, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+use super::Inbound;
+
+/// The longest header section accepted before it is treated as garbage.
+const MAX_HEADER_LEN: usize = 8 * 1024;
+
+/// `Content-Length` framing, bounded by a maximum body size.
+///
+/// Each frame is a header section (`Name: value` lines ending in `\r\n`, of
+/// which `Content-Length` is required and `Content-Type` is allowed), an
+/// empty line, and exactly `Content-Length` bytes of body.
+///
+/// Bad input never ends the stream by itself:
+/// - a body longer than the limit is reported ([`Inbound::Oversized`]) and
+///   skipped as it arrives, without being buffered;
+/// - a header section without a valid `Content-Length` (or longer than 8 KiB)
+///   is reported ([`Inbound::Malformed`]); the decoder then skips ahead to the
+///   next line that starts with `Content-Length:` and goes on from there.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use jrpc::codec::{ContentLengthCodec, Inbound};
+/// use tokio_util::codec::Decoder;
+///
+/// let mut codec = ContentLengthCodec::new(1024);
+/// let mut buf = BytesMut::from(&b"Content-Length: 2\r\n\r\n{}"[..]);
+/// assert_eq!(codec.decode(&mut buf).unwrap(), Some(Inbound::Frame("{}".into())));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ContentLengthCodec {
+    max_len: usize,
+    state: State,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Waiting for a complete header section.
+    Headers,
+    /// Headers read; waiting for a body of this many bytes.
+    Body(usize),
+    /// Dropping the rest of an oversized body: this many bytes remain.
+    Skipping(usize),
+    /// After garbage: dropping bytes up to the next `Content-Length:` line.
+    Resync,
+}
+
+impl ContentLengthCodec {
+    /// The default maximum body size: 8 MiB, the router's default frame limit.
+    pub const DEFAULT_MAX_LEN: usize = crate::message::Limits::DEFAULT_MAX_FRAME_LEN;
+
+    /// A codec accepting bodies of up to `max_len` bytes.
+    pub fn new(max_len: usize) -> Self {
+        ContentLengthCodec {
+            max_len,
+            state: State::Headers,
+        }
+    }
+
+    /// The maximum body size.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+}
+
+impl Default for ContentLengthCodec {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_MAX_LEN)
+    }
+}
+
+/// Parses a header section (without its terminating blank line) into the
+/// content length, or says what is wrong with it.
+fn content_length(headers: &[u8]) -> Result<usize, String> {
+    let text = std::str::from_utf8(headers).map_err(|_| "header section is not UTF-8".to_owned())?;
+    let mut length = None;
+    for line in text.split("\r\n") {
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(format!("not a header line: {:?}", truncate(line)));
+        };
+        if name.trim().eq_ignore_ascii_case("content-length") {
+            let value = value.trim();
+            let n = value
+                .parse::<usize>()
+                .ok()
+                .filter(|_| value.bytes().all(|b| b.is_ascii_digit()))
+                .ok_or_else(|| format!("bad Content-Length value {:?}", truncate(value)))?;
+            if length.replace(n).is_some() {
+                return Err("Content-Length given twice".to_owned());
+            }
+        }
+    }
+    length.ok_or_else(|| "missing Content-Length header".to_owned())
+}
+
+fn truncate(s: &str) -> &str {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Finds `needle` in `haystack`.
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    memchr::memmem::find(haystack, needle)
+}
+
+impl Decoder for ContentLengthCodec {
+    type Item = Inbound;
+    type Error = io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Inbound>, io::Error> {
+        loop {
+            match self.state {
+                State::Headers => {
+                    // Tolerate stray line breaks between frames.
+                    let blank = buf.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
+                    buf.advance(blank);
+                    let Some(end) = find(buf, b"\r\n\r\n") else {
+                        if buf.len() > MAX_HEADER_LEN {
+                            self.state = State::Resync;
+                            return Ok(Some(Inbound::Malformed(format!(
+                                "no end of headers within {MAX_HEADER_LEN} bytes"
+                            ))));
+                        }
+                        return Ok(None);
+                    };
+                    let headers = buf.split_to(end + 4);
+                    match content_length(&headers[..end]) {
+                        Ok(n) if n > self.max_len => {
+                            self.state = State::Skipping(n);
+                            return Ok(Some(Inbound::Oversized { limit: self.max_len }));
+                        }
+                        Ok(n) => self.state = State::Body(n),
+                        Err(reason) => {
+                            self.state = State::Resync;
+                            return Ok(Some(Inbound::Malformed(reason)));
+                        }
+                    }
+                }
+                State::Body(n) => {
+                    if buf.len() < n {
+                        buf.reserve(n - buf.len());
+                        return Ok(None);
+                    }
+                    self.state = State::Headers;
+                    return Ok(Some(Inbound::Frame(buf.split_to(n).freeze())));
+                }
+                State::Skipping(remaining) => {
+                    let drop = remaining.min(buf.len());
+                    buf.advance(drop);
+                    if drop < remaining {
+                        self.state = State::Skipping(remaining - drop);
+                        return Ok(None);
+                    }
+                    self.state = State::Headers;
+                }
+                State::Resync => {
+                    // The next frame starts at a line beginning with
+                    // `Content-Length:`; keep a tail that might be the start
+                    // of such a line split across reads.
+                    let at_start = buf.len() >= 15 && buf[..15].eq_ignore_ascii_case(b"content-length:");
+                    if at_start {
+                        self.state = State::Headers;
+                        continue;
+                    }
+                    let lower = buf.to_ascii_lowercase();
+                    match find(&lower, b"\ncontent-length:") {
+                        Some(pos) => {
+                            buf.advance(pos + 1);
+                            self.state = State::Headers;
+                        }
+                        None => {
+                            let keep = buf.len().min(16);
+                            buf.advance(buf.len() - keep);
+                            return Ok(None);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Inbound>, io::Error> {
+        if let Some(item) = self.decode(buf)? {
+            return Ok(Some(item));
+        }
+        let leftover = !buf.iter().all(|b| b.is_ascii_whitespace());
+        let state = std::mem::replace(&mut self.state, State::Headers);
+        buf.clear();
+        match state {
+            State::Body(n) => Ok(Some(Inbound::Malformed(format!(
+                "stream ended inside a {n}-byte body"
+            )))),
+            State::Headers if leftover => Ok(Some(Inbound::Malformed("stream ended inside headers".to_owned()))),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl<T: AsRef<[u8]>> Encoder<T> for ContentLengthCodec {
+    type Error = io::Error;
+
+    fn encode(&mut self, frame: T, dst: &mut BytesMut) -> Result<(), io::Error> {
+        let frame = frame.as_ref();
+        dst.reserve(frame.len() + 32);
+        dst.put_slice(b"Content-Length: ");
+        dst.put_slice(itoa::Buffer::new().format(frame.len()).as_bytes());
+        dst.put_slice(b"\r\n\r\n");
+        dst.put_slice(frame);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn decode_all(codec: &mut ContentLengthCodec, chunks: &[&[u8]]) -> Vec<Inbound> {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(item) = codec.decode(&mut buf).unwrap() {
+                out.push(item);
+            }
+        }
+        while let Some(item) = codec.decode_eof(&mut buf).unwrap() {
+            out.push(item);
+        }
+        out
+    }
+
+    fn frame(s: &str) -> Inbound {
+        Inbound::Frame(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn frames_split_anywhere() {
+        let mut codec = ContentLengthCodec::new(100);
+        let stream = b"Content-Length: 7\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{\"a\":1}content-length:2\r\n\r\n[]";
+        for split in 1..stream.len() {
+            let got = decode_all(&mut codec, &[&stream[..split], &stream[split..]]);
+            assert_eq!(got, vec![frame("{\"a\":1}"), frame("[]")], "split at {split}");
+        }
+    }
+
+    #[test]
+    fn oversized_body_is_skipped_without_buffering() {
+        let mut codec = ContentLengthCodec::new(4);
+        let body = vec![b'x'; 10_000];
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(b"Content-Length: 10000\r\n\r\n");
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Inbound::Oversized { limit: 4 }));
+        for chunk in body.chunks(1000) {
+            buf.extend_from_slice(chunk);
+            assert_eq!(codec.decode(&mut buf).unwrap(), None);
+            assert!(buf.is_empty(), "skipped bytes are not kept");
+        }
+        buf.extend_from_slice(b"Content-Length: 2\r\n\r\n{}");
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(frame("{}")));
+    }
+
+    #[test]
+    fn garbage_headers_are_reported_and_the_stream_resynchronises() {
+        let mut codec = ContentLengthCodec::new(100);
+        let got = decode_all(
+            &mut codec,
+            &[b"Content-Length: abc\r\n\r\n{}garbage\r\nContent-Length: 2\r\n\r\n[]", b"Hello\r\n\r\n", b"Content-Length: 1\r\n\r\n1"],
+        );
+        assert!(matches!(&got[0], Inbound::Malformed(r) if r.contains("bad Content-Length")), "{got:?}");
+        assert_eq!(got[1], frame("[]"));
+        assert!(matches!(&got[2], Inbound::Malformed(r) if r.contains("not a header line")), "{got:?}");
+        assert_eq!(got[3], frame("1"));
+        assert_eq!(got.len(), 4);
+    }
+
+    #[test]
+    fn missing_and_duplicate_lengths() {
+        for headers in ["Content-Type: x\r\n\r\n", "Content-Length: 1\r\nContent-Length: 1\r\n\r\n", "Content-Length: -1\r\n\r\n", "Content-Length: +1\r\n\r\n"] {
+            let mut codec = ContentLengthCodec::new(100);
+            let got = decode_all(&mut codec, &[headers.as_bytes()]);
+            assert!(matches!(got.first(), Some(Inbound::Malformed(_))), "{headers:?}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn endless_headers_are_malformed() {
+        let mut codec = ContentLengthCodec::new(100);
+        let mut buf = BytesMut::from(&vec![b'a'; MAX_HEADER_LEN + 1][..]);
+        assert!(matches!(codec.decode(&mut buf).unwrap(), Some(Inbound::Malformed(_))));
+        assert_eq!(codec.decode(&mut buf).unwrap(), None);
+        assert!(buf.len() <= 16, "garbage is not accumulated");
+    }
+
+    #[test]
+    fn truncated_body_at_eof_is_reported() {
+        let mut codec = ContentLengthCodec::new(100);
+        let got = decode_all(&mut codec, &[b"Content-Length: 10\r\n\r\n{}"]);
+        assert!(matches!(&got[..], [Inbound::Malformed(_)]), "{got:?}");
+    }
+
+    #[test]
+    fn encodes_header_and_body() {
+        let mut dst = BytesMut::new();
+        ContentLengthCodec::default().encode(&b"{\"a\":1}"[..], &mut dst).unwrap();
+        assert_eq!(&dst[..], b"Content-Length: 7\r\n\r\n{\"a\":1}");
+    }
+}
