@@ -9,8 +9,10 @@
 //! |---|---|
 //! | [`message`] | ids, error objects, requests and responses; parse a frame into classified items; serialize replies |
 //! | [`router`] | the method table; typed params; run handlers; build the reply frame |
-//! | `codec` | split a byte stream into frames (newline-delimited JSON) |
-//! | `transport` | carry frames over stdio |
+//! | `codec` | split a byte stream into frames: newline-delimited JSON or `Content-Length` headers |
+//! | `peer` | one live connection carrying both roles: serve incoming requests, call the other side |
+//! | `transport` | stdio, TCP, Unix sockets, child processes; the accept loop with graceful shutdown |
+//! | `client` | the calling side: connect, call, notify, batch |
 //! | `demo` | the demo methods used by examples, tests and `jrpc serve` |
 //!
 //! ```
@@ -29,12 +31,20 @@ pub mod message;
 pub mod router;
 
 #[cfg(feature = "runtime")]
+pub mod client;
+#[cfg(feature = "runtime")]
 pub mod codec;
+#[cfg(feature = "runtime")]
+pub mod peer;
 #[cfg(feature = "runtime")]
 pub mod transport;
 
 #[cfg(feature = "demo")]
 pub mod demo;
 
+#[cfg(feature = "runtime")]
+pub use client::Client;
 pub use message::{Error, Id};
+#[cfg(feature = "runtime")]
+pub use peer::{CallError, Peer};
 pub use router::{RequestContext, Router};

@@ -197,7 +197,9 @@ impl Decoder for ContentLengthCodec {
             State::Body(n) => Ok(Some(Inbound::Malformed(format!(
                 "stream ended inside a {n}-byte body"
             )))),
-            State::Headers if leftover => Ok(Some(Inbound::Malformed("stream ended inside headers".to_owned()))),
+            State::Headers if leftover => {
+                Ok(Some(Inbound::Malformed("stream ended inside headers".to_owned())))
+            }
             _ => Ok(None),
         }
     }
@@ -258,7 +260,10 @@ mod tests {
         let body = vec![b'x'; 10_000];
         let mut buf = BytesMut::new();
         buf.extend_from_slice(b"Content-Length: 10000\r\n\r\n");
-        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Inbound::Oversized { limit: 4 }));
+        assert_eq!(
+            codec.decode(&mut buf).unwrap(),
+            Some(Inbound::Oversized { limit: 4 })
+        );
         for chunk in body.chunks(1000) {
             buf.extend_from_slice(chunk);
             assert_eq!(codec.decode(&mut buf).unwrap(), None);
@@ -273,21 +278,39 @@ mod tests {
         let mut codec = ContentLengthCodec::new(100);
         let got = decode_all(
             &mut codec,
-            &[b"Content-Length: abc\r\n\r\n{}garbage\r\nContent-Length: 2\r\n\r\n[]", b"Hello\r\n\r\n", b"Content-Length: 1\r\n\r\n1"],
+            &[
+                b"Content-Length: abc\r\n\r\n{}garbage\r\nContent-Length: 2\r\n\r\n[]",
+                b"Hello\r\n\r\n",
+                b"Content-Length: 1\r\n\r\n1",
+            ],
         );
-        assert!(matches!(&got[0], Inbound::Malformed(r) if r.contains("bad Content-Length")), "{got:?}");
+        assert!(
+            matches!(&got[0], Inbound::Malformed(r) if r.contains("bad Content-Length")),
+            "{got:?}"
+        );
         assert_eq!(got[1], frame("[]"));
-        assert!(matches!(&got[2], Inbound::Malformed(r) if r.contains("not a header line")), "{got:?}");
+        assert!(
+            matches!(&got[2], Inbound::Malformed(r) if r.contains("not a header line")),
+            "{got:?}"
+        );
         assert_eq!(got[3], frame("1"));
         assert_eq!(got.len(), 4);
     }
 
     #[test]
     fn missing_and_duplicate_lengths() {
-        for headers in ["Content-Type: x\r\n\r\n", "Content-Length: 1\r\nContent-Length: 1\r\n\r\n", "Content-Length: -1\r\n\r\n", "Content-Length: +1\r\n\r\n"] {
+        for headers in [
+            "Content-Type: x\r\n\r\n",
+            "Content-Length: 1\r\nContent-Length: 1\r\n\r\n",
+            "Content-Length: -1\r\n\r\n",
+            "Content-Length: +1\r\n\r\n",
+        ] {
             let mut codec = ContentLengthCodec::new(100);
             let got = decode_all(&mut codec, &[headers.as_bytes()]);
-            assert!(matches!(got.first(), Some(Inbound::Malformed(_))), "{headers:?}: {got:?}");
+            assert!(
+                matches!(got.first(), Some(Inbound::Malformed(_))),
+                "{headers:?}: {got:?}"
+            );
         }
     }
 
@@ -295,7 +318,10 @@ mod tests {
     fn endless_headers_are_malformed() {
         let mut codec = ContentLengthCodec::new(100);
         let mut buf = BytesMut::from(&vec![b'a'; MAX_HEADER_LEN + 1][..]);
-        assert!(matches!(codec.decode(&mut buf).unwrap(), Some(Inbound::Malformed(_))));
+        assert!(matches!(
+            codec.decode(&mut buf).unwrap(),
+            Some(Inbound::Malformed(_))
+        ));
         assert_eq!(codec.decode(&mut buf).unwrap(), None);
         assert!(buf.len() <= 16, "garbage is not accumulated");
     }
@@ -310,7 +336,9 @@ mod tests {
     #[test]
     fn encodes_header_and_body() {
         let mut dst = BytesMut::new();
-        ContentLengthCodec::default().encode(&b"{\"a\":1}"[..], &mut dst).unwrap();
+        ContentLengthCodec::default()
+            .encode(&b"{\"a\":1}"[..], &mut dst)
+            .unwrap();
         assert_eq!(&dst[..], b"Content-Length: 7\r\n\r\n{\"a\":1}");
     }
 }

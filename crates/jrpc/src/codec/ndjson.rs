@@ -2,7 +2,9 @@
 
 use std::io;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+#[cfg(test)]
+use bytes::Bytes;
+use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use super::Inbound;

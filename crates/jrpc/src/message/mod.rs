@@ -23,8 +23,8 @@ pub use serde_json::value::RawValue;
 pub use error::{codes, Error};
 pub use id::Id;
 pub use parse::{parse_frame, Frame};
-pub use write::to_raw;
-pub(crate) use write::{result_prefix, result_suffix, write_error, write_result};
+pub use write::{encode_call, to_raw};
+pub(crate) use write::{result_prefix, result_suffix, write_error, write_json_str, write_result};
 
 /// Which protocol an item speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -71,3 +71,31 @@ pub(crate) fn write_call(out: &mut Vec<u8>, method: &str, params: Option<&RawVal
 pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
     serde_json::value::to_raw_value(value)
 }
+
+/// Serializes a call straight into bytes: a request when `id` is given, a
+/// notification otherwise. `params` must serialize to a JSON array or object;
+/// `null` (as `()` or `None` serialize) leaves params out.
+pub fn encode_call<P: Serialize + ?Sized>(
+    method: &str,
+    params: &P,
+    id: Option<&Id>,
+) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(64 + method.len());
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    write_json_str(&mut out, method);
+    let mark = out.len();
+    out.extend_from_slice(br#","params":"#);
+    let start = out.len();
+    serde_json::to_writer(&mut out, params).map_err(|e| e.to_string())?;
+    match out[start..].first() {
+        Some(b'[' | b'{') => {}
+        _ if &out[start..] == b"null" => out.truncate(mark),
+        _ => return Err("params must serialize to a JSON array or object, or to null for none".to_owned()),
+    }
+    if let Some(id) = id {
+        out.extend_from_slice(br#","id":"#);
+        id.write_json(&mut out);
+    }
+    out.push(b'}');
+    Ok(out)
+}

@@ -13,6 +13,15 @@ use super::handler::{CallInfo, ErasedMethod, ErasedNotification};
 use super::{Extensions, Router};
 use crate::message::{self, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Version};
 
+/// What to do with a response object found among incoming items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Responses {
+    /// Answer it `-32600`: a plain server makes no calls to be answered.
+    Reject,
+    /// Leave it: a peer has already routed it to the call it answers.
+    Skip,
+}
+
 impl Router {
     /// Serves one whole frame (a single message or a batch) and returns the
     /// whole reply frame, or `None` when no reply is due (notifications, a
@@ -40,12 +49,26 @@ impl Router {
             }
             Ok(Frame::Single(item)) => {
                 let mut out = Vec::with_capacity(128);
-                if let Some(item) = self.handle_inline(item, connection, &mut out) {
+                if let Some(item) = self.handle_inline(item, connection, &mut out, Responses::Reject) {
                     self.handle_async(item, connection, &mut out).await;
                 }
                 (!out.is_empty()).then(|| out.into())
             }
-            Ok(Frame::Batch(items)) => self.handle_batch(items, connection).await,
+            Ok(Frame::Batch(items)) => self.handle_batch(items, connection, Responses::Reject).await,
+        }
+    }
+
+    /// Serves a batch frame for a peer, which has already routed the
+    /// batch's responses to its own calls: they are skipped here.
+    pub(crate) async fn handle_batch_frame(
+        &self,
+        frame: &[u8],
+        connection: &Arc<Extensions>,
+    ) -> Option<Bytes> {
+        match parse_frame(frame, &self.inner.limits) {
+            Ok(Frame::Batch(items)) => self.handle_batch(items, connection, Responses::Skip).await,
+            // The caller parsed this frame as a batch already.
+            Ok(Frame::Single(_)) | Err(_) => None,
         }
     }
 
@@ -53,7 +76,12 @@ impl Router {
     /// invalid entries) are answered inline, straight into the reply; the
     /// others run concurrently, at most `batch_concurrency` at a time, and
     /// their replies are spliced in at their entries' places.
-    async fn handle_batch(&self, items: Vec<Incoming<'_>>, connection: &Arc<Extensions>) -> Option<Bytes> {
+    async fn handle_batch(
+        &self,
+        items: Vec<Incoming<'_>>,
+        connection: &Arc<Extensions>,
+        responses: Responses,
+    ) -> Option<Bytes> {
         let mut out = Vec::with_capacity(items.len() * 48 + 2);
         out.push(b'[');
         let mut wrote_any = false;
@@ -66,7 +94,7 @@ impl Router {
                 out.push(b',');
             }
             let start = out.len();
-            let Some(item) = self.handle_inline(item, connection, &mut out) else {
+            let Some(item) = self.handle_inline(item, connection, &mut out, responses) else {
                 if out.len() == start {
                     out.truncate(mark);
                 } else {
@@ -118,11 +146,12 @@ impl Router {
 
     /// Serves `item` on the spot if that needs no awaiting, appending its
     /// reply (if any) to `out`. Gives the item back when its handler is async.
-    fn handle_inline<'a>(
+    pub(crate) fn handle_inline<'a>(
         &self,
         item: Incoming<'a>,
         connection: &Arc<Extensions>,
         out: &mut Vec<u8>,
+        responses: Responses,
     ) -> Option<Incoming<'a>> {
         match item {
             Incoming::Request(request) => match self.inner.methods.get(&*request.method) {
@@ -183,14 +212,21 @@ impl Router {
             // A router only serves: a response is not a valid request here.
             // (A peer, which also makes calls, routes responses before this.)
             Incoming::Response(response) => {
-                message::write_error(out, response.version, &response.id, &Error::invalid_request());
+                if responses == Responses::Reject {
+                    message::write_error(out, response.version, &response.id, &Error::invalid_request());
+                }
                 None
             }
         }
     }
 
     /// Serves an item whose handler is async (as left by `handle_inline`).
-    async fn handle_async(&self, item: Incoming<'_>, connection: &Arc<Extensions>, out: &mut Vec<u8>) {
+    pub(crate) async fn handle_async(
+        &self,
+        item: Incoming<'_>,
+        connection: &Arc<Extensions>,
+        out: &mut Vec<u8>,
+    ) {
         match item {
             Incoming::Request(RequestRef {
                 version,

@@ -25,6 +25,8 @@
 
 mod context;
 mod dispatch;
+#[cfg(feature = "runtime")]
+pub(crate) use dispatch::Responses;
 mod handler;
 mod params;
 

@@ -1,5 +1,19 @@
-//! Carriers of frames.
+//! Carriers of frames: each module connects a [`Peer`](crate::peer::Peer) to
+//! one kind of byte stream.
+//!
+//! | module | serving | calling |
+//! |---|---|---|
+//! | [`stdio`] | this process's stdin/stdout | — |
+//! | [`tcp`] | [`Server::bind_tcp`] | [`Client::connect_tcp`](crate::client::ClientBuilder::connect_tcp) |
+//! | [`unix`] | [`Server::bind_unix`] | [`Client::connect_unix`](crate::client::ClientBuilder::connect_unix) |
+//! | [`child`] | — | [`Client::spawn`](crate::client::ClientBuilder::spawn): a command's stdin/stdout |
 
+pub mod child;
+mod server;
 pub mod stdio;
+pub mod tcp;
+#[cfg(unix)]
+pub mod unix;
 
-pub use stdio::{serve_ndjson, serve_stdio, ServeOptions};
+pub use server::{Server, Serving};
+pub use stdio::serve_stdio;

@@ -1,0 +1,573 @@
+//! One live connection that carries both roles at once: it serves incoming
+//! requests with a [`Router`] and makes outgoing calls, matching responses
+//! to calls by id.
+//!
+//! ```
+//! use jrpc::codec::Framing;
+//! use jrpc::peer::Peer;
+//! use jrpc::Router;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! // Two peers joined by an in-memory pipe: one serves `add`, the other calls it.
+//! let (a, b) = tokio::io::duplex(64 * 1024);
+//! let (a_read, a_write) = tokio::io::split(a);
+//! let (b_read, b_write) = tokio::io::split(b);
+//! let router = Router::new().method("add", |(x, y): (i64, i64)| async move { Ok(x + y) });
+//! let _server = Peer::builder().router(router).start(a_read, a_write, Framing::Ndjson);
+//! let client = Peer::builder().start(b_read, b_write, Framing::Ndjson);
+//! let sum: i64 = client.call("add", (2, 3)).await.unwrap();
+//! assert_eq!(sum, 5);
+//! # });
+//! ```
+
+mod driver;
+mod error;
+mod shared;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::io;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Sink, Stream};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+pub(crate) use driver::EofReason;
+pub use error::CallError;
+use shared::{Outcome, Shared};
+
+use crate::codec::{Framing, Inbound};
+use crate::message::{encode_call, write_json_str, Id};
+use crate::router::{Extensions, RequestContext};
+use crate::{Error, Router};
+
+/// How calls are cancelled across the connection: which notification is
+/// sent when a call is dropped or times out, and which incoming notification
+/// aborts the handler serving a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CancelProtocol {
+    /// The notification's method.
+    pub method: Cow<'static, str>,
+    /// The params member holding the cancelled request's id.
+    pub id_field: Cow<'static, str>,
+    /// A params member for a human-readable reason, if the protocol has one.
+    pub reason_field: Option<Cow<'static, str>>,
+    /// The error to answer a cancelled incoming request with; `None` sends
+    /// no response at all.
+    pub reply: Option<Error>,
+}
+
+impl CancelProtocol {
+    /// MCP: `notifications/cancelled` with `{"requestId", "reason"}`; a
+    /// cancelled request gets no response.
+    pub fn mcp() -> Self {
+        CancelProtocol {
+            method: "notifications/cancelled".into(),
+            id_field: "requestId".into(),
+            reason_field: Some("reason".into()),
+            reply: None,
+        }
+    }
+
+    /// LSP: `$/cancelRequest` with `{"id"}`; a cancelled request is answered
+    /// `-32800 Request cancelled`.
+    pub fn lsp() -> Self {
+        CancelProtocol {
+            method: "$/cancelRequest".into(),
+            id_field: "id".into(),
+            reason_field: None,
+            reply: Some(Error::new(-32800, "Request cancelled")),
+        }
+    }
+
+    fn notification(&self, id: u64, reason: &str) -> Bytes {
+        let mut out = Vec::with_capacity(96);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+        write_json_str(&mut out, &self.method);
+        out.extend_from_slice(br#","params":{"#);
+        write_json_str(&mut out, &self.id_field);
+        out.push(b':');
+        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        if let Some(field) = &self.reason_field {
+            out.push(b',');
+            write_json_str(&mut out, field);
+            out.push(b':');
+            write_json_str(&mut out, reason);
+        }
+        out.extend_from_slice(b"}}");
+        out.into()
+    }
+}
+
+/// What is known about a connection: recorded by its transport, read by
+/// handlers through [`RequestContext::connection_info`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The transport: `"stdio"`, `"tcp"`, `"unix"`, `"child"`, ...
+    pub transport: &'static str,
+    /// The other side's address, where there is one.
+    pub peer_addr: Option<String>,
+    /// This side's address, where there is one.
+    pub local_addr: Option<String>,
+}
+
+/// A weak link from a connection's extensions back to its peer, so that a
+/// handler can call the other side without keeping the connection alive.
+#[derive(Clone)]
+struct PeerLink(Weak<Shared>);
+
+impl RequestContext {
+    /// A handle to the connection this request came in on, to call or
+    /// notify the other side (a server calling its client, say). `None`
+    /// outside a peer (e.g. [`Router::handle`]) or once it has closed.
+    pub fn peer(&self) -> Option<Peer> {
+        let shared = self.get::<PeerLink>()?.0.upgrade()?;
+        Some(Peer { shared })
+    }
+
+    /// What the transport recorded about the connection.
+    pub fn connection_info(&self) -> Option<&ConnectionInfo> {
+        self.get::<ConnectionInfo>()
+    }
+}
+
+/// Settings for a [`Peer`]; `start` runs it.
+pub struct PeerBuilder {
+    router: Router,
+    call_timeout: Duration,
+    cancel: Option<CancelProtocol>,
+    max_in_flight: usize,
+    extensions: Extensions,
+    eof_reason: Option<EofReason>,
+}
+
+impl Default for PeerBuilder {
+    fn default() -> Self {
+        PeerBuilder {
+            router: Router::new(),
+            call_timeout: Peer::DEFAULT_CALL_TIMEOUT,
+            cancel: None,
+            max_in_flight: Peer::DEFAULT_MAX_IN_FLIGHT,
+            extensions: Extensions::new(),
+            eof_reason: None,
+        }
+    }
+}
+
+impl PeerBuilder {
+    /// The methods this side serves (none by default: every incoming
+    /// request is answered `-32601`). The router's limits bound incoming
+    /// frames.
+    pub fn router(mut self, router: Router) -> Self {
+        self.router = router;
+        self
+    }
+
+    /// The timeout of outgoing calls that do not set their own (default 30 s).
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Cancellation across the connection (off by default): see
+    /// [`CancelProtocol::mcp`] and [`CancelProtocol::lsp`].
+    pub fn cancellation(mut self, protocol: CancelProtocol) -> Self {
+        self.cancel = Some(protocol);
+        self
+    }
+
+    /// How many incoming requests with async handlers run at once (default
+    /// 128). Up to four times as many are read ahead; beyond that the peer
+    /// stops reading until some finish.
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.max(1);
+        self
+    }
+
+    /// Records a value about the connection for handlers to read through
+    /// [`RequestContext::get`].
+    pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
+    pub(crate) fn eof_reason(mut self, reason: EofReason) -> Self {
+        self.eof_reason = Some(reason);
+        self
+    }
+
+    /// Runs the peer over a byte stream with the given framing. Must be
+    /// called within a tokio runtime; the connection's tasks run until it
+    /// closes.
+    pub fn start<R, W>(self, reader: R, writer: W, framing: Framing) -> Peer
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let codec = framing.codec(self.router.parse_limits().max_frame_len);
+        self.start_framed(
+            FramedRead::new(reader, codec.clone()),
+            FramedWrite::new(writer, codec),
+        )
+    }
+
+    /// Runs the peer over any stream of incoming frames and sink of outgoing
+    /// ones (a WebSocket, say).
+    pub fn start_framed<S, K>(self, frames_in: S, frames_out: K) -> Peer
+    where
+        S: Stream<Item = io::Result<Inbound>> + Send + Unpin + 'static,
+        K: Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
+    {
+        let (outbox, outbox_rx) = mpsc::channel(256);
+        let PeerBuilder {
+            router,
+            call_timeout,
+            cancel,
+            max_in_flight,
+            mut extensions,
+            eof_reason,
+        } = self;
+        let shared = Arc::new_cyclic(|weak| {
+            extensions.insert(PeerLink(weak.clone()));
+            Shared::new(outbox, router, Arc::new(extensions), call_timeout, cancel)
+        });
+        let bounds = driver::Bounds {
+            running: max_in_flight,
+            queued: max_in_flight.saturating_mul(4),
+        };
+        driver::start(
+            Arc::clone(&shared),
+            frames_in,
+            frames_out,
+            outbox_rx,
+            bounds,
+            eof_reason,
+        );
+        Peer { shared }
+    }
+}
+
+/// A handle to one live connection: call and notify the other side, close
+/// the connection, or wait for it to close. Cheap to clone.
+///
+/// The connection runs on its own tasks; dropping every handle does not
+/// close it (a served connection lives until the other side hangs up or
+/// [`close`](Self::close) is called). A [`Client`](crate::client::Client)
+/// closes its connection when dropped.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer").field("closed", &self.is_closed()).finish()
+    }
+}
+
+impl Peer {
+    /// The default timeout for outgoing calls: 30 seconds.
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default bound on incoming requests running at once: 128.
+    pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
+
+    /// Settings for a new peer.
+    pub fn builder() -> PeerBuilder {
+        PeerBuilder::default()
+    }
+
+    /// Calls `method` and decodes its result into `R`, within the default
+    /// timeout. `params` must serialize to a JSON array or object (a tuple, a
+    /// slice, a struct, a map), or to `null` (`()`) for none.
+    ///
+    /// Dropping the returned future cancels the call: it is forgotten
+    /// locally and, when a [`CancelProtocol`] is set, a cancel notification
+    /// is sent.
+    pub async fn call<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> Result<R, CallError> {
+        self.call_with_timeout(method, params, self.shared.call_timeout)
+            .await
+    }
+
+    /// As [`call`](Self::call), with its own timeout.
+    pub async fn call_with_timeout<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> Result<R, CallError> {
+        let raw = self.call_raw(method, params, timeout).await?;
+        decode(&raw)
+    }
+
+    /// As [`call`](Self::call), returning the raw JSON result.
+    pub async fn call_raw(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, CallError> {
+        let (id, rx) = self.shared.register()?;
+        let mut guard = CallGuard {
+            shared: &self.shared,
+            id,
+            armed: true,
+        };
+        let frame = match encode_call(method, &params, Some(&Id::from(id))) {
+            Ok(frame) => frame,
+            Err(e) => {
+                guard.armed = false;
+                self.shared.forget(id);
+                return Err(CallError::Encode(e.into()));
+            }
+        };
+        self.send(frame.into()).await?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(outcome) => {
+                guard.armed = false;
+                outcome.unwrap_or_else(|_| Err(self.closed_error()))
+            }
+            Err(_) => {
+                guard.cancel("timeout");
+                Err(CallError::Timeout(timeout))
+            }
+        }
+    }
+
+    /// Sends a notification: no response will come.
+    pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
+        let frame = encode_call(method, &params, None).map_err(|e| CallError::Encode(e.into()))?;
+        self.send(frame.into()).await
+    }
+
+    /// Starts a batch: several calls and notifications sent as one frame.
+    ///
+    /// ```
+    /// # async fn demo(peer: jrpc::peer::Peer) -> Result<(), jrpc::peer::CallError> {
+    /// let mut batch = peer.batch();
+    /// let sum = batch.call::<i64>("sum", [1, 2, 3]);
+    /// let data = batch.call::<(String, u32)>("get_data", ());
+    /// batch.notify("update", [1]);
+    /// batch.send().await?;
+    /// assert_eq!(sum.await?, 6);
+    /// assert_eq!(data.await?.1, 5);
+    /// # Ok(()) }
+    /// ```
+    pub fn batch(&self) -> Batch {
+        Batch {
+            peer: self.clone(),
+            frame: vec![b'['],
+            ids: Vec::new(),
+            sent: false,
+        }
+    }
+
+    /// Closes the connection gracefully: stops reading, lets requests
+    /// already read finish and their replies be written, then closes the
+    /// write side. Pending outgoing calls fail with [`CallError::Closed`].
+    pub fn close(&self) {
+        self.shared.stop_reading.cancel();
+    }
+
+    /// Waits until the connection has fully closed; returns why.
+    pub async fn closed(&self) -> Arc<str> {
+        let mut rx = self.shared.closed_tx.subscribe();
+        loop {
+            if let Some(reason) = rx.borrow_and_update().clone() {
+                return reason;
+            }
+            if rx.changed().await.is_err() {
+                return "connection dropped".into();
+            }
+        }
+    }
+
+    /// Whether the connection has fully closed.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed_tx.borrow().is_some()
+    }
+
+    async fn send(&self, frame: Bytes) -> Result<(), CallError> {
+        self.shared
+            .outbox
+            .send(frame)
+            .await
+            .map_err(|_| self.closed_error())
+    }
+
+    fn closed_error(&self) -> CallError {
+        self.shared.refusal()
+    }
+}
+
+/// Cleans up an outgoing call that ends without its response (dropped or
+/// timed out): forgets it and, where configured, tells the other side.
+struct CallGuard<'a> {
+    shared: &'a Arc<Shared>,
+    id: u64,
+    armed: bool,
+}
+
+impl CallGuard<'_> {
+    fn cancel(&mut self, reason: &str) {
+        if !std::mem::take(&mut self.armed) || !self.shared.forget(self.id) {
+            return;
+        }
+        let Some(protocol) = &self.shared.cancel else {
+            return;
+        };
+        let frame = protocol.notification(self.id, reason);
+        match self.shared.outbox.try_send(frame) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+            Err(mpsc::error::TrySendError::Full(frame)) => {
+                // Cannot wait here; hand the send to a task.
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let outbox = self.shared.outbox.clone();
+                    runtime.spawn(async move { outbox.send(frame).await });
+                }
+            }
+        }
+    }
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.cancel("cancelled by the caller");
+    }
+}
+
+fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, CallError> {
+    serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))
+}
+
+/// Calls and notifications to send as one batch frame. See [`Peer::batch`].
+pub struct Batch {
+    peer: Peer,
+    frame: Vec<u8>,
+    ids: Vec<u64>,
+    sent: bool,
+}
+
+impl Batch {
+    fn push(&mut self, entry: &[u8]) {
+        if self.frame.len() > 1 {
+            self.frame.push(b',');
+        }
+        self.frame.extend_from_slice(entry);
+    }
+
+    /// Adds a call; its result comes through the returned [`BatchCall`]
+    /// once the batch is sent.
+    pub fn call<R: DeserializeOwned>(&mut self, method: &str, params: impl Serialize) -> BatchCall<R> {
+        let registered = self.peer.shared.register().and_then(|(id, rx)| {
+            match encode_call(method, &params, Some(&Id::from(id))) {
+                Ok(entry) => {
+                    self.push(&entry);
+                    self.ids.push(id);
+                    Ok((id, rx))
+                }
+                Err(e) => {
+                    self.peer.shared.forget(id);
+                    Err(CallError::Encode(e.into()))
+                }
+            }
+        });
+        BatchCall {
+            peer: self.peer.clone(),
+            registered,
+            _result: PhantomData,
+        }
+    }
+
+    /// Adds a notification. Params that do not encode are reported by
+    /// [`send`](Self::send).
+    pub fn notify(&mut self, method: &str, params: impl Serialize) -> &mut Self {
+        match encode_call(method, &params, None) {
+            Ok(entry) => self.push(&entry),
+            Err(e) => tracing::warn!(method, error = %e, "batch notification dropped: params do not encode"),
+        }
+        self
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.frame.len() == 1
+    }
+
+    /// Sends the batch. The calls' results then arrive through their
+    /// [`BatchCall`]s. An empty batch sends nothing.
+    pub async fn send(mut self) -> Result<(), CallError> {
+        self.sent = true;
+        if self.is_empty() {
+            return Ok(());
+        }
+        let mut frame = std::mem::take(&mut self.frame);
+        frame.push(b']');
+        let result = self.peer.send(frame.into()).await;
+        if result.is_err() {
+            self.sent = false;
+        }
+        result
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        if !self.sent {
+            for id in &self.ids {
+                self.peer.shared.forget(*id);
+            }
+        }
+    }
+}
+
+/// The result of one call in a [`Batch`]: await it after the batch is sent.
+pub struct BatchCall<R> {
+    peer: Peer,
+    registered: Result<(u64, oneshot::Receiver<Outcome>), CallError>,
+    _result: PhantomData<fn() -> R>,
+}
+
+impl<R: DeserializeOwned + Send + 'static> IntoFuture for BatchCall<R> {
+    type Output = Result<R, CallError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<R, CallError>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let (id, rx) = self.registered?;
+            let timeout = self.peer.shared.call_timeout;
+            let mut guard = CallGuard {
+                shared: &self.peer.shared,
+                id,
+                armed: true,
+            };
+            match tokio::time::timeout(timeout, rx).await {
+                Ok(Ok(outcome)) => {
+                    guard.armed = false;
+                    decode(&outcome?)
+                }
+                Ok(Err(_)) => {
+                    guard.armed = false;
+                    Err(CallError::Closed("the batch was not sent".into()))
+                }
+                Err(_) => {
+                    guard.cancel("timeout");
+                    Err(CallError::Timeout(timeout))
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,160 @@
+//! State shared by a connection's tasks and every handle to it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{CallError, CancelProtocol};
+use crate::message::{Id, ResponseRef};
+use crate::router::Extensions;
+use crate::Router;
+
+/// What a pending call is waiting for.
+pub(crate) type Outcome = Result<Box<RawValue>, CallError>;
+
+pub(crate) struct Shared {
+    /// Frames to write, in order.
+    pub(crate) outbox: mpsc::Sender<Bytes>,
+    pub(crate) router: Router,
+    pub(crate) connection: Arc<Extensions>,
+    pub(crate) call_timeout: Duration,
+    pub(crate) cancel: Option<CancelProtocol>,
+    next_id: AtomicU64,
+    calls: Mutex<Calls>,
+    /// Incoming requests being served by async handlers, for cancellation.
+    pub(crate) serving: Mutex<HashMap<Id, Option<AbortHandle>>>,
+    /// Tells the reader to stop taking new frames (graceful close).
+    pub(crate) stop_reading: CancellationToken,
+    /// Set once the connection is fully closed, with why.
+    pub(crate) closed_tx: watch::Sender<Option<Arc<str>>>,
+}
+
+/// The outgoing calls awaiting a response, and whether the connection can
+/// still carry new ones.
+struct Calls {
+    pending: HashMap<u64, oneshot::Sender<Outcome>>,
+    /// Why no new call can be made, once that is so.
+    refused: Option<CallError>,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        outbox: mpsc::Sender<Bytes>,
+        router: Router,
+        connection: Arc<Extensions>,
+        call_timeout: Duration,
+        cancel: Option<CancelProtocol>,
+    ) -> Self {
+        Shared {
+            outbox,
+            router,
+            connection,
+            call_timeout,
+            cancel,
+            next_id: AtomicU64::new(1),
+            calls: Mutex::new(Calls {
+                pending: HashMap::new(),
+                refused: None,
+            }),
+            serving: Mutex::new(HashMap::new()),
+            stop_reading: CancellationToken::new(),
+            closed_tx: watch::channel(None).0,
+        }
+    }
+
+    fn calls(&self) -> MutexGuard<'_, Calls> {
+        // A panic while holding this lock cannot leave the table inconsistent
+        // (every update is a single insert or remove), so poisoning is moot.
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn serving(&self) -> MutexGuard<'_, HashMap<Id, Option<AbortHandle>>> {
+        self.serving.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a new outgoing call: its id and where its outcome will go.
+    pub(crate) fn register(&self) -> Result<(u64, oneshot::Receiver<Outcome>), CallError> {
+        let mut calls = self.calls();
+        if let Some(error) = &calls.refused {
+            return Err(error.clone());
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        calls.pending.insert(id, tx);
+        Ok((id, rx))
+    }
+
+    /// The error a new call would fail with now that the connection is
+    /// closing.
+    pub(crate) fn refusal(&self) -> CallError {
+        self.calls()
+            .refused
+            .clone()
+            .unwrap_or_else(|| CallError::Closed("connection closed".into()))
+    }
+
+    /// Forgets a call (answered elsewhere, timed out or dropped). Returns
+    /// whether it was still pending.
+    pub(crate) fn forget(&self, id: u64) -> bool {
+        self.calls().pending.remove(&id).is_some()
+    }
+
+    /// Whether `id` is one this side has issued for an outgoing call.
+    fn issued(&self, id: &Id) -> bool {
+        let next = self.next_id.load(Ordering::Relaxed);
+        id.as_number_text()
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n >= 1 && n < next)
+    }
+
+    /// Hands an incoming response to the call waiting for it. Returns `false`
+    /// for a response to nothing this side ever asked.
+    pub(crate) fn deliver(&self, response: ResponseRef<'_>) -> bool {
+        let key = response.id.as_number_text().and_then(|n| n.parse::<u64>().ok());
+        let waiter = key.and_then(|k| self.calls().pending.remove(&k));
+        match waiter {
+            Some(tx) => {
+                let _ = tx.send(response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc));
+                true
+            }
+            None => {
+                // Late (timed out or cancelled) responses are expected;
+                // anything else is a stray.
+                let late = self.issued(&response.id);
+                tracing::debug!(id = %response.id, late, "response to no pending call dropped");
+                late
+            }
+        }
+    }
+
+    /// Refuses new calls and fails every pending one with `error`, at once.
+    pub(crate) fn fail_calls(&self, error: CallError) {
+        let pending = {
+            let mut calls = self.calls();
+            calls.refused.get_or_insert(error.clone());
+            std::mem::take(&mut calls.pending)
+        };
+        for (_, tx) in pending {
+            let _ = tx.send(Err(error.clone()));
+        }
+    }
+
+    /// Marks the connection fully closed.
+    pub(crate) fn set_closed(&self, reason: Arc<str>) {
+        self.closed_tx.send_if_modified(|slot| {
+            if slot.is_none() {
+                *slot = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+    }
+}

@@ -1,0 +1,126 @@
+//! A child process as the other side: talk over its stdin and stdout.
+
+use std::io;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::peer::{ConnectionInfo, EofReason};
+
+/// What happens to a child's stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StderrMode {
+    /// Shares this process's stderr (the default).
+    #[default]
+    Inherit,
+    /// Kept: the last 64 KiB are available from
+    /// [`Client::captured_stderr`](crate::client::Client::captured_stderr),
+    /// and the last line is part of the reason calls fail with when the
+    /// child dies.
+    Capture,
+    /// Discarded.
+    Null,
+}
+
+/// The most stderr kept in [`StderrMode::Capture`].
+const CAPTURE_LIMIT: usize = 64 * 1024;
+
+/// A spawned child, ready to carry a peer.
+pub(crate) struct Spawned {
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) info: ConnectionInfo,
+    /// Gives why the stream ended: the exit status, and stderr's last line.
+    pub(crate) eof_reason: EofReason,
+    /// Owns the child: aborting it kills the child.
+    pub(crate) monitor: JoinHandle<()>,
+    pub(crate) stderr: Option<Arc<Mutex<String>>>,
+}
+
+pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spawned> {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(match stderr {
+            StderrMode::Inherit => Stdio::inherit(),
+            StderrMode::Capture => Stdio::piped(),
+            StderrMode::Null => Stdio::null(),
+        })
+        .kill_on_drop(true);
+    let program = command.as_std().get_program().to_string_lossy().into_owned();
+    let mut child = command.spawn()?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("child stdin was not piped"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| io::Error::other("child stdout was not piped"))?;
+    let captured = child.stderr.take().map(|pipe| {
+        let buffer = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&buffer);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(pipe).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut text = sink.lock().unwrap_or_else(|e| e.into_inner());
+                text.push_str(&line);
+                text.push('\n');
+                if text.len() > CAPTURE_LIMIT {
+                    let cut = text.len() - CAPTURE_LIMIT;
+                    let cut = (cut..text.len())
+                        .find(|&i| text.is_char_boundary(i))
+                        .unwrap_or(text.len());
+                    text.drain(..cut);
+                }
+            }
+        });
+        buffer
+    });
+    let info = ConnectionInfo {
+        transport: "child",
+        peer_addr: Some(format!("pid {}", child.id().unwrap_or_default())),
+        local_addr: None,
+    };
+    let (status_tx, mut status_rx) = watch::channel::<Option<io::Result<ExitStatus>>>(None);
+    let monitor = tokio::spawn(async move {
+        let status = child.wait().await;
+        let _ = status_tx.send(Some(status));
+        // Keep `child` owned here until it has been reaped.
+    });
+    let last_line = captured.clone();
+    let eof_reason: EofReason = Box::pin(async move {
+        let status = loop {
+            if let Some(status) = status_rx.borrow_and_update().as_ref() {
+                break match status {
+                    Ok(status) => status.to_string(),
+                    Err(e) => format!("unknown status ({e})"),
+                };
+            }
+            status_rx.changed().await.ok()?;
+        };
+        let mut reason = format!("child process {program} exited ({status})");
+        if let Some(buffer) = last_line {
+            // Give the stderr reader a moment to take the final lines.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            let text = buffer.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+                reason.push_str(": ");
+                reason.push_str(line.trim());
+            }
+        }
+        Some(reason)
+    });
+    Ok(Spawned {
+        stdin,
+        stdout,
+        info,
+        eof_reason,
+        monitor,
+        stderr: captured,
+    })
+}

@@ -1,0 +1,251 @@
+//! Serving a router to many connections: the accept loop, its connection
+//! bound, and graceful shutdown.
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::codec::Framing;
+use crate::peer::{CancelProtocol, ConnectionInfo, Peer, PeerBuilder};
+use crate::Router;
+
+/// A listener the accept loop can take connections from.
+pub(crate) trait Listen: Send + Sync + 'static {
+    type Read: AsyncRead + Send + Unpin + 'static;
+    type Write: AsyncWrite + Send + Unpin + 'static;
+    fn accept_conn(
+        &self,
+    ) -> impl Future<Output = io::Result<(Self::Read, Self::Write, ConnectionInfo)>> + Send;
+    fn address(&self) -> String;
+}
+
+/// Serves a [`Router`] on listeners and on stdio, each connection its own
+/// [`Peer`] (so handlers can call back the client through
+/// [`RequestContext::peer`](crate::RequestContext::peer)).
+///
+/// ```no_run
+/// use jrpc::transport::Server;
+///
+/// # async fn run() -> std::io::Result<()> {
+/// let serving = Server::new(jrpc::demo::router())
+///     .max_connections(1000)
+///     .bind_tcp("127.0.0.1:0")
+///     .await?;
+/// println!("listening on {}", serving.local_addr());
+/// tokio::signal::ctrl_c().await?;
+/// serving.shutdown().await; // in-flight requests finish first
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Server {
+    router: Router,
+    framing: Framing,
+    max_connections: usize,
+    call_timeout: Duration,
+    cancel: Option<CancelProtocol>,
+    max_in_flight: usize,
+}
+
+impl Server {
+    /// The default bound on open connections per listener: 1024.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+    /// A server for `router`, with default settings.
+    pub fn new(router: Router) -> Self {
+        Server {
+            router,
+            framing: Framing::Ndjson,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            call_timeout: Peer::DEFAULT_CALL_TIMEOUT,
+            cancel: None,
+            max_in_flight: Peer::DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+
+    /// The framing of every connection (default newline-delimited JSON).
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    /// The most connections open at once per listener (default 1024). When
+    /// full, the server stops accepting until one closes; waiting clients
+    /// queue in the operating system's backlog.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// The timeout of calls handlers make to their clients (default 30 s).
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Cancellation across each connection (off by default).
+    pub fn cancellation(mut self, protocol: CancelProtocol) -> Self {
+        self.cancel = Some(protocol);
+        self
+    }
+
+    /// Incoming requests running at once per connection (default 128).
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.max(1);
+        self
+    }
+
+    fn peer_builder(&self, info: ConnectionInfo) -> PeerBuilder {
+        let builder = Peer::builder()
+            .router(self.router.clone())
+            .call_timeout(self.call_timeout)
+            .max_in_flight(self.max_in_flight)
+            .extension(info);
+        match &self.cancel {
+            Some(protocol) => builder.cancellation(protocol.clone()),
+            None => builder,
+        }
+    }
+
+    /// Serves stdin/stdout until stdin ends and every reply is written;
+    /// returns why the connection closed.
+    pub async fn serve_stdio(&self) -> Arc<str> {
+        let builder = self.peer_builder(super::stdio::info());
+        let peer = builder.start(tokio::io::stdin(), tokio::io::stdout(), self.framing);
+        peer.closed().await
+    }
+
+    /// Listens on a TCP address (port 0 picks a free port) and serves every
+    /// connection until shut down.
+    pub async fn bind_tcp(&self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Serving> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        Ok(self.serve_on(listener, "tcp"))
+    }
+
+    /// Listens on a Unix domain socket at `path` and serves every connection
+    /// until shut down. A stale socket file (one nobody listens on) is
+    /// replaced; the file is removed again on shutdown.
+    #[cfg(unix)]
+    pub async fn bind_unix(&self, path: impl AsRef<std::path::Path>) -> io::Result<Serving> {
+        let path = path.as_ref();
+        let listener = match tokio::net::UnixListener::bind(path) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                if tokio::net::UnixStream::connect(path).await.is_ok() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("{} is in use by a live server", path.display()),
+                    ));
+                }
+                std::fs::remove_file(path)?;
+                tokio::net::UnixListener::bind(path)?
+            }
+            other => other?,
+        };
+        let mut serving = self.serve_on(listener, "unix");
+        serving.cleanup = Some(path.to_owned());
+        Ok(serving)
+    }
+
+    fn serve_on<L: Listen>(&self, listener: L, scheme: &'static str) -> Serving {
+        let shutdown = CancellationToken::new();
+        let local_addr = match scheme {
+            "unix" => format!("unix:{}", listener.address()),
+            _ => format!("{scheme}://{}", listener.address()),
+        };
+        let task = tokio::spawn(accept_loop(self.clone(), listener, shutdown.clone()));
+        Serving {
+            local_addr,
+            shutdown,
+            task,
+            cleanup: None,
+        }
+    }
+}
+
+async fn accept_loop<L: Listen>(server: Server, listener: L, shutdown: CancellationToken) {
+    let slots = Arc::new(Semaphore::new(server.max_connections));
+    let connections = TaskTracker::new();
+    loop {
+        let permit = tokio::select! {
+            () = shutdown.cancelled() => break,
+            permit = Arc::clone(&slots).acquire_owned() => permit.expect("the semaphore is never closed"),
+        };
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept_conn() => accepted,
+        };
+        let (read, write, info) = match accepted {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Out of file descriptors and the like: wait, do not spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        tracing::debug!(peer = ?info.peer_addr, "connection accepted");
+        let peer = server.peer_builder(info).start(read, write, server.framing);
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let _slot = permit;
+            tokio::select! {
+                reason = peer.closed() => tracing::debug!(%reason, "connection closed"),
+                () = shutdown.cancelled() => {
+                    peer.close();
+                    peer.closed().await;
+                }
+            }
+        });
+    }
+    connections.close();
+    connections.wait().await;
+}
+
+/// A running listener: its address, and the way to shut it down.
+#[derive(Debug)]
+pub struct Serving {
+    local_addr: String,
+    shutdown: CancellationToken,
+    task: JoinHandle<()>,
+    cleanup: Option<std::path::PathBuf>,
+}
+
+impl Serving {
+    /// Where it listens, as a target `jrpc call` understands:
+    /// `tcp://127.0.0.1:4000` or `unix:/path/to/socket`.
+    pub fn local_addr(&self) -> &str {
+        &self.local_addr
+    }
+
+    /// Shuts down gracefully: stops accepting, stops reading new requests on
+    /// every connection, lets the requests already read finish and their
+    /// replies be written, then closes the connections. Returns when all of
+    /// that is done.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        self.wait().await;
+    }
+
+    /// Waits until the server has shut down (after [`shutdown`](Self::shutdown)
+    /// from another handle, or a panic in the accept loop).
+    pub async fn wait(mut self) {
+        if let Err(e) = (&mut self.task).await {
+            tracing::error!(error = %e, "accept loop failed");
+        }
+        if let Some(path) = self.cleanup.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    /// A token that shuts the server down when cancelled, for use from
+    /// elsewhere (a signal handler, say).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}
