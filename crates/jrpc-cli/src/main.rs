@@ -1,5 +1,7 @@
 //! `jrpc`: serve, call, check, bench and bridge JSON-RPC servers.
 
+mod call;
+mod pretty;
 mod serve;
 
 use std::process::ExitCode;
@@ -23,6 +25,9 @@ enum Command {
     /// Serve the demo methods (subtract, add, sum, get_data, echo, sleep, and
     /// the notifications update, notify_hello, notify_sum).
     Serve(serve::ServeArgs),
+    /// Call a method and print its result (exit status: 0 ok, 1 error
+    /// response, 2 usage, 3 transport failure, 4 timeout).
+    Call(call::CallArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,11 +48,13 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Call(args) => Ok(call::run(args).await),
         }
     });
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) if code != ExitCode::SUCCESS => code,
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("jrpc: {e:#}");
             ExitCode::FAILURE

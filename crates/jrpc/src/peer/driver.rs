@@ -93,6 +93,8 @@ pub(crate) fn start<S, K>(
         match writer.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::debug!(error = %e, "writer ended with an error"),
+            // The runtime is shutting down.
+            Err(e) if e.is_cancelled() => {}
             Err(e) => tracing::error!(error = %e, "writer task failed"),
         }
         shared.set_closed(reason);

@@ -1,0 +1,338 @@
+//! `jrpc call`: call a method on a server and print the result.
+
+use std::io::Read as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _};
+use clap::Args;
+use jrpc::client::{Client, StderrMode};
+use jrpc::codec::Framing;
+use jrpc::message::RawValue;
+use jrpc::CallError;
+use serde::Deserialize;
+
+use crate::pretty::format_json;
+
+/// Exit codes, as documented in `jrpc call --help`.
+pub mod exit {
+    /// The server answered with an error object.
+    pub const RPC_ERROR: u8 = 1;
+    /// The command line was wrong (clap's own code).
+    pub const USAGE: u8 = 2;
+    /// The server could not be reached, or the connection failed.
+    pub const TRANSPORT: u8 = 3;
+    /// No response within the timeout.
+    pub const TIMEOUT: u8 = 4;
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+TARGETS:
+  tcp://HOST:PORT      a server listening on TCP
+  unix:PATH            a server listening on a Unix domain socket
+  -- COMMAND ARGS...   a command to spawn, spoken to over its stdin/stdout
+                       (then there is no TARGET argument)
+
+PARAMS:
+  Each PARAM is one positional param: a JSON value, or a bare word that is not
+  JSON, taken as a string. --named k=v (repeatable) sends named params instead;
+  --raw sends a whole params value as given.
+
+EXAMPLES:
+  jrpc call tcp://127.0.0.1:4000 subtract 42 23
+  jrpc call unix:/tmp/jrpc.sock echo hello
+  jrpc call subtract --named minuend=42 --named subtrahend=23 -- jrpc serve --stdio
+  echo '[{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[1,2],\"id\":1}]' | jrpc call tcp://127.0.0.1:4000 --batch -
+
+EXIT STATUS:
+  0  success (the result is on stdout)
+  1  the server answered with an error object (printed on stderr)
+  2  the command line was wrong
+  3  transport failure: could not connect, the connection closed, the child died
+  4  timeout: no response in time")]
+pub struct CallArgs {
+    /// TARGET, METHOD and PARAMS (no TARGET when a command follows `--`).
+    #[arg(value_name = "[TARGET] METHOD [PARAMS]", allow_negative_numbers = true)]
+    words: Vec<String>,
+
+    /// A command to spawn and call over its stdin/stdout.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+
+    /// A named param, KEY=VALUE (VALUE is JSON or a bare string). Repeatable.
+    #[arg(long = "named", value_name = "KEY=VALUE")]
+    named: Vec<String>,
+
+    /// The whole params value: JSON text, @FILE, or - for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", conflicts_with_all = ["named", "batch"])]
+    raw: Option<String>,
+
+    /// Send a whole batch (a JSON array of request objects): JSON text,
+    /// @FILE, or - for stdin. Then no METHOD is given.
+    #[arg(long, value_name = "JSON|@FILE|-")]
+    batch: Option<String>,
+
+    /// Send a notification: no response is awaited or printed.
+    #[arg(long)]
+    notify: bool,
+
+    /// How long to wait for the response: 500ms, 10s, 2m, or seconds.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    timeout: Duration,
+
+    /// Print the result on one line instead of pretty.
+    #[arg(long)]
+    compact: bool,
+
+    /// The framing: ndjson or content-length.
+    #[arg(long, default_value = "ndjson")]
+    framing: Framing,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (text, 1.0)
+    };
+    let value: f64 = number.trim().parse().map_err(|_| format!("not a duration: {text:?}"))?;
+    Duration::try_from_secs_f64(value * scale).map_err(|e| format!("bad duration {text:?}: {e}"))
+}
+
+/// One JSON value from the command line: JSON if it parses, else a string.
+fn json_word(word: &str) -> Box<RawValue> {
+    match serde_json::from_str::<Box<RawValue>>(word) {
+        Ok(raw) => raw,
+        Err(_) => serde_json::value::to_raw_value(word).expect("strings serialize"),
+    }
+}
+
+/// Reads JSON text given inline, as @FILE, or as - for stdin.
+fn read_source(source: &str) -> anyhow::Result<String> {
+    if source == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("reading stdin")?;
+        Ok(text)
+    } else if let Some(path) = source.strip_prefix('@') {
+        std::fs::read_to_string(path).with_context(|| format!("reading {path}"))
+    } else {
+        Ok(source.to_owned())
+    }
+}
+
+enum Target {
+    Tcp(String),
+    Unix(String),
+    Command(Vec<String>),
+}
+
+impl Target {
+    fn parse(text: &str) -> anyhow::Result<Target> {
+        if let Some(addr) = text.strip_prefix("tcp://") {
+            Ok(Target::Tcp(addr.trim_end_matches('/').to_owned()))
+        } else if let Some(path) = text.strip_prefix("unix://").or_else(|| text.strip_prefix("unix:")) {
+            Ok(Target::Unix(path.to_owned()))
+        } else if text.starts_with("http://") || text.starts_with("https://") || text.starts_with("ws://") || text.starts_with("wss://") {
+            bail!("{text}: HTTP and WebSocket targets are not supported yet; use tcp://, unix: or -- COMMAND")
+        } else {
+            bail!("{text:?} is not a target: use tcp://HOST:PORT, unix:PATH, or put a command after --")
+        }
+    }
+
+    async fn connect(self, framing: Framing, timeout: Duration) -> Result<Client, Failure> {
+        let builder = Client::builder().framing(framing).call_timeout(timeout).stderr(StderrMode::Inherit);
+        let connecting = async {
+            match self {
+                Target::Tcp(addr) => builder.connect_tcp(addr.as_str()).await.with_context(|| format!("connecting to tcp://{addr}")),
+                #[cfg(unix)]
+                Target::Unix(path) => builder.connect_unix(&path).await.with_context(|| format!("connecting to unix:{path}")),
+                #[cfg(not(unix))]
+                Target::Unix(path) => Err(anyhow!("unix:{path}: Unix sockets are not available on this platform")),
+                Target::Command(words) => {
+                    let mut command = tokio::process::Command::new(&words[0]);
+                    command.args(&words[1..]);
+                    builder.spawn(command).with_context(|| format!("spawning {}", words.join(" ")))
+                }
+            }
+        };
+        match tokio::time::timeout(timeout, connecting).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(Failure::Transport(e)),
+            Err(_) => Err(Failure::Timeout(anyhow!("no connection within {timeout:?}"))),
+        }
+    }
+}
+
+/// How a call ended badly, each with its exit code.
+enum Failure {
+    Usage(anyhow::Error),
+    Rpc(jrpc::Error),
+    Transport(anyhow::Error),
+    Timeout(anyhow::Error),
+    /// Some entries of a `--batch` failed; the replies are printed already.
+    BatchErrors,
+}
+
+impl From<CallError> for Failure {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Rpc(error) => Failure::Rpc(error),
+            CallError::Timeout(_) => Failure::Timeout(e.into()),
+            other => Failure::Transport(other.into()),
+        }
+    }
+}
+
+pub async fn run(args: CallArgs) -> ExitCode {
+    match call(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Rpc(error)) => {
+            let text = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
+            eprintln!("{}", format_json(&text, true));
+            ExitCode::from(exit::RPC_ERROR)
+        }
+        Err(Failure::Usage(e)) => {
+            eprintln!("jrpc call: {e:#}");
+            ExitCode::from(exit::USAGE)
+        }
+        Err(Failure::Transport(e)) => {
+            eprintln!("jrpc call: {e:#}");
+            ExitCode::from(exit::TRANSPORT)
+        }
+        Err(Failure::BatchErrors) => {
+            eprintln!("jrpc call: some batch entries failed");
+            ExitCode::from(exit::RPC_ERROR)
+        }
+        Err(Failure::Timeout(e)) => {
+            eprintln!("jrpc call: {e:#}");
+            ExitCode::from(exit::TIMEOUT)
+        }
+    }
+}
+
+async fn call(args: CallArgs) -> Result<(), Failure> {
+    let mut words = args.words.clone().into_iter();
+    let target = if args.command.is_empty() {
+        let target = words.next().ok_or_else(|| Failure::Usage(anyhow!("missing TARGET")))?;
+        Target::parse(&target).map_err(Failure::Usage)?
+    } else {
+        Target::Command(args.command.clone())
+    };
+    if let Some(source) = &args.batch {
+        if words.next().is_some() {
+            return Err(Failure::Usage(anyhow!("--batch takes no METHOD or PARAMS")));
+        }
+        let text = read_source(source).map_err(Failure::Usage)?;
+        let client = target.connect(args.framing, args.timeout).await?;
+        return batch(&client, &text, args.compact).await;
+    }
+    let method = words.next().ok_or_else(|| Failure::Usage(anyhow!("missing METHOD")))?;
+    let positional: Vec<String> = words.collect();
+    let params = params(&args, &positional).map_err(Failure::Usage)?;
+    let client = target.connect(args.framing, args.timeout).await?;
+    if args.notify {
+        client.notify(&method, &params).await?;
+        // Make sure the notification is written before the process ends.
+        client.close().await;
+        return Ok(());
+    }
+    let result = client.peer().call_raw(&method, &params, args.timeout).await?;
+    println!("{}", format_json(result.get(), !args.compact));
+    Ok(())
+}
+
+/// The params to send: `None` for none.
+fn params(args: &CallArgs, positional: &[String]) -> anyhow::Result<Option<Box<RawValue>>> {
+    if let Some(source) = &args.raw {
+        if !positional.is_empty() {
+            bail!("--raw takes the whole params value; give no PARAMS with it");
+        }
+        let text = read_source(source)?;
+        let raw: Box<RawValue> = serde_json::from_str(text.trim()).context("--raw is not JSON")?;
+        if !matches!(raw.get().as_bytes().first(), Some(b'[' | b'{')) {
+            bail!("--raw must be a JSON array or object");
+        }
+        return Ok(Some(raw));
+    }
+    if !args.named.is_empty() {
+        if !positional.is_empty() {
+            bail!("give either positional PARAMS or --named params, not both");
+        }
+        let mut object = serde_json::Map::new();
+        let mut raw_members = Vec::new();
+        for pair in &args.named {
+            let (key, value) = pair.split_once('=').ok_or_else(|| anyhow!("--named {pair:?}: expected KEY=VALUE"))?;
+            if object.insert(key.to_owned(), serde_json::Value::Null).is_some() {
+                bail!("--named {key} given twice");
+            }
+            raw_members.push(format!("{}:{}", serde_json::to_string(key)?, json_word(value).get()));
+        }
+        return Ok(Some(RawValue::from_string(format!("{{{}}}", raw_members.join(",")))?));
+    }
+    if positional.is_empty() {
+        return Ok(None);
+    }
+    let items: Vec<String> = positional.iter().map(|w| json_word(w).get().to_owned()).collect();
+    Ok(Some(RawValue::from_string(format!("[{}]", items.join(",")))?))
+}
+
+/// One entry of a `--batch`.
+#[derive(Deserialize)]
+struct BatchEntry {
+    method: String,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Box<RawValue>>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+/// Sends the user's batch with this client's own ids and prints the replies
+/// under the user's ids, in the user's order.
+async fn batch(client: &Client, text: &str, compact: bool) -> Result<(), Failure> {
+    let entries: Vec<BatchEntry> = serde_json::from_str(text)
+        .context("--batch must be a JSON array of request objects")
+        .map_err(Failure::Usage)?;
+    let mut batch = client.batch();
+    let mut calls = Vec::new();
+    for entry in &entries {
+        match &entry.id {
+            Some(id) => calls.push((id, batch.call::<Box<RawValue>>(&entry.method, &entry.params))),
+            None => {
+                batch.notify(&entry.method, &entry.params);
+            }
+        }
+    }
+    batch.send().await?;
+    let mut replies = Vec::new();
+    let mut any_error = false;
+    for (id, call) in calls {
+        let reply = match call.await {
+            Ok(result) => format!(r#"{{"jsonrpc":"2.0","result":{},"id":{}}}"#, result.get(), id.get()),
+            Err(CallError::Rpc(error)) => {
+                any_error = true;
+                let error = serde_json::to_string(&error).map_err(|e| Failure::Transport(e.into()))?;
+                format!(r#"{{"jsonrpc":"2.0","error":{error},"id":{}}}"#, id.get())
+            }
+            Err(other) => return Err(other.into()),
+        };
+        replies.push(reply);
+    }
+    if replies.is_empty() {
+        client.clone().close().await;
+        return Ok(());
+    }
+    println!("{}", format_json(&format!("[{}]", replies.join(",")), !compact));
+    if any_error {
+        return Err(Failure::BatchErrors);
+    }
+    Ok(())
+}
