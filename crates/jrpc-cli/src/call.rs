@@ -100,7 +100,10 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     } else {
         (text, 1.0)
     };
-    let value: f64 = number.trim().parse().map_err(|_| format!("not a duration: {text:?}"))?;
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a duration: {text:?}"))?;
     Duration::try_from_secs_f64(value * scale).map_err(|e| format!("bad duration {text:?}: {e}"))
 }
 
@@ -116,7 +119,9 @@ fn json_word(word: &str) -> Box<RawValue> {
 fn read_source(source: &str) -> anyhow::Result<String> {
     if source == "-" {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).context("reading stdin")?;
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading stdin")?;
         Ok(text)
     } else if let Some(path) = source.strip_prefix('@') {
         std::fs::read_to_string(path).with_context(|| format!("reading {path}"))
@@ -135,9 +140,16 @@ impl Target {
     fn parse(text: &str) -> anyhow::Result<Target> {
         if let Some(addr) = text.strip_prefix("tcp://") {
             Ok(Target::Tcp(addr.trim_end_matches('/').to_owned()))
-        } else if let Some(path) = text.strip_prefix("unix://").or_else(|| text.strip_prefix("unix:")) {
+        } else if let Some(path) = text
+            .strip_prefix("unix://")
+            .or_else(|| text.strip_prefix("unix:"))
+        {
             Ok(Target::Unix(path.to_owned()))
-        } else if text.starts_with("http://") || text.starts_with("https://") || text.starts_with("ws://") || text.starts_with("wss://") {
+        } else if text.starts_with("http://")
+            || text.starts_with("https://")
+            || text.starts_with("ws://")
+            || text.starts_with("wss://")
+        {
             bail!("{text}: HTTP and WebSocket targets are not supported yet; use tcp://, unix: or -- COMMAND")
         } else {
             bail!("{text:?} is not a target: use tcp://HOST:PORT, unix:PATH, or put a command after --")
@@ -145,18 +157,31 @@ impl Target {
     }
 
     async fn connect(self, framing: Framing, timeout: Duration) -> Result<Client, Failure> {
-        let builder = Client::builder().framing(framing).call_timeout(timeout).stderr(StderrMode::Inherit);
+        let builder = Client::builder()
+            .framing(framing)
+            .call_timeout(timeout)
+            .stderr(StderrMode::Inherit);
         let connecting = async {
             match self {
-                Target::Tcp(addr) => builder.connect_tcp(addr.as_str()).await.with_context(|| format!("connecting to tcp://{addr}")),
+                Target::Tcp(addr) => builder
+                    .connect_tcp(addr.as_str())
+                    .await
+                    .with_context(|| format!("connecting to tcp://{addr}")),
                 #[cfg(unix)]
-                Target::Unix(path) => builder.connect_unix(&path).await.with_context(|| format!("connecting to unix:{path}")),
+                Target::Unix(path) => builder
+                    .connect_unix(&path)
+                    .await
+                    .with_context(|| format!("connecting to unix:{path}")),
                 #[cfg(not(unix))]
-                Target::Unix(path) => Err(anyhow!("unix:{path}: Unix sockets are not available on this platform")),
+                Target::Unix(path) => Err(anyhow!(
+                    "unix:{path}: Unix sockets are not available on this platform"
+                )),
                 Target::Command(words) => {
                     let mut command = tokio::process::Command::new(&words[0]);
                     command.args(&words[1..]);
-                    builder.spawn(command).with_context(|| format!("spawning {}", words.join(" ")))
+                    builder
+                        .spawn(command)
+                        .with_context(|| format!("spawning {}", words.join(" ")))
                 }
             }
         };
@@ -218,7 +243,9 @@ pub async fn run(args: CallArgs) -> ExitCode {
 async fn call(args: CallArgs) -> Result<(), Failure> {
     let mut words = args.words.clone().into_iter();
     let target = if args.command.is_empty() {
-        let target = words.next().ok_or_else(|| Failure::Usage(anyhow!("missing TARGET")))?;
+        let target = words
+            .next()
+            .ok_or_else(|| Failure::Usage(anyhow!("missing TARGET")))?;
         Target::parse(&target).map_err(Failure::Usage)?
     } else {
         Target::Command(args.command.clone())
@@ -231,7 +258,9 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
         let client = target.connect(args.framing, args.timeout).await?;
         return batch(&client, &text, args.compact).await;
     }
-    let method = words.next().ok_or_else(|| Failure::Usage(anyhow!("missing METHOD")))?;
+    let method = words
+        .next()
+        .ok_or_else(|| Failure::Usage(anyhow!("missing METHOD")))?;
     let positional: Vec<String> = words.collect();
     let params = params(&args, &positional).map_err(Failure::Usage)?;
     let client = target.connect(args.framing, args.timeout).await?;
@@ -266,13 +295,22 @@ fn params(args: &CallArgs, positional: &[String]) -> anyhow::Result<Option<Box<R
         let mut object = serde_json::Map::new();
         let mut raw_members = Vec::new();
         for pair in &args.named {
-            let (key, value) = pair.split_once('=').ok_or_else(|| anyhow!("--named {pair:?}: expected KEY=VALUE"))?;
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| anyhow!("--named {pair:?}: expected KEY=VALUE"))?;
             if object.insert(key.to_owned(), serde_json::Value::Null).is_some() {
                 bail!("--named {key} given twice");
             }
-            raw_members.push(format!("{}:{}", serde_json::to_string(key)?, json_word(value).get()));
+            raw_members.push(format!(
+                "{}:{}",
+                serde_json::to_string(key)?,
+                json_word(value).get()
+            ));
         }
-        return Ok(Some(RawValue::from_string(format!("{{{}}}", raw_members.join(",")))?));
+        return Ok(Some(RawValue::from_string(format!(
+            "{{{}}}",
+            raw_members.join(",")
+        ))?));
     }
     if positional.is_empty() {
         return Ok(None);
@@ -316,7 +354,11 @@ async fn batch(client: &Client, text: &str, compact: bool) -> Result<(), Failure
     let mut any_error = false;
     for (id, call) in calls {
         let reply = match call.await {
-            Ok(result) => format!(r#"{{"jsonrpc":"2.0","result":{},"id":{}}}"#, result.get(), id.get()),
+            Ok(result) => format!(
+                r#"{{"jsonrpc":"2.0","result":{},"id":{}}}"#,
+                result.get(),
+                id.get()
+            ),
             Err(CallError::Rpc(error)) => {
                 any_error = true;
                 let error = serde_json::to_string(&error).map_err(|e| Failure::Transport(e.into()))?;

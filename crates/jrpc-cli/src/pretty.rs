@@ -32,7 +32,10 @@ pub fn format_json(text: &str, indent: bool) -> String {
             }
             b'{' | b'[' => {
                 let close = if b == b'{' { b'}' } else { b']' };
-                let next = bytes[i + 1..].iter().position(|c| !c.is_ascii_whitespace()).map(|p| i + 1 + p);
+                let next = bytes[i + 1..]
+                    .iter()
+                    .position(|c| !c.is_ascii_whitespace())
+                    .map(|p| i + 1 + p);
                 if next.is_some_and(|n| bytes[n] == close) {
                     out.push(b as char);
                     out.push(close as char);
@@ -75,7 +78,8 @@ mod tests {
 
     #[test]
     fn pretty_keeps_values_exact() {
-        let text = r#"{"b":[1, 2.50e3, {}],"a" :{"x":"y, \"z\": [", "n": 123456789012345678901234567890}, "e": []}"#;
+        let text =
+            r#"{"b":[1, 2.50e3, {}],"a" :{"x":"y, \"z\": [", "n": 123456789012345678901234567890}, "e": []}"#;
         assert_eq!(
             format_json(text, true),
             "{\n  \"b\": [\n    1,\n    2.50e3,\n    {}\n  ],\n  \"a\": {\n    \"x\": \"y, \\\"z\\\": [\",\n    \"n\": 123456789012345678901234567890\n  },\n  \"e\": []\n}"

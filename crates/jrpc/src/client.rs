@@ -109,12 +109,17 @@ impl ClientBuilder {
     pub fn spawn(self, command: impl Into<tokio::process::Command>) -> io::Result<Client> {
         let spawned = crate::transport::child::spawn(command.into(), self.stderr)?;
         let peer = self.peer.extension(spawned.info).eof_reason(spawned.eof_reason);
-        Ok(finish(
+        let pid = spawned.pid;
+        let mut client = finish(
             peer,
             (spawned.stdout, spawned.stdin, self.framing),
             Some(spawned.monitor),
             spawned.stderr,
-        ))
+        );
+        if let Some(owner) = Arc::get_mut(&mut client.owner) {
+            owner.pid = pid;
+        }
+        Ok(client)
     }
 
     /// Runs the client over any reader/writer pair.
@@ -144,6 +149,7 @@ where
             peer: peer.clone(),
             child,
             stderr,
+            pid: None,
         }),
         peer,
     }
@@ -155,6 +161,7 @@ struct Owner {
     peer: Peer,
     child: Option<JoinHandle<()>>,
     stderr: Option<Arc<Mutex<String>>>,
+    pid: Option<u32>,
 }
 
 impl Drop for Owner {
@@ -226,6 +233,11 @@ impl Client {
     pub fn captured_stderr(&self) -> Option<String> {
         let buffer = self.owner.stderr.as_ref()?;
         Some(buffer.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// The process id of a spawned child.
+    pub fn child_id(&self) -> Option<u32> {
+        self.owner.pid
     }
 
     /// Closes the connection gracefully; see [`Peer::close`].

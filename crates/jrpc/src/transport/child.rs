@@ -39,6 +39,7 @@ pub(crate) struct Spawned {
     /// Owns the child: aborting it kills the child.
     pub(crate) monitor: JoinHandle<()>,
     pub(crate) stderr: Option<Arc<Mutex<String>>>,
+    pub(crate) pid: Option<u32>,
 }
 
 pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spawned> {
@@ -81,9 +82,10 @@ pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spaw
         });
         buffer
     });
+    let pid = child.id();
     let info = ConnectionInfo {
         transport: "child",
-        peer_addr: Some(format!("pid {}", child.id().unwrap_or_default())),
+        peer_addr: pid.map(|pid| format!("pid {pid}")),
         local_addr: None,
     };
     let (status_tx, mut status_rx) = watch::channel::<Option<io::Result<ExitStatus>>>(None);
@@ -122,5 +124,6 @@ pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spaw
         eof_reason,
         monitor,
         stderr: captured,
+        pid,
     })
 }

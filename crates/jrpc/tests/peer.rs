@@ -1,0 +1,546 @@
+//! The peer, client and stream transports end to end, over real TCP and Unix
+//! sockets, in-memory pipes and child processes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jrpc::client::{Client, StderrMode};
+use jrpc::codec::Framing;
+use jrpc::peer::{CancelProtocol, Peer};
+use jrpc::transport::Server;
+use jrpc::{CallError, Error, RequestContext, Router};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// Fails the test instead of hanging when something never finishes.
+async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish"))
+}
+
+async fn tcp_server(router: Router) -> (jrpc::transport::Serving, String) {
+    let serving = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    (serving, addr)
+}
+
+#[tokio::test]
+async fn handler_calls_back_the_client_and_uses_its_answer() {
+    let router = Router::new().method("greet", |(): (), ctx: RequestContext| async move {
+        let client = ctx.peer().expect("served on a peer");
+        let name: String = client
+            .call("whoami", ())
+            .await
+            .map_err(|e| Error::new(-32000, "callback failed").with_data(&e.to_string()))?;
+        Ok(format!("hello, {name}"))
+    });
+    let (serving, addr) = tcp_server(router).await;
+    let client = Client::builder()
+        .router(Router::new().sync_method("whoami", || Ok("ann")))
+        .connect_tcp(addr)
+        .await
+        .unwrap();
+    let greeting: String = bounded("call", client.call("greet", ())).await.unwrap();
+    assert_eq!(greeting, "hello, ann");
+    drop(client);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn pipelined_calls_are_answered_out_of_order_and_matched_by_id() {
+    let (serving, addr) = tcp_server(jrpc::demo::router()).await;
+    let client = Client::builder().connect_tcp(addr).await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let calls = (0..20u64).map(|i| {
+        let (client, order) = (client.clone(), Arc::clone(&order));
+        async move {
+            // Earlier calls sleep longer, so replies come back reversed.
+            let ms: u64 = client.call("sleep", [(20 - i) * 10]).await.unwrap();
+            order.lock().unwrap().push(i);
+            assert_eq!(ms, (20 - i) * 10);
+        }
+    });
+    bounded("pipelined calls", futures_util::future::join_all(calls)).await;
+    let order = order.lock().unwrap().clone();
+    assert_ne!(
+        order,
+        (0..20).collect::<Vec<_>>(),
+        "replies came back in another order"
+    );
+    assert_eq!(order.len(), 20);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn calls_time_out_and_the_connection_stays_usable() {
+    let (serving, addr) = tcp_server(jrpc::demo::router()).await;
+    let client = Client::builder()
+        .call_timeout(Duration::from_millis(100))
+        .connect_tcp(addr)
+        .await
+        .unwrap();
+    let err = bounded("call", client.call::<u64>("sleep", [5_000]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CallError::Timeout(d) if d == Duration::from_millis(100)),
+        "{err:?}"
+    );
+    let sum: i64 = client
+        .call_with_timeout("sum", [1, 2], Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(sum, 3);
+    // No graceful shutdown: it would wait for the abandoned 5 s sleep.
+    drop(serving);
+}
+
+/// A router whose `wait` handler runs until cancelled, counting starts and
+/// drops (a cancelled handler is dropped without finishing).
+fn cancellable_router(started: Arc<AtomicUsize>, dropped: Arc<AtomicUsize>) -> Router {
+    struct OnDrop(Arc<AtomicUsize>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    Router::new().method("wait", move |(): ()| {
+        let (started, dropped) = (Arc::clone(&started), Arc::clone(&dropped));
+        async move {
+            started.fetch_add(1, Ordering::SeqCst);
+            let _guard = OnDrop(dropped);
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(())
+        }
+    })
+}
+
+async fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    bounded(what, async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn dropping_a_call_cancels_the_handler_on_the_other_side() {
+    let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let serving = Server::new(cancellable_router(Arc::clone(&started), Arc::clone(&dropped)))
+        .cancellation(CancelProtocol::mcp())
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    let client = Client::builder()
+        .cancellation(CancelProtocol::mcp())
+        .connect_tcp(addr)
+        .await
+        .unwrap();
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.call::<()>("wait", ()).await }
+    });
+    wait_until("handler start", || started.load(Ordering::SeqCst) == 1).await;
+    call.abort();
+    wait_until("handler abort", || dropped.load(Ordering::SeqCst) == 1).await;
+    // The connection goes on.
+    assert!(client
+        .call::<Value>("wait_missing", ())
+        .await
+        .unwrap_err()
+        .rpc()
+        .is_some());
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_cancels_its_call_to_the_client() {
+    // The server asks the client to `wait`, gives up after 50 ms, and the
+    // client's handler is aborted by the cancel notification.
+    let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let router = Router::new().method("ask", |(): (), ctx: RequestContext| async move {
+        let client = ctx.peer().unwrap();
+        let outcome = client
+            .call_with_timeout::<()>("wait", (), Duration::from_millis(50))
+            .await;
+        Ok(matches!(outcome, Err(CallError::Timeout(_))))
+    });
+    let serving = Server::new(router)
+        .cancellation(CancelProtocol::mcp())
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    let client = Client::builder()
+        .cancellation(CancelProtocol::mcp())
+        .router(cancellable_router(Arc::clone(&started), Arc::clone(&dropped)))
+        .connect_tcp(addr)
+        .await
+        .unwrap();
+    let timed_out: bool = bounded("ask", client.call("ask", ())).await.unwrap();
+    assert!(timed_out);
+    wait_until("client handler abort", || dropped.load(Ordering::SeqCst) == 1).await;
+    assert_eq!(started.load(Ordering::SeqCst), 1);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn lsp_cancellation_answers_the_cancelled_request() {
+    let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (a, b) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(a);
+    let _server = Peer::builder()
+        .router(cancellable_router(Arc::clone(&started), Arc::clone(&dropped)))
+        .cancellation(CancelProtocol::lsp())
+        .start(read, write, Framing::ContentLength);
+    let (read, mut write) = tokio::io::split(b);
+    let mut read = BufReader::new(read);
+    let send = |body: &str| format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    write
+        .write_all(send(r#"{"jsonrpc":"2.0","method":"wait","id":7}"#).as_bytes())
+        .await
+        .unwrap();
+    wait_until("handler start", || started.load(Ordering::SeqCst) == 1).await;
+    write
+        .write_all(send(r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}"#).as_bytes())
+        .await
+        .unwrap();
+    let mut header = String::new();
+    bounded("reply header", read.read_line(&mut header))
+        .await
+        .unwrap();
+    let len: usize = header
+        .trim()
+        .strip_prefix("Content-Length: ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut blank = String::new();
+    read.read_line(&mut blank).await.unwrap();
+    let mut body = vec![0; len];
+    read.read_exact(&mut body).await.unwrap();
+    let reply: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(reply["id"], 7);
+    assert_eq!(reply["error"]["code"], -32800);
+    wait_until("handler abort", || dropped.load(Ordering::SeqCst) == 1).await;
+}
+
+#[tokio::test]
+async fn a_killed_child_fails_pending_calls_at_once_with_its_exit_status() {
+    // `sleep` never answers; kill it while a call waits.
+    let mut command = tokio::process::Command::new("sleep");
+    command.arg("30");
+    let client = Client::builder()
+        .call_timeout(Duration::from_secs(3600))
+        .spawn(command)
+        .unwrap();
+    let pending = tokio::spawn({
+        let client = client.clone();
+        async move { client.call::<Value>("anything", ()).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let pid = client.child_id().expect("a spawned child has a pid");
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let err = bounded("the pending call", pending).await.unwrap().unwrap_err();
+    match &err {
+        CallError::Closed(reason) => assert!(reason.contains("exited") && reason.contains("9"), "{reason}"),
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    // New calls fail at once too.
+    let again = bounded("a new call", client.call::<Value>("x", ()))
+        .await
+        .unwrap_err();
+    assert!(again.is_closed(), "{again:?}");
+}
+
+#[tokio::test]
+async fn a_child_that_exits_reports_its_stderr() {
+    let mut command = tokio::process::Command::new("sh");
+    command.args(["-c", "read line; echo 'fatal: no config' >&2; exit 3"]);
+    let client = Client::builder()
+        .stderr(StderrMode::Capture)
+        .spawn(command)
+        .unwrap();
+    let err = bounded("call", client.call::<Value>("x", ())).await.unwrap_err();
+    let CallError::Closed(reason) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(reason.contains("exit status: 3"), "{reason}");
+    assert!(reason.contains("fatal: no config"), "{reason}");
+    assert_eq!(client.captured_stderr().unwrap(), "fatal: no config\n");
+}
+
+#[tokio::test]
+async fn the_server_going_away_fails_pending_calls_at_once() {
+    // A server that reads one request and then drops the connection.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let mut lines = BufReader::new(stream).lines();
+        lines.next_line().await.unwrap();
+        lines.next_line().await.unwrap();
+    });
+    let client = Client::builder()
+        .call_timeout(Duration::from_secs(3600))
+        .connect_tcp(addr)
+        .await
+        .unwrap();
+    let first = tokio::spawn({
+        let client = client.clone();
+        async move { client.call::<Value>("one", ()).await }
+    });
+    let second = tokio::spawn({
+        let client = client.clone();
+        async move { client.call::<Value>("two", ()).await }
+    });
+    server.await.unwrap();
+    for pending in [first, second] {
+        let err = bounded("pending call", pending).await.unwrap().unwrap_err();
+        assert!(
+            matches!(&err, CallError::Closed(reason) if reason.contains("end of stream")),
+            "{err:?}"
+        );
+    }
+    assert!(client.call::<Value>("three", ()).await.unwrap_err().is_closed());
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_calls_in_flight() {
+    let (serving, addr) = tcp_server(jrpc::demo::router()).await;
+    let client = Client::builder().connect_tcp(addr.as_str()).await.unwrap();
+    let in_flight = tokio::spawn({
+        let client = client.clone();
+        async move { client.call::<u64>("sleep", [300]).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    bounded("shutdown", serving.shutdown()).await;
+    assert_eq!(
+        in_flight.await.unwrap().unwrap(),
+        300,
+        "the in-flight call completed"
+    );
+    // The connection is closed now, and nothing listens any more.
+    let err = bounded("call after shutdown", client.call::<Value>("get_data", ()))
+        .await
+        .unwrap_err();
+    assert!(err.is_closed(), "{err:?}");
+    assert!(TcpStream::connect(addr).await.is_err());
+}
+
+#[tokio::test]
+async fn connection_limit_holds_extra_clients_until_a_slot_frees() {
+    let serving = Server::new(jrpc::demo::router())
+        .max_connections(2)
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    let connect = || Client::builder().connect_tcp(addr.clone());
+    let (first, second, third) = (
+        connect().await.unwrap(),
+        connect().await.unwrap(),
+        connect().await.unwrap(),
+    );
+    for client in [&first, &second] {
+        assert_eq!(client.call::<i64>("sum", [1]).await.unwrap(), 1);
+    }
+    let waiting = third
+        .call_with_timeout::<i64>("sum", [2], Duration::from_millis(300))
+        .await;
+    assert!(
+        matches!(waiting, Err(CallError::Timeout(_))),
+        "the third is not served yet: {waiting:?}"
+    );
+    bounded("close first", first.close()).await;
+    let served: i64 = bounded(
+        "third",
+        third.call_with_timeout("sum", [3], Duration::from_secs(10)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(served, 3);
+    drop((second, third));
+    serving.shutdown().await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn unix_socket_round_trip() {
+    let dir = std::env::temp_dir().join(format!("jrpc-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("peer.sock");
+    let serving = Server::new(jrpc::demo::router()).bind_unix(&path).await.unwrap();
+    assert_eq!(serving.local_addr(), format!("unix:{}", path.display()));
+    let client = Client::builder().connect_unix(&path).await.unwrap();
+    let data: (String, u32) = client.call("get_data", ()).await.unwrap();
+    assert_eq!(data, ("hello".to_owned(), 5));
+    drop(client);
+    serving.shutdown().await;
+    assert!(!path.exists(), "the socket file is removed on shutdown");
+    let _ = std::fs::remove_dir(dir);
+}
+
+#[tokio::test]
+async fn notifications_are_handled_in_arrival_order() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let read_log = Arc::clone(&seen);
+    let router = Router::new()
+        .notification("log", move |(i,): (u32,)| {
+            let log = Arc::clone(&log);
+            async move {
+                // Uneven delays would reorder concurrent handlers.
+                tokio::time::sleep(Duration::from_millis(u64::from(i % 3))).await;
+                log.lock().unwrap().push(i);
+            }
+        })
+        .sync_method("seen", move || Ok(read_log.lock().unwrap().len()));
+    let (serving, addr) = tcp_server(router).await;
+    let client = Client::builder().connect_tcp(addr).await.unwrap();
+    for i in 0..100u32 {
+        client.notify("log", [i]).await.unwrap();
+    }
+    wait_until("all notifications", || seen.lock().unwrap().len() == 100).await;
+    assert_eq!(*seen.lock().unwrap(), (0..100).collect::<Vec<_>>());
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn batches_have_typed_results_per_entry() {
+    let (serving, addr) = tcp_server(jrpc::demo::router()).await;
+    let client = Client::builder().connect_tcp(addr).await.unwrap();
+    let mut batch = client.batch();
+    let sum = batch.call::<i64>("sum", [1, 2, 3]);
+    let data = batch.call::<(String, u8)>("get_data", ());
+    let missing = batch.call::<Value>("nope", ());
+    let bad_params = batch.call::<Value>("echo", 5);
+    batch.notify("update", [1]);
+    batch.send().await.unwrap();
+    assert_eq!(sum.await.unwrap(), 6);
+    assert_eq!(data.await.unwrap(), ("hello".to_owned(), 5));
+    assert_eq!(missing.await.unwrap_err().rpc().unwrap().code(), -32601);
+    assert!(matches!(bad_params.await, Err(CallError::Encode(_))));
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn results_that_do_not_decode_are_typed_errors() {
+    let (serving, addr) = tcp_server(jrpc::demo::router()).await;
+    let client = Client::builder().connect_tcp(addr).await.unwrap();
+    let err = client.call::<String>("sum", [1]).await.unwrap_err();
+    assert!(matches!(err, CallError::Decode(_)), "{err:?}");
+    serving.shutdown().await;
+}
+
+/// Talks to a server over a raw socket, line by line.
+async fn raw_session(framing: Framing, input: Vec<u8>) -> Vec<Value> {
+    let serving = Server::new(jrpc::demo::router().max_frame_len(1000))
+        .framing(framing)
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(&input).await.unwrap();
+    stream.shutdown().await.unwrap();
+    let mut output = Vec::new();
+    bounded("read replies", stream.read_to_end(&mut output))
+        .await
+        .unwrap();
+    serving.shutdown().await;
+    let text = String::from_utf8(output).unwrap();
+    match framing {
+        Framing::Ndjson => text.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+        Framing::ContentLength => text
+            .split("Content-Length: ")
+            .skip(1)
+            .map(|part| {
+                let (_, body) = part.split_once("\r\n\r\n").unwrap();
+                serde_json::from_str(body).unwrap()
+            })
+            .collect(),
+    }
+}
+
+fn summarize(replies: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = replies
+        .iter()
+        .map(|r| match r.get("result") {
+            Some(result) => format!("{}={result}", r["id"]),
+            None => format!("{}:{}", r["id"], r["error"]["code"]),
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn ndjson_stream_survives_oversize_frames_and_garbage() {
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":2}}"#,
+        "x".repeat(5000)
+    );
+    let input = format!(
+        "{}\n{big}\n\u{1}garbage\u{ff}\n{}\n",
+        r#"{"jsonrpc":"2.0","method":"sum","params":[1],"id":1}"#,
+        r#"{"jsonrpc":"2.0","method":"sum","params":[3],"id":3}"#
+    );
+    let replies = raw_session(Framing::Ndjson, input.into_bytes()).await;
+    assert_eq!(summarize(&replies), ["1=1", "3=3", "null:-32001", "null:-32700"]);
+}
+
+#[tokio::test]
+async fn content_length_stream_survives_oversize_frames_and_garbage() {
+    let frame = |body: &str| format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":2}}"#,
+        "x".repeat(5000)
+    );
+    let mut input = frame(r#"{"jsonrpc":"2.0","method":"sum","params":[1],"id":1}"#);
+    input += &frame(&big);
+    input += "Content-Lenght: 12\r\n\r\nnot a header\r\n";
+    input += &frame("{not json}");
+    input += &frame(r#"{"jsonrpc":"2.0","method":"sum","params":[3],"id":3}"#);
+    let replies = raw_session(Framing::ContentLength, input.into_bytes()).await;
+    assert_eq!(
+        summarize(&replies),
+        ["1=1", "3=3", "null:-32001", "null:-32700", "null:-32700"]
+    );
+}
+
+#[tokio::test]
+async fn stray_responses_are_refused_and_late_ones_dropped() {
+    let input = [
+        r#"{"jsonrpc":"2.0","result":1,"id":"never-issued"}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"},"id":"x"}"#,
+        r#"{"jsonrpc":"2.0","method":"sum","params":[5],"id":5}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let replies = raw_session(Framing::Ndjson, input.into_bytes()).await;
+    assert_eq!(summarize(&replies), ["\"never-issued\":-32600", "5=5"]);
+}
+
+#[tokio::test]
+async fn handlers_see_connection_info() {
+    let router = Router::new().sync_method("who", |(): (), ctx: &RequestContext| {
+        let info = ctx.connection_info().unwrap();
+        Ok((info.transport, info.peer_addr.clone()))
+    });
+    let (serving, addr) = tcp_server(router).await;
+    let client = Client::builder().connect_tcp(addr).await.unwrap();
+    let (transport, peer): (String, Option<String>) = client.call("who", ()).await.unwrap();
+    assert_eq!(transport, "tcp");
+    assert!(peer.unwrap().starts_with("127.0.0.1:"));
+    serving.shutdown().await;
+}
