@@ -1,0 +1,203 @@
+//! End to end: `jrpc call` against `jrpc serve` over TCP, a Unix socket and
+//! a spawned child, as a newcomer would use them.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+const JRPC: &str = env!("CARGO_BIN_EXE_jrpc");
+
+/// A `jrpc serve` with listeners, stopped (gracefully, by SIGTERM) on drop.
+struct Served {
+    child: Child,
+    targets: Vec<String>,
+}
+
+impl Served {
+    fn start(args: &[&str]) -> Served {
+        let mut child = Command::new(JRPC)
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let listeners = args.iter().filter(|a| **a == "--tcp" || **a == "--unix").count();
+        let mut targets = Vec::new();
+        while targets.len() < listeners {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "jrpc serve exited early"
+            );
+            if let Some(rest) = line.strip_prefix("jrpc: listening on ") {
+                targets.push(rest.split_whitespace().next().unwrap().to_owned());
+            }
+        }
+        // Keep draining stderr so the server never blocks on it.
+        std::thread::spawn(move || for _ in stderr.lines() {});
+        Served { child, targets }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn call(args: &[&str]) -> Output {
+    Command::new(JRPC).arg("call").args(args).output().unwrap()
+}
+
+fn stdout_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "status {}; stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn calls_over_tcp_and_unix_sockets() {
+    let socket = std::env::temp_dir().join(format!("jrpc-cli-{}.sock", std::process::id()));
+    let socket = socket.to_str().unwrap();
+    let served = Served::start(&["--tcp", "127.0.0.1:0", "--unix", socket]);
+    for target in &served.targets {
+        let out = call(&[target, "subtract", "42", "23"]);
+        assert_eq!(stdout_json(&out), json!(19));
+        let out = call(&[
+            target,
+            "subtract",
+            "--named",
+            "minuend=42",
+            "--named",
+            "subtrahend=23",
+        ]);
+        assert_eq!(stdout_json(&out), json!(19));
+        let out = call(&[target, "echo", "hello world"]);
+        assert_eq!(stdout_json(&out), json!("hello world"));
+        let out = call(&[target, "add", "-5", "-7", "--compact"]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "-12\n");
+        let out = call(&[
+            target,
+            "echo",
+            "--raw",
+            r#"{"value":{"big":123456789012345678901234567890}}"#,
+            "--compact",
+        ]);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "{\"big\":123456789012345678901234567890}\n"
+        );
+        let out = call(&[target, "get_data"]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "[\n  \"hello\",\n  5\n]\n");
+        let out = call(&[target, "update", "1", "2", "--notify"]);
+        assert!(out.status.success() && out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn calls_a_spawned_child() {
+    let out = call(&["subtract", "42", "23", "--", JRPC, "serve", "--stdio"]);
+    assert_eq!(stdout_json(&out), json!(19));
+    let out = call(&["sum", "1", "2", "3.5", "--", JRPC, "serve", "--stdio"]);
+    assert_eq!(stdout_json(&out), json!(6.5));
+    let out = call(&[
+        "--framing",
+        "content-length",
+        "get_data",
+        "--",
+        JRPC,
+        "serve",
+        "--stdio",
+        "--framing",
+        "content-length",
+    ]);
+    assert_eq!(stdout_json(&out), json!(["hello", 5]));
+}
+
+#[test]
+fn exit_codes_tell_failures_apart() {
+    let served = Served::start(&["--tcp", "127.0.0.1:0"]);
+    let target = served.targets[0].as_str();
+
+    let out = call(&[target, "foobar"]);
+    assert_eq!(out.status.code(), Some(1), "rpc error");
+    let error: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(error, json!({"code": -32601, "message": "Method not found"}));
+    assert!(out.stdout.is_empty());
+
+    let out = call(&[target, "sleep", "1000", "--timeout", "200ms"]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "timeout: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = call(&["tcp://127.0.0.1:1", "subtract", "1", "2"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "transport: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = call(&["sleep", "5000", "--", "sh", "-c", "read line; exit 7"]);
+    assert_eq!(out.status.code(), Some(3), "child died");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("exit status: 7"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = call(&["subtract", "1"]);
+    assert_eq!(out.status.code(), Some(2), "usage: no target");
+    let out = call(&["ftp://x", "subtract"]);
+    assert_eq!(out.status.code(), Some(2), "usage: bad target");
+}
+
+#[test]
+fn batches_from_stdin_keep_the_callers_ids() {
+    let served = Served::start(&["--tcp", "127.0.0.1:0"]);
+    let mut child = Command::new(JRPC)
+        .args(["call", &served.targets[0], "--batch", "-", "--compact"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let batch = r#"[{"jsonrpc":"2.0","method":"sum","params":[1,2,4],"id":"1"},{"jsonrpc":"2.0","method":"notify_hello","params":[7]},{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":"2"},{"jsonrpc":"2.0","method":"foo.get","params":{"name":"myself"},"id":"5"}]"#;
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), batch.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "one entry failed");
+    let replies: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        replies,
+        json!([
+            {"jsonrpc":"2.0","result":7,"id":"1"},
+            {"jsonrpc":"2.0","result":19,"id":"2"},
+            {"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":"5"}
+        ])
+    );
+}
+
+#[test]
+fn serve_shuts_down_gracefully_on_sigterm() {
+    let served = Served::start(&["--tcp", "127.0.0.1:0"]);
+    let target = served.targets[0].clone();
+    let slow = std::thread::spawn(move || call(&[&target, "sleep", "500"]));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    drop(served); // SIGTERM, then wait for exit
+    let out = slow.join().unwrap();
+    assert_eq!(stdout_json(&out), json!(500), "the call in flight was answered");
+}
