@@ -46,11 +46,9 @@ pub fn router() -> Router {
         .sync_method("get_data", || Ok(("hello", 5)))
         .sync_method("echo", |p: Echo| Ok(p.value))
         .method("sleep", |p: Sleep| async move {
-            if p.ms > MAX_SLEEP_MS {
-                return Err(Error::invalid_params().with_data(&format!("ms must be at most {MAX_SLEEP_MS}")));
-            }
-            tokio::time::sleep(Duration::from_millis(p.ms)).await;
-            Ok(p.ms)
+            let ms = p.ms.as_millis()?;
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(ms)
         })
         .sync_notification("update", |_: IgnoredParams| {})
         .sync_notification("notify_hello", |_: IgnoredParams| {})
@@ -80,7 +78,7 @@ struct Echo {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Sleep {
-    ms: u64,
+    ms: Number,
 }
 
 /// Params that must be positional (a JSON array).
@@ -146,6 +144,24 @@ impl Number {
             Ok(Number::Float(result))
         } else {
             Err(Error::invalid_params().with_data("the result is too large to represent"))
+        }
+    }
+
+    /// A whole, non-negative number of milliseconds (`1e3` and `10.0` are
+    /// whole too), at most [`MAX_SLEEP_MS`].
+    fn as_millis(self) -> Result<u64, Error> {
+        let ms = match self {
+            Number::Int(i) => u64::try_from(i).ok(),
+            Number::Float(f) if f.fract() == 0.0 && f >= 0.0 && f < u64::MAX as f64 => Some(f as u64),
+            Number::Float(_) => None,
+        };
+        let bad = |reason: String| {
+            Error::invalid_params().with_data(&serde_json::json!({"param": "ms", "reason": reason}))
+        };
+        match ms {
+            Some(ms) if ms <= MAX_SLEEP_MS => Ok(ms),
+            Some(_) => Err(bad(format!("ms must be at most {MAX_SLEEP_MS}"))),
+            None => Err(bad("ms must be a whole, non-negative number".to_owned())),
         }
     }
 

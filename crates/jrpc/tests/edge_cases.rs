@@ -321,6 +321,16 @@ const CASES: &[(&str, &str, Expect)] = &[
         BadParam("1", "ms"),
     ),
     (
+        "sleep: integral float",
+        r#"{"jsonrpc":"2.0","method":"sleep","params":[1e1],"id":1}"#,
+        Json(r#"{"jsonrpc":"2.0","result":10,"id":1}"#),
+    ),
+    (
+        "sleep: fraction",
+        r#"{"jsonrpc":"2.0","method":"sleep","params":[0.5],"id":1}"#,
+        BadParam("1", "ms"),
+    ),
+    (
         "sleep: too long",
         r#"{"jsonrpc":"2.0","method":"sleep","params":[99999999999],"id":1}"#,
         Error(codes::INVALID_PARAMS, "1"),
@@ -344,7 +354,7 @@ const CASES: &[(&str, &str, Expect)] = &[
     (
         "request to a notification handler",
         r#"{"jsonrpc":"2.0","method":"update","params":[1],"id":1}"#,
-        Error(codes::METHOD_NOT_FOUND, "1"),
+        Text(r#"{"jsonrpc":"2.0","result":null,"id":1}"#),
     ),
     // ---- nested batches ----
     (
@@ -563,6 +573,13 @@ async fn invalid_utf8_is_a_parse_error() {
     frame.extend_from_slice(br#""],"id":1}"#);
     let got = router.handle(&frame).await.unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&got).unwrap(), json(PARSE));
+    // A leading byte order mark is ignored, as RFC 8259 allows.
+    let bom = b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"method\":\"get_data\",\"id\":1}";
+    let got = router.handle(bom).await.unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&got).unwrap()["result"],
+        json(r#"["hello",5]"#)
+    );
 }
 
 #[tokio::test]

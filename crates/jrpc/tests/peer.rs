@@ -523,12 +523,33 @@ async fn stray_responses_are_refused_and_late_ones_dropped() {
     let input = [
         r#"{"jsonrpc":"2.0","result":1,"id":"never-issued"}"#,
         r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"},"id":"x"}"#,
+        // An Invalid Request error is never answered: no ping-pong.
+        r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"},"id":"bounce"}"#,
+        r#"[{"jsonrpc":"2.0","result":1,"id":"in-batch"},{"jsonrpc":"2.0","method":"sum","params":[4],"id":4}]"#,
+        r#"[{"jsonrpc":"2.0","error":{"code":2,"message":"m"},"id":"only"}]"#,
         r#"{"jsonrpc":"2.0","method":"sum","params":[5],"id":5}"#,
     ]
     .join("\n")
         + "\n";
     let replies = raw_session(Framing::Ndjson, input.into_bytes()).await;
-    assert_eq!(summarize(&replies), ["\"never-issued\":-32600", "5=5"]);
+    let flat: Vec<Value> = replies
+        .into_iter()
+        .flat_map(|r| match r {
+            Value::Array(items) => items,
+            other => vec![other],
+        })
+        .collect();
+    assert_eq!(
+        summarize(&flat),
+        [
+            "\"in-batch\":-32600",
+            "\"never-issued\":-32600",
+            "\"only\":-32600",
+            "\"x\":-32600",
+            "4=4",
+            "5=5"
+        ]
+    );
 }
 
 #[tokio::test]

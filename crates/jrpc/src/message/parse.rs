@@ -68,6 +68,8 @@ pub fn parse_frame<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Er
         max_batch_len: limits.max_batch_len,
         batch_overflow: &batch_overflow,
     };
+    // RFC 8259 lets a parser ignore a byte order mark.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     // Validating UTF-8 once up front lets the parser borrow every string and
     // raw value without checking each again.
     let Ok(text) = std::str::from_utf8(bytes) else {

@@ -22,7 +22,8 @@ use super::shared::Shared;
 use super::CallError;
 use crate::codec::Inbound;
 use crate::message::{
-    codes, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Response, Version,
+    codes, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Response, ResponseRef,
+    Version,
 };
 use crate::router::Responses;
 
@@ -212,6 +213,7 @@ impl Reader {
                 for item in items {
                     match item {
                         Incoming::Response(response) => {
+                            to_serve |= self.shared.is_stray(&response);
                             self.shared.deliver(response);
                         }
                         _ => to_serve = true,
@@ -224,8 +226,11 @@ impl Reader {
                     self.tracker.spawn(async move {
                         let _queued = queued;
                         let _running = running.acquire_owned().await;
-                        if let Some(reply) =
-                            shared.router.handle_batch_frame(&frame, &shared.connection).await
+                        let stray = |r: &ResponseRef<'_>| shared.is_stray(r);
+                        if let Some(reply) = shared
+                            .router
+                            .handle_batch_frame(&frame, &shared.connection, &stray)
+                            .await
                         {
                             let _ = shared.outbox.send(reply).await;
                         }
@@ -238,11 +243,10 @@ impl Reader {
     async fn on_item(&self, item: Incoming<'_>) {
         match item {
             Incoming::Response(response) => {
-                let (id, is_error) = (response.id.clone(), response.outcome.is_err());
-                // A result for a call never made is an invalid request; an
-                // error is never answered, so two peers cannot ping-pong.
-                if !self.shared.deliver(response) && !is_error {
-                    self.send_error(id, Error::invalid_request()).await;
+                if self.shared.is_stray(&response) {
+                    self.send_error(response.id, Error::invalid_request()).await;
+                } else {
+                    self.shared.deliver(response);
                 }
             }
             Incoming::Notification(notification) => {

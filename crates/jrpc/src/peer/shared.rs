@@ -114,23 +114,26 @@ impl Shared {
             .is_some_and(|n| n >= 1 && n < next)
     }
 
-    /// Hands an incoming response to the call waiting for it. Returns `false`
-    /// for a response to nothing this side ever asked.
-    pub(crate) fn deliver(&self, response: ResponseRef<'_>) -> bool {
+    /// Whether an incoming response must be answered `-32600`: it answers
+    /// nothing this side ever asked (late answers to calls that timed out or
+    /// were cancelled are expected and dropped quietly). An Invalid Request
+    /// error is never answered, so that two peers cannot bounce errors back
+    /// and forth.
+    pub(crate) fn is_stray(&self, response: &ResponseRef<'_>) -> bool {
+        let bounced =
+            matches!(&response.outcome, Err(e) if e.code() == crate::message::codes::INVALID_REQUEST);
+        !bounced && !self.issued(&response.id)
+    }
+
+    /// Hands an incoming response to the call waiting for it, if any.
+    pub(crate) fn deliver(&self, response: ResponseRef<'_>) {
         let key = response.id.as_number_text().and_then(|n| n.parse::<u64>().ok());
         let waiter = key.and_then(|k| self.calls().pending.remove(&k));
         match waiter {
             Some(tx) => {
                 let _ = tx.send(response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc));
-                true
             }
-            None => {
-                // Late (timed out or cancelled) responses are expected;
-                // anything else is a stray.
-                let late = self.issued(&response.id);
-                tracing::debug!(id = %response.id, late, "response to no pending call dropped");
-                late
-            }
+            None => tracing::debug!(id = %response.id, "response to no pending call"),
         }
     }
 

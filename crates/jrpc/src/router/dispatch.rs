@@ -11,15 +11,27 @@ use futures_util::{FutureExt, StreamExt};
 
 use super::handler::{CallInfo, ErasedMethod, ErasedNotification};
 use super::{Extensions, Router};
-use crate::message::{self, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Version};
+use crate::message::{
+    self, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, ResponseRef, Version,
+};
 
 /// What to do with a response object found among incoming items.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Responses {
+#[derive(Clone, Copy)]
+pub(crate) enum Responses<'s> {
     /// Answer it `-32600`: a plain server makes no calls to be answered.
     Reject,
-    /// Leave it: a peer has already routed it to the call it answers.
-    Skip,
+    /// A peer has routed it already; answer `-32600` only if this says so
+    /// (a response to nothing the peer ever asked).
+    RejectIf(&'s (dyn Fn(&ResponseRef<'_>) -> bool + Sync)),
+}
+
+impl Responses<'_> {
+    fn reject(&self, response: &ResponseRef<'_>) -> bool {
+        match self {
+            Responses::Reject => true,
+            Responses::RejectIf(stray) => stray(response),
+        }
+    }
 }
 
 impl Router {
@@ -59,14 +71,19 @@ impl Router {
     }
 
     /// Serves a batch frame for a peer, which has already routed the
-    /// batch's responses to its own calls: they are skipped here.
+    /// batch's responses to its own calls: only those `stray` picks out are
+    /// answered (`-32600`).
     pub(crate) async fn handle_batch_frame(
         &self,
         frame: &[u8],
         connection: &Arc<Extensions>,
+        stray: &(dyn Fn(&ResponseRef<'_>) -> bool + Sync),
     ) -> Option<Bytes> {
         match parse_frame(frame, &self.inner.limits) {
-            Ok(Frame::Batch(items)) => self.handle_batch(items, connection, Responses::Skip).await,
+            Ok(Frame::Batch(items)) => {
+                self.handle_batch(items, connection, Responses::RejectIf(stray))
+                    .await
+            }
             // The caller parsed this frame as a batch already.
             Ok(Frame::Single(_)) | Err(_) => None,
         }
@@ -80,7 +97,7 @@ impl Router {
         &self,
         items: Vec<Incoming<'_>>,
         connection: &Arc<Extensions>,
-        responses: Responses,
+        responses: Responses<'_>,
     ) -> Option<Bytes> {
         let mut out = Vec::with_capacity(items.len() * 48 + 2);
         out.push(b'[');
@@ -151,7 +168,7 @@ impl Router {
         item: Incoming<'a>,
         connection: &Arc<Extensions>,
         out: &mut Vec<u8>,
-        responses: Responses,
+        responses: Responses<'_>,
     ) -> Option<Incoming<'a>> {
         match item {
             Incoming::Request(request) => match self.inner.methods.get(&*request.method) {
@@ -182,10 +199,30 @@ impl Router {
                     None
                 }
                 Some(ErasedMethod::Async(_)) => Some(Incoming::Request(request)),
-                None => {
-                    message::write_error(out, request.version, &request.id, &Error::method_not_found());
-                    None
-                }
+                // A request to a notification handler: run it, answer null.
+                None => match self.inner.notifications.get(&*request.method) {
+                    Some(ErasedNotification::Sync(f)) => {
+                        let info = CallInfo {
+                            id: Some(&request.id),
+                            connection,
+                        };
+                        let outcome =
+                            match std::panic::catch_unwind(AssertUnwindSafe(|| f(request.params, &info))) {
+                                Ok(outcome) => outcome,
+                                Err(panic) => Err(self.panic_error(&request.method, panic)),
+                            };
+                        match outcome {
+                            Ok(()) => message::write_result(out, request.version, &request.id, b"null"),
+                            Err(error) => message::write_error(out, request.version, &request.id, &error),
+                        }
+                        None
+                    }
+                    Some(ErasedNotification::Async(_)) => Some(Incoming::Request(request)),
+                    None => {
+                        message::write_error(out, request.version, &request.id, &Error::method_not_found());
+                        None
+                    }
+                },
             },
             Incoming::Notification(notification) => {
                 let info = CallInfo { id: None, connection };
@@ -212,7 +249,7 @@ impl Router {
             // A router only serves: a response is not a valid request here.
             // (A peer, which also makes calls, routes responses before this.)
             Incoming::Response(response) => {
-                if responses == Responses::Reject {
+                if responses.reject(&response) {
                     message::write_error(out, response.version, &response.id, &Error::invalid_request());
                 }
                 None
@@ -234,12 +271,30 @@ impl Router {
                 method,
                 params,
             }) => {
-                let Some(ErasedMethod::Async(f)) = self.inner.methods.get(&*method) else {
-                    return;
-                };
                 let info = CallInfo {
                     id: Some(&id),
                     connection,
+                };
+                let f = match (
+                    self.inner.methods.get(&*method),
+                    self.inner.notifications.get(&*method),
+                ) {
+                    (Some(ErasedMethod::Async(f)), _) => f,
+                    (None, Some(ErasedNotification::Async(f))) => {
+                        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info))) {
+                            Ok(Ok(future)) => AssertUnwindSafe(future)
+                                .catch_unwind()
+                                .await
+                                .map_err(|panic| self.panic_error(&method, panic)),
+                            Ok(Err(error)) => Err(error),
+                            Err(panic) => Err(self.panic_error(&method, panic)),
+                        };
+                        return match outcome {
+                            Ok(()) => message::write_result(out, version, &id, b"null"),
+                            Err(error) => message::write_error(out, version, &id, &error),
+                        };
+                    }
+                    _ => return,
                 };
                 let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info))) {
                     Ok(Ok(future)) => match AssertUnwindSafe(future).catch_unwind().await {

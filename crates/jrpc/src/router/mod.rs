@@ -152,7 +152,8 @@ impl Router {
     }
 
     /// Registers an async notification handler. A request (with an id) to a
-    /// name that has only a notification handler is answered `-32601`.
+    /// name that has only a notification handler runs it too, and is
+    /// answered with a `null` result.
     ///
     /// # Panics
     /// As [`method`](Self::method).
