@@ -34,7 +34,10 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || runtime().block_on(server(tx)));
+    std::thread::Builder::new()
+        .name("server".into())
+        .spawn(move || runtime().block_on(server(tx)))
+        .unwrap();
     rx.blocking_recv().unwrap()
 }
 
@@ -174,8 +177,18 @@ fn main() {
         "{:<34} {:>12} {:>10} {:>10} {:>10}",
         "case", "calls/s", "vs raw", "p50", "p99"
     );
+    // JRPC_BENCH_ONLY=jrpc skips the raw ceiling (for profiling jrpc alone).
+    let only_jrpc = std::env::var("JRPC_BENCH_ONLY").is_ok_and(|v| v == "jrpc");
     for in_flight in [1usize, 64] {
-        let raw = load.block_on(raw_echo_load(&raw_addr, in_flight, duration));
+        let raw = if only_jrpc {
+            Figures {
+                calls: 1,
+                elapsed: Duration::from_secs(1),
+                latencies: Vec::new(),
+            }
+        } else {
+            load.block_on(raw_echo_load(&raw_addr, in_flight, duration))
+        };
         let mut jrpc = load.block_on(jrpc_load(&jrpc_addr, in_flight, duration));
         println!(
             "{:<34} {:>12.0} {:>10} {:>10} {:>10}",

@@ -114,11 +114,14 @@ where
     K: Sink<Bytes, Error = io::Error> + Unpin,
 {
     let result: io::Result<()> = async {
+        // One waiter for the whole loop, not one per frame.
+        let finished = finish.cancelled();
+        tokio::pin!(finished);
         loop {
             let frame = tokio::select! {
                 biased;
                 frame = outbox.recv() => frame,
-                () = finish.cancelled() => {
+                () = &mut finished => {
                     while let Ok(frame) = outbox.try_recv() {
                         sink.feed(frame).await?;
                     }
@@ -163,10 +166,12 @@ impl Reader {
     where
         S: Stream<Item = io::Result<Inbound>> + Unpin,
     {
+        let stopped = self.shared.stop_reading.cancelled();
+        tokio::pin!(stopped);
         loop {
             let item = tokio::select! {
                 biased;
-                () = self.shared.stop_reading.cancelled() => return Ended::Stopped,
+                () = &mut stopped => return Ended::Stopped,
                 item = stream.next() => item,
             };
             match item {
