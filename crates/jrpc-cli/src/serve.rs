@@ -6,15 +6,47 @@ use anyhow::Context as _;
 use clap::Args;
 use jrpc::codec::Framing;
 use jrpc::message::Limits;
+use jrpc::transport::http::{HttpServer, RateLimit};
 use jrpc::transport::Server;
 use jrpc::Router;
 
+/// Where `jrpc serve` listens when given no transport at all.
+pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:4000";
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Serve over stdin/stdout (the default when no listener is given).
-    /// Logs go to stderr; stdio serving ends when stdin ends.
+    /// Serve over stdin/stdout. Logs go to stderr; stdio serving ends when
+    /// stdin ends.
     #[arg(long)]
     stdio: bool,
+
+    /// Serve HTTP (POST /) and WebSocket (GET / with an upgrade) on one
+    /// address, e.g. 127.0.0.1:4000. May be given several times. With no
+    /// transport flag at all, jrpc serves HTTP on 127.0.0.1:4000.
+    #[arg(long, value_name = "ADDR")]
+    http: Vec<String>,
+
+    /// TLS certificate chain (PEM) for --http; needs --tls-key.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+
+    /// TLS private key (PEM) for --http; needs --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
+
+    /// Require this bearer token (Authorization: Bearer TOKEN, or
+    /// X-Api-Key: TOKEN) on HTTP and WebSocket. May be given several times.
+    #[arg(long, value_name = "TOKEN")]
+    auth_token: Vec<String>,
+
+    /// Limit each client (by IP) to N requests a second on HTTP and
+    /// WebSocket, with bursts of 2N.
+    #[arg(long, value_name = "N")]
+    rate_limit: Option<u32>,
+
+    /// Allow cross-origin requests from any origin (CORS).
+    #[arg(long)]
+    cors: bool,
 
     /// Listen on a TCP address, e.g. 127.0.0.1:4000 (port 0 picks a free
     /// port). May be given several times.
@@ -74,11 +106,45 @@ impl ServeArgs {
     }
 }
 
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let server = Server::new(args.router())
+fn http_server(args: &ServeArgs, router: Router) -> anyhow::Result<HttpServer> {
+    let mut server = HttpServer::new(router).max_connections(args.max_connections);
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        server = server
+            .tls_pem(cert, key)
+            .context("loading the TLS certificate and key")?;
+    }
+    if !args.auth_token.is_empty() {
+        server = server.auth_tokens(args.auth_token.clone());
+    }
+    if let Some(n) = args.rate_limit {
+        server = server.rate_limit(RateLimit::per_second(n, n.saturating_mul(2)));
+    }
+    if args.cors {
+        server = server.cors(tower_http::cors::CorsLayer::permissive());
+    }
+    Ok(server)
+}
+
+pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
+    let no_transport = !args.stdio && args.http.is_empty() && args.tcp.is_empty() && args.unix.is_empty();
+    if no_transport {
+        args.http.push(DEFAULT_HTTP_ADDR.to_owned());
+    }
+    let router = args.router();
+    let server = Server::new(router.clone())
         .framing(args.framing)
         .max_connections(args.max_connections);
     let mut listeners = Vec::new();
+    if !args.http.is_empty() {
+        let http = http_server(&args, router)?;
+        for addr in &args.http {
+            let serving = http
+                .bind(addr.as_str())
+                .await
+                .with_context(|| format!("listening on http {addr}"))?;
+            listeners.push(serving);
+        }
+    }
     for addr in &args.tcp {
         let serving = server
             .bind_tcp(addr.as_str())
@@ -100,13 +166,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     for serving in &listeners {
         // The addresses go to stderr (stdout may carry JSON-RPC) in the
         // form `jrpc call` takes as a target.
-        eprintln!(
-            "jrpc: listening on {} ({} framing)",
-            serving.local_addr(),
-            args.framing
-        );
+        let addr = serving.local_addr();
+        if addr.starts_with("http") {
+            let ws = addr.replacen("http", "ws", 1);
+            eprintln!("jrpc: listening on {addr} (HTTP POST) and {ws} (WebSocket)");
+        } else {
+            eprintln!("jrpc: listening on {addr} ({} framing)", args.framing);
+        }
     }
-    let stdio = args.stdio || listeners.is_empty();
+    if let Some(http) = listeners.iter().find(|s| s.local_addr().starts_with("http")) {
+        print_try_lines(http.local_addr(), &args);
+    }
+    let stdio = args.stdio;
     let stdio_done = async {
         if stdio {
             let reason: Arc<str> = server.serve_stdio().await;
@@ -124,6 +195,21 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         serving.shutdown().await;
     }
     Ok(())
+}
+
+/// Prints ready-to-paste commands that call the server just started.
+fn print_try_lines(addr: &str, args: &ServeArgs) {
+    let insecure = if addr.starts_with("https") { " -k" } else { "" };
+    let auth = args
+        .auth_token
+        .first()
+        .map(|t| format!(" -H 'Authorization: Bearer {t}'"))
+        .unwrap_or_default();
+    eprintln!("jrpc: try it:");
+    eprintln!(
+        "  curl{insecure} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[42,23],\"id\":1}}'"
+    );
+    eprintln!("  jrpc call {addr}{auth} subtract 42 23");
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

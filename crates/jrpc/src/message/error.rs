@@ -42,6 +42,13 @@ pub mod codes {
     /// A frame nested arrays and objects deeper than the configured maximum
     /// depth. Sent with `"id": null`.
     pub const NESTING_TOO_DEEP: i64 = -32003;
+    /// The request lacked valid credentials (HTTP `401`).
+    pub const UNAUTHORIZED: i64 = -32004;
+    /// The client sent too many requests (HTTP `429`; over WebSocket, the
+    /// response to each refused request).
+    pub const RATE_LIMITED: i64 = -32005;
+    /// The request took longer than the server allows (HTTP `503`).
+    pub const REQUEST_TIMEOUT: i64 = -32006;
 
     /// Whether `code` lies in the implementation-defined server error range.
     pub fn is_server_error(code: i64) -> bool {

@@ -254,6 +254,41 @@ impl Response {
     }
 }
 
+/// The reply that refuses every request in `frame` with `error` (for a
+/// server that will not serve it: rate limited, shutting down). Notifications
+/// get nothing; a frame that does not parse gets its parse error.
+pub fn refuse_frame(frame: &[u8], limits: &Limits, error: &Error) -> Option<Bytes> {
+    let refuse = |item: Incoming<'_>, out: &mut Vec<u8>| match item {
+        Incoming::Request(r) => write_error(out, r.version, &r.id, error),
+        Incoming::Invalid(i) => write_error(out, i.version, &i.id, &i.error),
+        Incoming::Notification(_) | Incoming::Response(_) => {}
+    };
+    let mut out = Vec::new();
+    match parse_frame(frame, limits) {
+        Err(e) => write_error(&mut out, Version::V2, &Id::NULL, &e),
+        Ok(Frame::Single(item)) => refuse(item, &mut out),
+        Ok(Frame::Batch(items)) => {
+            out.push(b'[');
+            for item in items {
+                let mark = out.len();
+                if out.len() > 1 {
+                    out.push(b',');
+                }
+                let start = out.len();
+                refuse(item, &mut out);
+                if out.len() == start {
+                    out.truncate(mark);
+                }
+            }
+            if out.len() == 1 {
+                return None;
+            }
+            out.push(b']');
+        }
+    }
+    (!out.is_empty()).then(|| out.into())
+}
+
 /// Serializes params, which must come out as a JSON array or object.
 fn params_to_raw(params: &(impl Serialize + ?Sized)) -> Result<Box<RawValue>, Error> {
     let raw = to_raw(params).map_err(|e| Error::invalid_params().with_data(&e.to_string()))?;

@@ -194,6 +194,12 @@ impl PeerBuilder {
         self
     }
 
+    /// Replaces everything recorded about the connection.
+    pub fn extensions(mut self, extensions: Extensions) -> Self {
+        self.extensions = extensions;
+        self
+    }
+
     /// Records a value about the connection for handlers to read through
     /// [`RequestContext::get`].
     pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {

@@ -9,11 +9,17 @@
 //! | [`child`] | — | [`Client::spawn`](crate::client::ClientBuilder::spawn): a command's stdin/stdout |
 
 pub mod child;
+#[cfg(feature = "http")]
+pub mod http;
 mod server;
 pub mod stdio;
 pub mod tcp;
+#[cfg(feature = "http")]
+pub mod tls;
 #[cfg(unix)]
 pub mod unix;
+#[cfg(feature = "http")]
+pub mod ws;
 
 pub use server::{Server, Serving};
 pub use stdio::serve_stdio;

@@ -14,15 +14,14 @@ use tokio_util::task::TaskTracker;
 
 use crate::codec::Framing;
 use crate::peer::{CancelProtocol, ConnectionInfo, Peer, PeerBuilder};
+use crate::router::Extensions;
 use crate::Router;
 
 /// A listener the accept loop can take connections from.
 pub(crate) trait Listen: Send + Sync + 'static {
-    type Read: AsyncRead + Send + Unpin + 'static;
-    type Write: AsyncWrite + Send + Unpin + 'static;
-    fn accept_conn(
-        &self,
-    ) -> impl Future<Output = io::Result<(Self::Read, Self::Write, ConnectionInfo)>> + Send;
+    /// An accepted connection.
+    type Conn: AsyncRead + AsyncWrite + Send + Unpin + 'static;
+    fn accept_conn(&self) -> impl Future<Output = io::Result<(Self::Conn, ConnectionInfo)>> + Send;
     fn address(&self) -> String;
 }
 
@@ -102,11 +101,19 @@ impl Server {
     }
 
     fn peer_builder(&self, info: ConnectionInfo) -> PeerBuilder {
+        let mut extensions = Extensions::new();
+        extensions.insert(info);
+        self.peer_builder_with(extensions)
+    }
+
+    /// A peer builder with this server's settings and the given connection
+    /// extensions.
+    pub(crate) fn peer_builder_with(&self, extensions: Extensions) -> PeerBuilder {
         let builder = Peer::builder()
+            .extensions(extensions)
             .router(self.router.clone())
             .call_timeout(self.call_timeout)
-            .max_in_flight(self.max_in_flight)
-            .extension(info);
+            .max_in_flight(self.max_in_flight);
         match &self.cancel {
             Some(protocol) => builder.cancellation(protocol.clone()),
             None => builder,
@@ -153,23 +160,37 @@ impl Server {
     }
 
     fn serve_on<L: Listen>(&self, listener: L, scheme: &'static str) -> Serving {
-        let shutdown = CancellationToken::new();
-        let local_addr = match scheme {
-            "unix" => format!("unix:{}", listener.address()),
-            _ => format!("{scheme}://{}", listener.address()),
-        };
-        let task = tokio::spawn(accept_loop(self.clone(), listener, shutdown.clone()));
-        Serving {
-            local_addr,
-            shutdown,
-            task,
-            cleanup: None,
-        }
+        let server = self.clone();
+        Serving::start(
+            listener,
+            scheme,
+            self.max_connections,
+            move |conn, info, shutdown| {
+                let (read, write) = tokio::io::split(conn);
+                let peer = server.peer_builder(info).start(read, write, server.framing);
+                async move {
+                    tokio::select! {
+                        reason = peer.closed() => tracing::debug!(%reason, "connection closed"),
+                        () = shutdown.cancelled() => {
+                            peer.close();
+                            peer.closed().await;
+                        }
+                    }
+                }
+            },
+        )
     }
 }
 
-async fn accept_loop<L: Listen>(server: Server, listener: L, shutdown: CancellationToken) {
-    let slots = Arc::new(Semaphore::new(server.max_connections));
+/// Accepts connections until `shutdown`, at most `max_connections` open at
+/// once, each served by `serve` on its own task; then waits for them all.
+async fn accept_loop<L, F, Fut>(listener: L, max_connections: usize, shutdown: CancellationToken, serve: F)
+where
+    L: Listen,
+    F: Fn(L::Conn, ConnectionInfo, CancellationToken) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
     let connections = TaskTracker::new();
     loop {
         let permit = tokio::select! {
@@ -180,7 +201,7 @@ async fn accept_loop<L: Listen>(server: Server, listener: L, shutdown: Cancellat
             () = shutdown.cancelled() => break,
             accepted = listener.accept_conn() => accepted,
         };
-        let (read, write, info) = match accepted {
+        let (conn, info) = match accepted {
             Ok(conn) => conn,
             Err(e) => {
                 // Out of file descriptors and the like: wait, do not spin.
@@ -190,17 +211,10 @@ async fn accept_loop<L: Listen>(server: Server, listener: L, shutdown: Cancellat
             }
         };
         tracing::debug!(peer = ?info.peer_addr, "connection accepted");
-        let peer = server.peer_builder(info).start(read, write, server.framing);
-        let shutdown = shutdown.clone();
+        let serving = serve(conn, info, shutdown.clone());
         connections.spawn(async move {
             let _slot = permit;
-            tokio::select! {
-                reason = peer.closed() => tracing::debug!(%reason, "connection closed"),
-                () = shutdown.cancelled() => {
-                    peer.close();
-                    peer.closed().await;
-                }
-            }
+            serving.await;
         });
     }
     connections.close();
@@ -209,14 +223,62 @@ async fn accept_loop<L: Listen>(server: Server, listener: L, shutdown: Cancellat
 
 /// A running listener: its address, and the way to shut it down.
 #[derive(Debug)]
+#[must_use = "a server stops (gracefully) when its `Serving` is dropped"]
 pub struct Serving {
     local_addr: String,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
     cleanup: Option<std::path::PathBuf>,
+    /// Work that outlives its connection's accept-loop task (WebSocket
+    /// peers), waited for on shutdown too.
+    also: Option<(TaskTracker, CancellationToken)>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some((_, token)) = &self.also {
+            token.cancel();
+        }
+        if let Some(path) = self.cleanup.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 impl Serving {
+    /// Starts the accept loop for `listener`.
+    pub(crate) fn start<L, F, Fut>(
+        listener: L,
+        scheme: &'static str,
+        max_connections: usize,
+        serve: F,
+    ) -> Serving
+    where
+        L: Listen,
+        F: Fn(L::Conn, ConnectionInfo, CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let shutdown = CancellationToken::new();
+        let local_addr = match scheme {
+            "unix" => format!("unix:{}", listener.address()),
+            _ => format!("{scheme}://{}", listener.address()),
+        };
+        let task = tokio::spawn(accept_loop(listener, max_connections, shutdown.clone(), serve));
+        Serving {
+            local_addr,
+            shutdown,
+            task,
+            cleanup: None,
+            also: None,
+        }
+    }
+
+    /// Makes shutdown also stop `token` and wait for `tasks`.
+    pub(crate) fn also_wait_for(&mut self, tasks: TaskTracker, token: CancellationToken) {
+        self.also = Some((tasks, token));
+    }
+
     /// Where it listens, as a target `jrpc call` understands:
     /// `tcp://127.0.0.1:4000` or `unix:/path/to/socket`.
     pub fn local_addr(&self) -> &str {
@@ -237,6 +299,11 @@ impl Serving {
     pub async fn wait(mut self) {
         if let Err(e) = (&mut self.task).await {
             tracing::error!(error = %e, "accept loop failed");
+        }
+        if let Some((tasks, token)) = self.also.take() {
+            token.cancel();
+            tasks.close();
+            tasks.wait().await;
         }
         if let Some(path) = self.cleanup.take() {
             let _ = std::fs::remove_file(path);

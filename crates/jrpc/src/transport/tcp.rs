@@ -27,12 +27,13 @@ pub(crate) fn split(stream: TcpStream) -> (OwnedReadHalf, OwnedWriteHalf, Connec
 }
 
 impl Listen for TcpListener {
-    type Read = OwnedReadHalf;
-    type Write = OwnedWriteHalf;
+    type Conn = TcpStream;
 
-    async fn accept_conn(&self) -> io::Result<(OwnedReadHalf, OwnedWriteHalf, ConnectionInfo)> {
+    async fn accept_conn(&self) -> io::Result<(TcpStream, ConnectionInfo)> {
         let (stream, _) = self.accept().await?;
-        Ok(split(stream))
+        let _ = stream.set_nodelay(true);
+        let info = info(&stream);
+        Ok((stream, info))
     }
 
     fn address(&self) -> String {

@@ -9,27 +9,31 @@ use tokio::net::{UnixListener, UnixStream};
 use super::server::Listen;
 use crate::peer::ConnectionInfo;
 
-pub(crate) fn split(stream: UnixStream) -> (OwnedReadHalf, OwnedWriteHalf, ConnectionInfo) {
+fn info(stream: &UnixStream) -> ConnectionInfo {
     let path = |a: io::Result<tokio::net::unix::SocketAddr>| {
         a.ok()
             .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
     };
-    let info = ConnectionInfo {
+    ConnectionInfo {
         transport: "unix",
         peer_addr: path(stream.peer_addr()),
         local_addr: path(stream.local_addr()),
-    };
+    }
+}
+
+pub(crate) fn split(stream: UnixStream) -> (OwnedReadHalf, OwnedWriteHalf, ConnectionInfo) {
+    let info = info(&stream);
     let (read, write) = stream.into_split();
     (read, write, info)
 }
 
 impl Listen for UnixListener {
-    type Read = OwnedReadHalf;
-    type Write = OwnedWriteHalf;
+    type Conn = UnixStream;
 
-    async fn accept_conn(&self) -> io::Result<(OwnedReadHalf, OwnedWriteHalf, ConnectionInfo)> {
+    async fn accept_conn(&self) -> io::Result<(UnixStream, ConnectionInfo)> {
         let (stream, _) = self.accept().await?;
-        Ok(split(stream))
+        let info = info(&stream);
+        Ok((stream, info))
     }
 
     fn address(&self) -> String {

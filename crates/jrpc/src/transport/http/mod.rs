@@ -1,0 +1,376 @@
+//! HTTP and WebSocket on one port, with TLS, compression, CORS, auth, rate
+//! limits and request timeouts.
+//!
+//! - `POST /` (the path is configurable) with a JSON-RPC frame (a message or
+//!   a batch) as the body; the reply frame comes back as the response body
+//!   with `Content-Type: application/json`. A frame that needs no reply
+//!   (notifications only) gets `204 No Content` with an empty body.
+//! - `GET /` with a WebSocket upgrade: one JSON text per message, both ways;
+//!   each connection is a full [`Peer`](crate::peer::Peer), so handlers can
+//!   call and notify the client.
+//! - `GET /health` answers `200 {"status":"ok"}` for load balancers.
+//!
+//! Refusals, each with a JSON-RPC error body (`"id": null`): another method
+//! on the RPC path → `405` (with `Allow`); a body that is not JSON → `415`;
+//! a body over the frame limit → `413`, decided from `Content-Length` before
+//! reading when it is announced; a missing or wrong token → `401`; a client
+//! over its rate → `429` with `Retry-After`; a request over its time →
+//! `503`. Bodies may be gzip- or brotli-compressed (`Content-Encoding`), and
+//! replies are compressed when the client accepts it (`Accept-Encoding`).
+//! HTTP/1.1 keep-alive and HTTP/2 (h2c, and by ALPN over TLS) are both served.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use jrpc::transport::http::{HttpServer, RateLimit};
+//!
+//! # async fn run() -> std::io::Result<()> {
+//! let serving = HttpServer::new(jrpc::demo::router())
+//!     .auth_tokens(["s3cret"])
+//!     .rate_limit(RateLimit::per_second(100, 200))
+//!     .request_timeout(Duration::from_secs(10))
+//!     .tls_pem("cert.pem", "key.pem")?
+//!     .bind("127.0.0.1:8443")
+//!     .await?;
+//! println!("serving on {}", serving.local_addr());
+//! # Ok(()) }
+//! ```
+
+mod layers;
+mod service;
+
+use std::convert::Infallible;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_rustls::rustls::ServerConfig;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::util::BoxCloneSyncService;
+use tower::{Layer, Service, ServiceBuilder, ServiceExt};
+use tower_http::compression::CompressionLayer;
+use tower_http::cors::CorsLayer;
+use tower_http::decompression::RequestDecompressionLayer;
+
+pub use layers::{
+    Auth, AuthLayer, RateLimit, RateLimitLayer, RateLimited, RequestTimeout, RequestTimeoutLayer,
+};
+pub use service::{error_response, ClientAddr, RpcService};
+
+use crate::peer::ConnectionInfo;
+use crate::transport::ws::WsOptions;
+use crate::transport::{Server, Serving};
+use crate::Router;
+
+/// The request body the RPC service and its layers see.
+pub type HttpBody =
+    http_body_util::combinators::UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+
+/// The RPC service with its layers, as one cloneable service.
+pub type HttpService = BoxCloneSyncService<Request<HttpBody>, Response<Full<Bytes>>, Infallible>;
+
+/// Serves a router over HTTP and WebSocket on one port. See the [module
+/// docs](self).
+#[derive(Clone)]
+pub struct HttpServer {
+    router: Router,
+    path: String,
+    health_path: Option<String>,
+    websocket: Option<WsOptions>,
+    compression: bool,
+    cors: Option<CorsLayer>,
+    tls: Option<Arc<ServerConfig>>,
+    auth: Option<AuthLayer>,
+    rate_limit: Option<RateLimit>,
+    request_timeout: Option<Duration>,
+    layers: Vec<Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>>,
+    peer: Server,
+    max_connections: usize,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("path", &self.path)
+            .field("websocket", &self.websocket)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// Serves `router` on `/`, with WebSocket, compression and `/health` on,
+    /// and no TLS, auth, CORS, rate limit or timeout.
+    pub fn new(router: Router) -> Self {
+        let websocket = WsOptions {
+            max_message_len: router.parse_limits().max_frame_len,
+            ..WsOptions::default()
+        };
+        HttpServer {
+            peer: Server::new(router.clone()),
+            router,
+            path: "/".to_owned(),
+            health_path: Some("/health".to_owned()),
+            websocket: Some(websocket),
+            compression: true,
+            cors: None,
+            tls: None,
+            auth: None,
+            rate_limit: None,
+            request_timeout: None,
+            layers: Vec::new(),
+            max_connections: Server::DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+
+    /// The path JSON-RPC is served on (default `/`).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The health-check path (default `/health`); `None` turns it off.
+    pub fn health_path(mut self, path: Option<String>) -> Self {
+        self.health_path = path;
+        self
+    }
+
+    /// WebSocket settings; `None` turns WebSocket off.
+    pub fn websocket(mut self, options: Option<WsOptions>) -> Self {
+        self.websocket = options;
+        self
+    }
+
+    /// Settings for WebSocket connections' peers (call timeout,
+    /// cancellation, requests in flight).
+    pub fn peer_settings(mut self, server: Server) -> Self {
+        self.peer = server;
+        self
+    }
+
+    /// gzip and brotli for request and response bodies (on by default).
+    pub fn compression(mut self, on: bool) -> Self {
+        self.compression = on;
+        self
+    }
+
+    /// Cross-origin requests, as tower-http's [`CorsLayer`] allows them
+    /// (e.g. `CorsLayer::permissive()`); off by default.
+    pub fn cors(mut self, cors: CorsLayer) -> Self {
+        self.cors = Some(cors);
+        self
+    }
+
+    /// TLS with this rustls configuration (see [`super::tls`]).
+    pub fn tls(mut self, config: Arc<ServerConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// TLS with a certificate chain and key from PEM files.
+    pub fn tls_pem(
+        self,
+        cert: impl AsRef<std::path::Path>,
+        key: impl AsRef<std::path::Path>,
+    ) -> io::Result<Self> {
+        Ok(self.tls(super::tls::server_config_from_pem(cert, key)?))
+    }
+
+    /// Requires one of `tokens` as a bearer token or API key on every
+    /// request but the health check; see [`AuthLayer`].
+    pub fn auth_tokens(mut self, tokens: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.auth = Some(AuthLayer::bearer(tokens));
+        self
+    }
+
+    /// Limits each client (by IP address): over HTTP a refused request gets
+    /// `429`; over WebSocket each refused request gets a `-32005` error.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = Some(limit);
+        self
+    }
+
+    /// Bounds each HTTP request's time; see [`RequestTimeoutLayer`].
+    pub fn request_timeout(mut self, limit: Duration) -> Self {
+        self.request_timeout = Some(limit);
+        self
+    }
+
+    /// The most connections open at once (default 1024).
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// Wraps the RPC service (inside auth, rate limit and timeout) in any
+    /// tower layer: logging, metrics, a concurrency limit, your own auth.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<HttpService> + Send + Sync + 'static,
+        L::Service: Service<Request<HttpBody>, Response = Response<Full<Bytes>>, Error = Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as Service<Request<HttpBody>>>::Future: Send + 'static,
+    {
+        self.layers.push(Arc::new(move |inner| {
+            BoxCloneSyncService::new(layer.layer(inner))
+        }));
+        self
+    }
+
+    /// The RPC service with this server's layers, for serving it some other
+    /// way (inside an existing hyper or axum server, say). WebSocket
+    /// upgrades need a connection served with upgrades enabled.
+    pub fn service(&self) -> HttpService {
+        self.build(TaskTracker::new(), CancellationToken::new())
+    }
+
+    fn build(&self, connections: TaskTracker, shutdown: CancellationToken) -> HttpService {
+        let settings = Arc::new(service::Settings {
+            router: self.router.clone(),
+            path: self.path.clone(),
+            health_path: self.health_path.clone(),
+            websocket: self.websocket,
+            ws_rate_limit: self.rate_limit.clone(),
+            peer: self.peer.clone(),
+            connections,
+            shutdown,
+        });
+        let mut service: HttpService = BoxCloneSyncService::new(RpcService { settings });
+        for layer in &self.layers {
+            service = layer(service);
+        }
+        if let Some(limit) = self.request_timeout {
+            service = BoxCloneSyncService::new(RequestTimeoutLayer::new(limit).layer(service));
+        }
+        if let Some(limit) = &self.rate_limit {
+            service = BoxCloneSyncService::new(RateLimitLayer::new(limit.clone()).layer(service));
+        }
+        if let Some(auth) = &self.auth {
+            let auth = match &self.health_path {
+                Some(path) => auth.clone().exempt(path.clone()),
+                None => auth.clone(),
+            };
+            service = BoxCloneSyncService::new(auth.layer(service));
+        }
+        service
+    }
+
+    /// Listens on `addr` (port 0 picks a free one) and serves until shut
+    /// down. [`Serving::local_addr`] gives `http://…` (or `https://…`).
+    pub async fn bind(&self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Serving> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let connections = TaskTracker::new();
+        let shutdown = CancellationToken::new();
+        let rpc = self.build(connections.clone(), shutdown.clone());
+        let compression = self.compression;
+        let cors = self.cors.clone();
+        let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let mut serving = Serving::start(
+            listener,
+            scheme,
+            self.max_connections,
+            move |stream, info, stop| {
+                let (rpc, cors, tls) = (rpc.clone(), cors.clone(), tls.clone());
+                async move {
+                    match tls {
+                        None => serve_connection(stream, info, rpc, compression, cors, stop).await,
+                        Some(acceptor) => {
+                            let handshake =
+                                tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
+                            match handshake.await {
+                                Ok(Ok(stream)) => {
+                                    serve_connection(stream, info, rpc, compression, cors, stop).await
+                                }
+                                Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                                Err(_) => tracing::debug!("TLS handshake timed out"),
+                            }
+                        }
+                    }
+                }
+            },
+        );
+        serving.also_wait_for(connections, shutdown);
+        Ok(serving)
+    }
+}
+
+/// Serves one connection (HTTP/1.1 or HTTP/2, with upgrades) until it ends
+/// or the server shuts down, then finishes gracefully.
+async fn serve_connection<I>(
+    io: I,
+    info: ConnectionInfo,
+    rpc: HttpService,
+    compression: bool,
+    cors: Option<CorsLayer>,
+    stop: CancellationToken,
+) where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let client = ClientAddr(info.peer_addr);
+    let service = ServiceBuilder::new()
+        .layer(CompressionLayer::new().gzip(compression).br(compression))
+        .option_layer(cors)
+        .layer(RequestDecompressionLayer::new().gzip(compression).br(compression))
+        .service(BoxBody(rpc))
+        .map_request(move |mut request: Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(client.clone());
+            request
+        });
+    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let connection =
+        builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(service));
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            }
+        }
+        () = stop.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+/// Boxes whatever body the outer layers produce into [`HttpBody`].
+#[derive(Clone)]
+struct BoxBody(HttpService);
+
+impl<B> Service<Request<B>> for BoxBody
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = <HttpService as Service<Request<HttpBody>>>::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        self.0
+            .call(request.map(|body| HttpBody::new(body.map_err(Into::into))))
+    }
+}
+
+#[allow(dead_code)]
+fn assert_service_is_usable(server: &HttpServer) -> impl std::future::Future<Output = ()> {
+    let service = server.service();
+    async move {
+        let _ = service.ready_oneshot().await;
+    }
+}

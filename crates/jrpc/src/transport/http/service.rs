@@ -1,0 +1,306 @@
+//! The HTTP face of a router: POST a frame, get the reply frame; upgrade to
+//! a WebSocket on the same path; `GET /health`.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+
+use super::HttpBody;
+use crate::message::{codes, Error, Id, Response as RpcResponse};
+use crate::peer::{ConnectionInfo, Peer};
+use crate::router::Extensions;
+use crate::transport::ws::{self, WsOptions};
+use crate::Router;
+
+/// What the RPC service needs to know; shared by every request.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) router: Router,
+    pub(crate) path: String,
+    pub(crate) health_path: Option<String>,
+    pub(crate) websocket: Option<WsOptions>,
+    pub(crate) ws_rate_limit: Option<super::RateLimit>,
+    pub(crate) peer: crate::transport::Server,
+    pub(crate) connections: tokio_util::task::TaskTracker,
+    pub(crate) shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// The peer address of the connection a request came on, put in the
+/// request's extensions by the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAddr(pub Option<String>);
+
+/// The JSON-RPC service as a [`tower::Service`] over HTTP requests, so that
+/// any tower layer can wrap it. See [`HttpServer`](super::HttpServer).
+#[derive(Debug, Clone)]
+pub struct RpcService {
+    pub(crate) settings: Arc<Settings>,
+}
+
+impl tower::Service<Request<HttpBody>> for RpcService {
+    type Response = Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<HttpBody>) -> Self::Future {
+        let settings = Arc::clone(&self.settings);
+        Box::pin(async move { Ok(serve(&settings, request).await) })
+    }
+}
+
+/// A response with a body and content type.
+pub(crate) fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// An HTTP error whose body is a JSON-RPC error response with a null id, so
+/// that JSON-RPC clients can read it like any other error.
+pub fn error_response(status: StatusCode, error: Error) -> Response<Full<Bytes>> {
+    let body = RpcResponse {
+        id: Id::NULL,
+        outcome: Err(error),
+    }
+    .to_bytes();
+    respond(status, "application/json", body)
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "application/json" | "application/json-rpc" | "application/jsonrequest"
+    ) || essence.ends_with("+json")
+}
+
+fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    let has = |name: header::HeaderName, token: &str| {
+        headers.get_all(name).iter().any(|v| {
+            v.to_str()
+                .map(|v| v.split(',').any(|part| part.trim().eq_ignore_ascii_case(token)))
+                .unwrap_or(false)
+        })
+    };
+    has(header::CONNECTION, "upgrade") && has(header::UPGRADE, "websocket")
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
+    let mut response = error_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        Error::invalid_request().with_data(&format!("use {allow}")),
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<Full<Bytes>> {
+    let path = request.uri().path();
+    if settings.health_path.as_deref() == Some(path) {
+        return match *request.method() {
+            Method::GET | Method::HEAD => respond(StatusCode::OK, "application/json", r#"{"status":"ok"}"#),
+            _ => method_not_allowed("GET, HEAD"),
+        };
+    }
+    if path != settings.path {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            Error::invalid_request().with_data(&format!("JSON-RPC is served at {}", settings.path)),
+        );
+    }
+    let allow = if settings.websocket.is_some() {
+        "POST, GET (WebSocket upgrade)"
+    } else {
+        "POST"
+    };
+    match *request.method() {
+        Method::POST => {}
+        Method::GET if settings.websocket.is_some() && is_websocket_upgrade(request.headers()) => {
+            return upgrade(settings, &mut request);
+        }
+        _ => return method_not_allowed(allow),
+    }
+    if !is_json(request.headers()) {
+        return error_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::invalid_request()
+                .with_data("the request body must be JSON: send Content-Type: application/json"),
+        );
+    }
+    let limit = settings.router.parse_limits().max_frame_len;
+    let too_large = || {
+        error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
+                .with_data(&format!("the body may be at most {limit} bytes")),
+        )
+    };
+    // Refuse by the announced length, before reading anything.
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > limit as u64) {
+        return too_large();
+    }
+    let connection = request_extensions(&request);
+    let body = match read_body(request.into_body(), limit).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge) => return too_large(),
+        Err(BodyError::Read(e)) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                Error::parse_error().with_data(&format!("cannot read the body: {e}")),
+            )
+        }
+    };
+    match settings.router.handle_with(&body, &Arc::new(connection)).await {
+        Some(reply) => respond(StatusCode::OK, "application/json", reply),
+        // Notifications only: nothing to say, and never `null`.
+        None => {
+            let mut response = Response::new(Full::new(Bytes::new()));
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            response
+        }
+    }
+}
+
+enum BodyError {
+    TooLarge,
+    Read(String),
+}
+
+/// Reads a whole body of at most `limit` bytes, stopping as soon as it is
+/// known to be larger. A body that arrives in one piece is not copied.
+async fn read_body(mut body: HttpBody, limit: usize) -> Result<Bytes, BodyError> {
+    let mut first: Option<Bytes> = None;
+    let mut joined = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| BodyError::Read(e.to_string()))?;
+        let Ok(data) = frame.into_data() else { continue };
+        let so_far = first.as_ref().map_or(0, Bytes::len) + joined.len();
+        if so_far + data.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            None => joined.extend_from_slice(&data),
+            Some(previous) => {
+                joined.extend_from_slice(&previous);
+                joined.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| joined.freeze()))
+}
+
+/// What a handler can learn about an HTTP request: the connection info and
+/// the request headers.
+fn request_extensions<B>(request: &Request<B>) -> Extensions {
+    let mut extensions = Extensions::new();
+    let peer_addr = request.extensions().get::<ClientAddr>().and_then(|a| a.0.clone());
+    extensions.insert(ConnectionInfo {
+        transport: "http",
+        peer_addr,
+        local_addr: None,
+    });
+    extensions.insert(request.headers().clone());
+    extensions
+}
+
+fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Full<Bytes>> {
+    let headers = request.headers();
+    let version_ok = headers
+        .get(header::SEC_WEBSOCKET_VERSION)
+        .is_some_and(|v| v == "13");
+    let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY).filter(|_| version_ok) else {
+        let mut response = error_response(
+            StatusCode::BAD_REQUEST,
+            Error::invalid_request()
+                .with_data("a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13"),
+        );
+        response
+            .headers_mut()
+            .insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+        return response;
+    };
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let Some(options) = settings.websocket else {
+        return method_not_allowed("POST");
+    };
+    let mut extensions = request_extensions(request);
+    extensions.insert(ConnectionInfo {
+        transport: "websocket",
+        peer_addr: request.extensions().get::<ClientAddr>().and_then(|a| a.0.clone()),
+        local_addr: None,
+    });
+    let limit = settings.ws_rate_limit.clone().map(|rate| ws::Limit {
+        rate,
+        client: request
+            .extensions()
+            .get::<ClientAddr>()
+            .and_then(|a| a.0.clone())
+            .unwrap_or_default(),
+        parse: settings.router.parse_limits().clone(),
+    });
+    let on_upgrade = hyper::upgrade::on(request);
+    let server = settings.peer.clone();
+    let shutdown = settings.shutdown.clone();
+    settings.connections.spawn(async move {
+        let upgraded = match on_upgrade.await {
+            Ok(upgraded) => upgraded,
+            Err(e) => return tracing::debug!(error = %e, "websocket upgrade failed"),
+        };
+        let io = hyper_util::rt::TokioIo::new(upgraded);
+        let socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
+            io,
+            tokio_tungstenite::tungstenite::protocol::Role::Server,
+            Some(options.config()),
+        )
+        .await;
+        let (frames_in, frames_out) = ws::pump(socket, options, limit);
+        let peer: Peer = server
+            .peer_builder_with(extensions)
+            .start_framed(frames_in, frames_out);
+        tokio::select! {
+            reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),
+            () = shutdown.cancelled() => {
+                peer.close();
+                peer.closed().await;
+            }
+        }
+    });
+    let mut response = Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = response.headers_mut();
+    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(value) = HeaderValue::from_str(&accept) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, value);
+    }
+    response
+}

@@ -1,0 +1,83 @@
+//! TLS with rustls (the `ring` provider): certificates and keys from PEM
+//! files, server and client configurations.
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio_rustls::rustls::{self, ClientConfig, RootCertStore, ServerConfig};
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn invalid(what: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.to_string())
+}
+
+/// Reads every certificate in a PEM file.
+pub fn load_certs(path: impl AsRef<Path>) -> io::Result<Vec<CertificateDer<'static>>> {
+    let path = path.as_ref();
+    let pem =
+        std::fs::read(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let certs = rustls_pemfile::certs(&mut &pem[..]).collect::<Result<Vec<_>, _>>()?;
+    if certs.is_empty() {
+        return Err(invalid(format!("{}: no PEM certificate found", path.display())));
+    }
+    Ok(certs)
+}
+
+/// Reads the first private key (PKCS#8, PKCS#1 or SEC1) in a PEM file.
+pub fn load_key(path: impl AsRef<Path>) -> io::Result<PrivateKeyDer<'static>> {
+    let path = path.as_ref();
+    let pem =
+        std::fs::read(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    rustls_pemfile::private_key(&mut &pem[..])?
+        .ok_or_else(|| invalid(format!("{}: no PEM private key found", path.display())))
+}
+
+/// A server configuration from a certificate chain and key, offering HTTP/2
+/// and HTTP/1.1 by ALPN.
+pub fn server_config(
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> io::Result<Arc<ServerConfig>> {
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(invalid)?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(invalid)?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A server configuration from PEM files.
+pub fn server_config_from_pem(
+    cert: impl AsRef<Path>,
+    key: impl AsRef<Path>,
+) -> io::Result<Arc<ServerConfig>> {
+    server_config(load_certs(cert)?, load_key(key)?)
+}
+
+/// A client configuration trusting exactly `roots` (a private CA or a
+/// self-signed certificate), with the given ALPN protocols.
+pub fn client_config(roots: Vec<CertificateDer<'static>>, alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
+    let mut store = RootCertStore::empty();
+    for cert in roots {
+        store.add(cert).map_err(invalid)?;
+    }
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(invalid)?
+        .with_root_certificates(store)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+/// The server name to verify for `host`.
+pub(crate) fn server_name(host: &str) -> io::Result<ServerName<'static>> {
+    ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']').to_owned()).map_err(invalid)
+}

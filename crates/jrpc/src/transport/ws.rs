@@ -1,0 +1,239 @@
+//! WebSocket: one JSON text per message, carried for a [`Peer`](crate::peer::Peer).
+//!
+//! A pump task owns the socket: it hands incoming messages to the peer,
+//! writes the peer's frames, pings the other side on a timer and closes the
+//! connection when nothing has been heard from it (or nothing could be
+//! written to it) for the inactivity limit. Every queue is bounded, so a
+//! client that stops reading cannot grow the server's memory: its frames
+//! wait, then the handlers wait, then reading stops.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
+use tokio_tungstenite::WebSocketStream;
+use tokio_util::sync::PollSender;
+
+use crate::codec::Inbound;
+
+/// WebSocket settings shared by server and client.
+#[derive(Debug, Clone, Copy)]
+pub struct WsOptions {
+    /// Largest message accepted, in bytes. A larger one is answered with a
+    /// `-32001` error and the connection is closed (code 1009), because the
+    /// WebSocket protocol cannot skip it.
+    pub max_message_len: usize,
+    /// How often to ping the other side. Default 20 s.
+    pub ping_interval: Duration,
+    /// Close the connection when nothing has been received (pongs count)
+    /// for this long, or a write has been stuck this long. Default 60 s.
+    pub idle_timeout: Duration,
+}
+
+impl Default for WsOptions {
+    fn default() -> Self {
+        WsOptions {
+            max_message_len: crate::message::Limits::DEFAULT_MAX_FRAME_LEN,
+            ping_interval: Duration::from_secs(20),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl WsOptions {
+    pub(crate) fn config(&self) -> WebSocketConfig {
+        WebSocketConfig::default()
+            .max_message_size(Some(self.max_message_len))
+            .max_frame_size(Some(self.max_message_len))
+            // Writes beyond this wait (backpressure) instead of buffering.
+            .write_buffer_size(64 * 1024)
+    }
+}
+
+/// Incoming frames for a peer.
+pub(crate) struct Incoming(mpsc::Receiver<io::Result<Inbound>>);
+
+impl Stream for Incoming {
+    type Item = io::Result<Inbound>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// Splits a WebSocket into the frame stream and sink a peer runs on, and
+/// starts the pump between them.
+pub(crate) fn pump<S>(
+    ws: WebSocketStream<S>,
+    options: WsOptions,
+    limit: Option<Limit>,
+) -> (
+    Incoming,
+    impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
+)
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (in_tx, in_rx) = mpsc::channel(32);
+    let (out_tx, out_rx) = mpsc::channel(32);
+    tokio::spawn(async move {
+        if let Err(e) = run(ws, options, limit, in_tx, out_rx).await {
+            tracing::debug!(error = %e, "websocket closed with an error");
+        }
+    });
+    let sink = PollSender::new(out_tx).sink_map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe));
+    (Incoming(in_rx), sink)
+}
+
+/// A rate limit on a WebSocket's incoming messages: the budget and whose.
+pub(crate) struct Limit {
+    pub(crate) rate: crate::transport::http::RateLimit,
+    pub(crate) client: String,
+    pub(crate) parse: crate::message::Limits,
+}
+
+impl Limit {
+    /// The reply refusing `frame` when the client is over its rate; `None`
+    /// when the frame may go on.
+    fn refuse(&self, frame: &[u8]) -> Option<Option<Bytes>> {
+        let wait = self.rate.check(&self.client).err()?;
+        let error = crate::transport::http::RateLimit::error(wait);
+        Some(crate::message::refuse_frame(frame, &self.parse, &error))
+    }
+}
+
+async fn run<S>(
+    mut ws: WebSocketStream<S>,
+    options: WsOptions,
+    limit: Option<Limit>,
+    incoming: mpsc::Sender<io::Result<Inbound>>,
+    mut outgoing: mpsc::Receiver<Bytes>,
+) -> Result<(), tungstenite::Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut ping = tokio::time::interval(options.ping_interval);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ping.tick().await;
+    let mut last_heard = Instant::now();
+    // A frame read but not yet taken by the peer: until it is, read no more
+    // (but keep writing, so the peer is never stuck behind us).
+    let mut held: Option<Inbound> = None;
+    let idle = options.idle_timeout;
+    loop {
+        tokio::select! {
+            permit = incoming.reserve(), if held.is_some() => match permit {
+                Ok(permit) => permit.send(Ok(held.take().expect("guarded by the branch condition"))),
+                Err(_) => break,
+            },
+            message = ws.next(), if held.is_none() => {
+                last_heard = Instant::now();
+                let (frame, message) = match message {
+                    Some(Ok(Message::Text(text))) => (Some(Bytes::from(text)), None),
+                    Some(Ok(Message::Binary(data))) => (Some(data), None),
+                    other => (None, other),
+                };
+                if let Some(frame) = frame {
+                    match limit.as_ref().and_then(|l| l.refuse(&frame)) {
+                        Some(Some(refusal)) => timed(idle, ws.send(text(refusal)?)).await?,
+                        Some(None) => {}
+                        None => held = Some(Inbound::Frame(frame)),
+                    }
+                    continue;
+                }
+                match message {
+                    // Pongs to our pings are queued by tungstenite; send them.
+                    Some(Ok(Message::Ping(_))) => timed(idle, ws.flush()).await?,
+                    Some(Ok(Message::Text(_) | Message::Binary(_) | Message::Pong(_) | Message::Frame(_))) => {}
+                    Some(Ok(Message::Close(_))) | None => break,
+                    Some(Err(tungstenite::Error::Capacity(e))) => {
+                        // The protocol cannot skip the rest of the message.
+                        let _ = incoming.send(Ok(Inbound::Oversized { limit: options.max_message_len })).await;
+                        tracing::warn!(error = %e, "websocket message too large; closing");
+                        let _ = timed(idle, ws.close(Some(close_frame(CloseCode::Size, "message too large")))).await;
+                        // Give the peer a moment to answer the oversized frame.
+                        drain(&mut outgoing, &mut ws, idle).await;
+                        return Ok(());
+                    }
+                    Some(Err(e)) => return Err(e),
+                }
+            }
+            frame = outgoing.recv() => {
+                let Some(frame) = frame else {
+                    let _ = timed(idle, ws.close(None)).await;
+                    return Ok(());
+                };
+                timed(idle, ws.feed(text(frame)?)).await?;
+                while let Ok(frame) = outgoing.try_recv() {
+                    timed(idle, ws.feed(text(frame)?)).await?;
+                }
+                timed(idle, ws.flush()).await?;
+            }
+            _ = ping.tick() => {
+                if last_heard.elapsed() > idle {
+                    tracing::debug!("websocket idle; closing");
+                    let _ = timed(idle, ws.close(Some(close_frame(CloseCode::Away, "idle timeout")))).await;
+                    return Ok(());
+                }
+                timed(idle, ws.send(Message::Ping(Bytes::new()))).await?;
+            }
+        }
+    }
+    let _ = timed(idle, ws.close(None)).await;
+    Ok(())
+}
+
+/// Writes out what the peer still sends, briefly, after a close was started.
+async fn drain<S>(outgoing: &mut mpsc::Receiver<Bytes>, ws: &mut WebSocketStream<S>, idle: Duration)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let deadline = tokio::time::sleep(Duration::from_millis(100));
+    tokio::pin!(deadline);
+    loop {
+        tokio::select! {
+            () = &mut deadline => return,
+            frame = outgoing.recv() => match frame.map(text) {
+                Some(Ok(message)) => if timed(idle, ws.send(message)).await.is_err() { return },
+                _ => return,
+            },
+        }
+    }
+}
+
+fn text(frame: Bytes) -> Result<Message, tungstenite::Error> {
+    // Frames are JSON text, so always UTF-8; checked anyway.
+    Utf8Bytes::try_from(frame)
+        .map(Message::Text)
+        .map_err(|_| tungstenite::Error::Utf8("frame is not UTF-8".into()))
+}
+
+fn close_frame(code: CloseCode, reason: &'static str) -> CloseFrame {
+    CloseFrame {
+        code,
+        reason: reason.into(),
+    }
+}
+
+/// Bounds a write: a peer that stops reading is cut off after `limit`.
+async fn timed<T>(
+    limit: Duration,
+    io: impl std::future::Future<Output = Result<T, tungstenite::Error>>,
+) -> Result<T, tungstenite::Error> {
+    match tokio::time::timeout(limit, io).await {
+        Ok(result) => result,
+        Err(_) => Err(tungstenite::Error::Io(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "write stalled",
+        ))),
+    }
+}
