@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
 use clap::Args;
-use jrpc::client::{Client, StderrMode};
+use jrpc::client::{Client, Retry, StderrMode};
 use jrpc::codec::Framing;
 use jrpc::message::RawValue;
 use jrpc::CallError;
@@ -29,6 +29,8 @@ pub mod exit {
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
 TARGETS:
+  http(s)://HOST:PORT/PATH   a server over HTTP (POST)
+  ws(s)://HOST:PORT/PATH     a server over WebSocket
   tcp://HOST:PORT      a server listening on TCP
   unix:PATH            a server listening on a Unix domain socket
   -- COMMAND ARGS...   a command to spawn, spoken to over its stdin/stdout
@@ -40,6 +42,8 @@ PARAMS:
   --raw sends a whole params value as given.
 
 EXAMPLES:
+  jrpc call http://127.0.0.1:4000 subtract 42 23
+  jrpc call ws://127.0.0.1:4000 sum 1 2 3 -H 'Authorization: Bearer s3cret'
   jrpc call tcp://127.0.0.1:4000 subtract 42 23
   jrpc call unix:/tmp/jrpc.sock echo hello
   jrpc call subtract --named minuend=42 --named subtrahend=23 -- jrpc serve --stdio
@@ -49,7 +53,8 @@ EXIT STATUS:
   0  success (the result is on stdout)
   1  the server answered with an error object (printed on stderr)
   2  the command line was wrong
-  3  transport failure: could not connect, the connection closed, the child died
+  3  transport failure: could not connect, the connection closed, the child
+     died, or an HTTP refusal (401, 413, 429, ...)
   4  timeout: no response in time")]
 pub struct CallArgs {
     /// TARGET, METHOD and PARAMS (no TARGET when a command follows `--`).
@@ -85,9 +90,29 @@ pub struct CallArgs {
     #[arg(long)]
     compact: bool,
 
-    /// The framing: ndjson or content-length.
+    /// The framing for tcp:, unix: and spawned commands: ndjson or
+    /// content-length.
     #[arg(long, default_value = "ndjson")]
     framing: Framing,
+
+    /// A header for HTTP and WebSocket targets, 'Name: value'. Repeatable.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+
+    /// Use HTTP/2 with http(s):// targets.
+    #[arg(long)]
+    http2: bool,
+
+    /// Trust the certificates in this PEM file (for a self-signed server)
+    /// instead of the system's.
+    #[arg(long, value_name = "PEM")]
+    cacert: Option<std::path::PathBuf>,
+
+    /// Retry an HTTP request this many times when it could not connect or
+    /// got 429/503 (with exponential backoff). Only for calls that are safe
+    /// to repeat.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    retries: u32,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -131,51 +156,52 @@ fn read_source(source: &str) -> anyhow::Result<String> {
 }
 
 enum Target {
-    Tcp(String),
-    Unix(String),
+    /// tcp://, unix:, http(s)://, ws(s)://
+    Url(String),
     Command(Vec<String>),
 }
 
 impl Target {
     fn parse(text: &str) -> anyhow::Result<Target> {
-        if let Some(addr) = text.strip_prefix("tcp://") {
-            Ok(Target::Tcp(addr.trim_end_matches('/').to_owned()))
-        } else if let Some(path) = text
-            .strip_prefix("unix://")
-            .or_else(|| text.strip_prefix("unix:"))
-        {
-            Ok(Target::Unix(path.to_owned()))
-        } else if text.starts_with("http://")
-            || text.starts_with("https://")
-            || text.starts_with("ws://")
-            || text.starts_with("wss://")
-        {
-            bail!("{text}: HTTP and WebSocket targets are not supported yet; use tcp://, unix: or -- COMMAND")
+        const SCHEMES: [&str; 7] = [
+            "tcp://", "unix:", "http://", "https://", "ws://", "wss://", "unix://",
+        ];
+        if SCHEMES.iter().any(|s| text.starts_with(s)) {
+            Ok(Target::Url(text.to_owned()))
         } else {
-            bail!("{text:?} is not a target: use tcp://HOST:PORT, unix:PATH, or put a command after --")
+            bail!("{text:?} is not a target: use tcp://HOST:PORT, unix:PATH, http(s)://…, ws(s)://…, or put a command after --")
         }
     }
 
-    async fn connect(self, framing: Framing, timeout: Duration) -> Result<Client, Failure> {
-        let builder = Client::builder()
-            .framing(framing)
-            .call_timeout(timeout)
-            .stderr(StderrMode::Inherit);
+    async fn connect(self, args: &CallArgs) -> Result<Client, Failure> {
+        let mut builder = Client::builder()
+            .framing(args.framing)
+            .call_timeout(args.timeout)
+            .stderr(StderrMode::Inherit)
+            .http2(args.http2);
+        for header in &args.headers {
+            let (name, value) = header
+                .split_once(':')
+                .ok_or_else(|| Failure::Usage(anyhow!("-H {header:?}: expected 'Name: value'")))?;
+            builder = builder
+                .header(name.trim(), value.trim())
+                .map_err(|e| Failure::Usage(anyhow!("-H {header:?}: {e}")))?;
+        }
+        if let Some(path) = &args.cacert {
+            builder = builder
+                .ca_pem(path)
+                .map_err(|e| Failure::Usage(anyhow!("--cacert {}: {e}", path.display())))?;
+        }
+        if args.retries > 0 {
+            builder = builder.retry(Retry::attempts(args.retries));
+        }
+        let timeout = args.timeout;
         let connecting = async {
             match self {
-                Target::Tcp(addr) => builder
-                    .connect_tcp(addr.as_str())
+                Target::Url(url) => builder
+                    .connect(&url)
                     .await
-                    .with_context(|| format!("connecting to tcp://{addr}")),
-                #[cfg(unix)]
-                Target::Unix(path) => builder
-                    .connect_unix(&path)
-                    .await
-                    .with_context(|| format!("connecting to unix:{path}")),
-                #[cfg(not(unix))]
-                Target::Unix(path) => Err(anyhow!(
-                    "unix:{path}: Unix sockets are not available on this platform"
-                )),
+                    .with_context(|| format!("connecting to {url}")),
                 Target::Command(words) => {
                     let mut command = tokio::process::Command::new(&words[0]);
                     command.args(&words[1..]);
@@ -255,7 +281,7 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
             return Err(Failure::Usage(anyhow!("--batch takes no METHOD or PARAMS")));
         }
         let text = read_source(source).map_err(Failure::Usage)?;
-        let client = target.connect(args.framing, args.timeout).await?;
+        let client = target.connect(&args).await?;
         return batch(&client, &text, args.compact).await;
     }
     let method = words
@@ -263,14 +289,14 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
         .ok_or_else(|| Failure::Usage(anyhow!("missing METHOD")))?;
     let positional: Vec<String> = words.collect();
     let params = params(&args, &positional).map_err(Failure::Usage)?;
-    let client = target.connect(args.framing, args.timeout).await?;
+    let client = target.connect(&args).await?;
     if args.notify {
         client.notify(&method, &params).await?;
         // Make sure the notification is written before the process ends.
         client.close().await;
         return Ok(());
     }
-    let result = client.peer().call_raw(&method, &params, args.timeout).await?;
+    let result = client.call_raw(&method, &params, args.timeout).await?;
     println!("{}", format_json(result.get(), !args.compact));
     Ok(())
 }

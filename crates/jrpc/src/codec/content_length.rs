@@ -123,6 +123,10 @@ impl Decoder for ContentLengthCodec {
                     buf.advance(blank);
                     let Some(end) = find(buf, b"\r\n\r\n") else {
                         if buf.len() > MAX_HEADER_LEN {
+                            // Drop at least the first line, so that the
+                            // search for the next frame makes progress.
+                            let first_line = memchr::memchr(b'\n', buf).map_or(buf.len(), |p| p + 1);
+                            buf.advance(first_line);
                             self.state = State::Resync;
                             return Ok(Some(Inbound::Malformed(format!(
                                 "no end of headers within {MAX_HEADER_LEN} bytes"
@@ -130,8 +134,18 @@ impl Decoder for ContentLengthCodec {
                         }
                         return Ok(None);
                     };
-                    let headers = buf.split_to(end + 4);
-                    match content_length(&headers[..end]) {
+                    let parsed = content_length(&buf[..end]);
+                    if let Err(reason) = &parsed {
+                        // Junk before a real header section (a stray line
+                        // on stdout, say): drop only the junk.
+                        let lower = buf[..end].to_ascii_lowercase();
+                        if let Some(pos) = find(&lower, b"\ncontent-length:") {
+                            buf.advance(pos + 1);
+                            return Ok(Some(Inbound::Malformed(reason.clone())));
+                        }
+                    }
+                    buf.advance(end + 4);
+                    match parsed {
                         Ok(n) if n > self.max_len => {
                             self.state = State::Skipping(n);
                             return Ok(Some(Inbound::Oversized { limit: self.max_len }));
@@ -145,7 +159,8 @@ impl Decoder for ContentLengthCodec {
                 }
                 State::Body(n) => {
                     if buf.len() < n {
-                        buf.reserve(n - buf.len());
+                        // Grow with the data, not by the announced size.
+                        buf.reserve((n - buf.len()).min(64 * 1024));
                         return Ok(None);
                     }
                     self.state = State::Headers;
@@ -312,6 +327,26 @@ mod tests {
                 "{headers:?}: {got:?}"
             );
         }
+    }
+
+    #[test]
+    fn overlong_headers_starting_like_a_frame_do_not_loop() {
+        let mut codec = ContentLengthCodec::new(100);
+        let mut input = b"Content-Length: 1\r\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', MAX_HEADER_LEN + 10));
+        input.extend_from_slice(b"\r\nContent-Length: 2\r\n\r\n[]");
+        let got = decode_all(&mut codec, &[&input]);
+        assert!(matches!(&got[0], Inbound::Malformed(_)), "{got:?}");
+        assert_eq!(got.last(), Some(&frame("[]")));
+        assert!(got.len() <= 3, "{got:?}");
+    }
+
+    #[test]
+    fn a_stray_line_before_a_frame_loses_only_the_line() {
+        let mut codec = ContentLengthCodec::new(100);
+        let got = decode_all(&mut codec, &[b"Starting server...\nContent-Length: 2\r\n\r\n{}"]);
+        assert!(matches!(&got[0], Inbound::Malformed(_)), "{got:?}");
+        assert_eq!(got[1..], [frame("{}")]);
     }
 
     #[test]

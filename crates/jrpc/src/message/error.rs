@@ -49,6 +49,9 @@ pub mod codes {
     pub const RATE_LIMITED: i64 = -32005;
     /// The request took longer than the server allows (HTTP `503`).
     pub const REQUEST_TIMEOUT: i64 = -32006;
+    /// The connection has too many requests in flight, or is closing; the
+    /// request was not run. Retry later.
+    pub const SERVER_BUSY: i64 = -32007;
 
     /// Whether `code` lies in the implementation-defined server error range.
     pub fn is_server_error(code: i64) -> bool {

@@ -2,12 +2,20 @@
 //! item, a writer that coalesces outgoing frames, a worker that runs
 //! notification handlers in arrival order, and one task per request served
 //! by an async handler.
+//!
+//! Nothing here lets the reader stop reading for long: responses to this
+//! side's calls must always get through, or handlers waiting on them (a
+//! server calling back its client) would wait forever. So requests beyond
+//! the connection's bound are refused with `-32007` rather than queued,
+//! notifications beyond their queue are dropped (and logged), and only a
+//! full outgoing queue (a peer that does not read) holds the reader.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,10 +23,10 @@ use bytes::Bytes;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use super::shared::Shared;
+use super::shared::{InFlight, Shared};
 use super::CallError;
 use crate::codec::Inbound;
 use crate::message::{
@@ -34,13 +42,21 @@ pub(crate) type EofReason = Pin<Box<dyn Future<Output = Option<String>> + Send>>
 /// How long to wait for an [`EofReason`] before settling for the plain one.
 const EOF_REASON_WAIT: Duration = Duration::from_secs(2);
 
+/// Notifications waiting for their handler, at most.
+const NOTIFICATION_QUEUE: usize = 1024;
+
 /// Per-connection bounds on incoming requests served by async handlers.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Bounds {
     /// Handlers running at once.
     pub(crate) running: usize,
-    /// Requests read but not yet finished; the reader pauses beyond this.
+    /// Requests accepted but not finished (running or waiting to run);
+    /// more are refused with `-32007`.
     pub(crate) queued: usize,
+}
+
+fn busy(reason: &str) -> Error {
+    Error::new(codes::SERVER_BUSY, "Server busy").with_data(reason)
 }
 
 pub(crate) fn start<S, K>(
@@ -56,15 +72,16 @@ pub(crate) fn start<S, K>(
 {
     let finish = CancellationToken::new();
     let writer = tokio::spawn(write_loop(Arc::clone(&shared), sink, outbox, finish.clone()));
-    let tracker = TaskTracker::new();
-    let (notify_tx, notify_rx) = mpsc::channel(64);
-    tracker.spawn(notification_worker(Arc::clone(&shared), notify_rx));
-    let reader = Reader {
+    let mut tasks = JoinSet::new();
+    let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
+    tasks.spawn(notification_worker(Arc::clone(&shared), notify_rx));
+    let mut reader = Reader {
         shared: Arc::clone(&shared),
-        tracker: tracker.clone(),
-        notifications: notify_tx,
+        tasks,
+        notifications: Some(notify_tx),
         running: Arc::new(Semaphore::new(bounds.running.max(1))),
         queued: Arc::new(Semaphore::new(bounds.queued.max(bounds.running).max(1))),
+        draining: false,
     };
     tokio::spawn(async move {
         let ended = reader.run(stream).await;
@@ -78,25 +95,30 @@ pub(crate) fn start<S, K>(
                     .into(),
                 None => "end of stream".into(),
             },
-            Ended::Stopped => "closed by this side".into(),
+            Ended::Closed => match shared.refusal() {
+                CallError::Io(e) => format!("write error: {e}").into(),
+                _ => "closed by this side".into(),
+            },
             Ended::Failed(e) => {
                 shared.fail_calls(CallError::Io(Arc::clone(&e)));
                 format!("read error: {e}").into()
             }
+            Ended::Killed => "aborted".into(),
         };
-        // Nothing more can be read, so no response can come: fail every
+        // Nothing more will be read, so no response can come: fail every
         // pending call now. Requests already read are still answered.
         shared.fail_calls(CallError::Closed(Arc::clone(&reason)));
-        drop(reader);
-        tracker.close();
-        tracker.wait().await;
+        reader.finish().await;
         finish.cancel();
-        match writer.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::debug!(error = %e, "writer ended with an error"),
-            // The runtime is shutting down.
-            Err(e) if e.is_cancelled() => {}
-            Err(e) => tracing::error!(error = %e, "writer task failed"),
+        tokio::select! {
+            result = writer => match result {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "writer ended with an error"),
+                // The runtime is shutting down.
+                Err(e) if e.is_cancelled() => {}
+                Err(e) => tracing::error!(error = %e, "writer task failed"),
+            },
+            () = shared.kill.cancelled() => {}
         }
         shared.set_closed(reason);
     });
@@ -113,7 +135,7 @@ async fn write_loop<K>(
 where
     K: Sink<Bytes, Error = io::Error> + Unpin,
 {
-    let result: io::Result<()> = async {
+    let writing = async {
         // One waiter for the whole loop, not one per frame.
         let finished = finish.cancelled();
         tokio::pin!(finished);
@@ -136,8 +158,11 @@ where
             sink.flush().await?;
         }
         sink.close().await
-    }
-    .await;
+    };
+    let result: io::Result<()> = tokio::select! {
+        result = writing => result,
+        () = shared.kill.cancelled() => Ok(()),
+    };
     if let Err(e) = &result {
         // The other side is gone: stop reading and fail every call.
         let e = Arc::new(io::Error::new(e.kind(), e.to_string()));
@@ -149,46 +174,76 @@ where
 
 enum Ended {
     Eof,
-    Stopped,
+    Closed,
     Failed(Arc<io::Error>),
+    Killed,
 }
 
 struct Reader {
     shared: Arc<Shared>,
-    tracker: TaskTracker,
-    notifications: mpsc::Sender<OwnedCall>,
+    /// Handler tasks and the notification worker; dropping aborts them.
+    tasks: JoinSet<()>,
+    notifications: Option<mpsc::Sender<OwnedCall>>,
     running: Arc<Semaphore>,
     queued: Arc<Semaphore>,
+    /// Closing gracefully: new requests are refused, responses still routed.
+    draining: bool,
 }
 
 impl Reader {
-    async fn run<S>(&self, mut stream: S) -> Ended
+    async fn run<S>(&mut self, mut stream: S) -> Ended
     where
         S: Stream<Item = io::Result<Inbound>> + Unpin,
     {
-        let stopped = self.shared.stop_reading.cancelled();
-        tokio::pin!(stopped);
+        let shared = Arc::clone(&self.shared);
+        let stopped = shared.stop_reading.cancelled();
+        let killed = shared.kill.cancelled();
+        tokio::pin!(stopped, killed);
         loop {
-            let item = tokio::select! {
+            if self.draining && self.tasks.is_empty() {
+                return Ended::Closed;
+            }
+            tokio::select! {
                 biased;
-                () = &mut stopped => return Ended::Stopped,
-                item = stream.next() => item,
-            };
-            match item {
-                None => return Ended::Eof,
-                Some(Err(e)) => return Ended::Failed(Arc::new(e)),
-                Some(Ok(Inbound::Frame(frame))) => self.on_frame(frame).await,
-                Some(Ok(Inbound::Oversized { limit })) => {
-                    tracing::warn!(limit, "oversized frame skipped");
-                    let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
-                        .with_data(&format!("frames may be at most {limit} bytes"));
-                    self.send_error(Id::NULL, error).await;
+                () = &mut killed => return Ended::Killed,
+                () = &mut stopped, if !self.draining => {
+                    // Take no new work; the worker ends once its queue is done.
+                    self.draining = true;
+                    self.notifications = None;
                 }
-                Some(Ok(Inbound::Malformed(reason))) => {
-                    tracing::warn!(%reason, "malformed framing skipped");
-                    self.send_error(Id::NULL, Error::parse_error().with_data(&reason))
-                        .await;
+                Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
+                item = stream.next() => match item {
+                    None => return Ended::Eof,
+                    Some(Err(e)) => return Ended::Failed(Arc::new(e)),
+                    Some(Ok(Inbound::Frame(frame))) => self.on_frame(frame).await,
+                    Some(Ok(Inbound::Oversized { limit })) => {
+                        tracing::warn!(limit, "oversized frame skipped");
+                        let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
+                            .with_data(&format!("frames may be at most {limit} bytes"));
+                        self.send_error(Id::NULL, error).await;
+                    }
+                    Some(Ok(Inbound::Malformed(reason))) => {
+                        tracing::warn!(%reason, "malformed framing skipped");
+                        self.send_error(Id::NULL, Error::parse_error().with_data(&reason)).await;
+                    }
+                },
+            }
+        }
+    }
+
+    /// After reading has ended: lets the handlers finish (unless killed).
+    async fn finish(&mut self) {
+        self.notifications = None;
+        let killed = self.shared.kill.cancelled();
+        tokio::pin!(killed);
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut killed => {
+                    self.tasks.abort_all();
+                    return;
                 }
+                next = self.tasks.join_next() => if next.is_none() { return },
             }
         }
     }
@@ -209,8 +264,9 @@ impl Reader {
         .await;
     }
 
-    async fn on_frame(&self, frame: Bytes) {
-        match parse_frame(&frame, self.shared.router.parse_limits()) {
+    async fn on_frame(&mut self, frame: Bytes) {
+        let shared = Arc::clone(&self.shared);
+        match parse_frame(&frame, shared.router.parse_limits()) {
             Err(error) => self.send_error(Id::NULL, error).await,
             Ok(Frame::Single(item)) => self.on_item(item).await,
             Ok(Frame::Batch(items)) => {
@@ -218,34 +274,53 @@ impl Reader {
                 for item in items {
                     match item {
                         Incoming::Response(response) => {
-                            to_serve |= self.shared.is_stray(&response);
-                            self.shared.deliver(response);
+                            to_serve |= shared.is_stray(&response);
+                            shared.deliver(response);
                         }
                         _ => to_serve = true,
                     }
                 }
-                if to_serve {
-                    // The batch is answered as one frame by its own task.
-                    let queued = self.queue_permit().await;
-                    let (shared, running) = (Arc::clone(&self.shared), Arc::clone(&self.running));
-                    self.tracker.spawn(async move {
-                        let _queued = queued;
-                        let _running = running.acquire_owned().await;
-                        let stray = |r: &ResponseRef<'_>| shared.is_stray(r);
-                        if let Some(reply) = shared
-                            .router
-                            .handle_batch_frame(&frame, &shared.connection, &stray)
-                            .await
-                        {
-                            let _ = shared.outbox.send(reply).await;
-                        }
-                    });
+                if !to_serve {
+                    return;
                 }
+                if self.draining {
+                    let refusal = crate::message::refuse_frame(
+                        &frame,
+                        shared.router.parse_limits(),
+                        &busy("the connection is closing"),
+                    );
+                    if let Some(refusal) = refusal {
+                        self.send(refusal).await;
+                    }
+                    return;
+                }
+                let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
+                    let limits = shared.router.parse_limits();
+                    let error = busy("too many requests in flight on this connection");
+                    if let Some(refusal) = crate::message::refuse_frame(&frame, limits, &error) {
+                        self.send(refusal).await;
+                    }
+                    return;
+                };
+                // The batch is answered as one frame by its own task.
+                let running = Arc::clone(&self.running);
+                self.tasks.spawn(async move {
+                    let _queued = queued;
+                    let _running = running.acquire_owned().await;
+                    let stray = |r: &ResponseRef<'_>| shared.is_stray(r);
+                    if let Some(reply) = shared
+                        .router
+                        .handle_batch_frame(&frame, &shared.connection, &stray)
+                        .await
+                    {
+                        let _ = shared.outbox.send(reply).await;
+                    }
+                });
             }
         }
     }
 
-    async fn on_item(&self, item: Incoming<'_>) {
+    async fn on_item(&mut self, item: Incoming<'_>) {
         match item {
             Incoming::Response(response) => {
                 if self.shared.is_stray(&response) {
@@ -262,21 +337,25 @@ impl Reader {
                     .is_some_and(|c| c.method == notification.method);
                 if is_cancel {
                     self.cancel_incoming(notification.params).await;
-                } else {
-                    let _ = self
-                        .notifications
-                        .send(OwnedCall::notification(notification))
-                        .await;
+                    return;
                 }
+                let Some(queue) = &self.notifications else {
+                    return tracing::debug!(method = %notification.method, "notification while closing dropped");
+                };
+                if queue.try_send(OwnedCall::notification(notification)).is_err() {
+                    tracing::warn!("notification queue full: notification dropped");
+                }
+            }
+            Incoming::Request(request) if self.draining => {
+                self.send_error(request.id, busy("the connection is closing"))
+                    .await;
             }
             item => {
                 let mut out = Vec::new();
-                let left = self.shared.router.handle_inline(
-                    item,
-                    &self.shared.connection,
-                    &mut out,
-                    Responses::Reject,
-                );
+                let shared = Arc::clone(&self.shared);
+                let left = shared
+                    .router
+                    .handle_inline(item, &shared.connection, &mut out, Responses::Reject);
                 if !out.is_empty() {
                     self.send(out.into()).await;
                 }
@@ -287,24 +366,26 @@ impl Reader {
         }
     }
 
-    async fn queue_permit(&self) -> tokio::sync::OwnedSemaphorePermit {
-        Arc::clone(&self.queued)
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed")
-    }
-
     /// Runs a request's async handler on its own task, within the bounds.
-    async fn spawn_request(&self, call: OwnedCall) {
-        let queued = self.queue_permit().await;
-        let (shared, running) = (Arc::clone(&self.shared), Arc::clone(&self.running));
-        let cancellable = shared.cancel.is_some();
+    async fn spawn_request(&mut self, call: OwnedCall) {
         let id = call.id.clone().unwrap_or(Id::NULL);
+        let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
+            return self
+                .send_error(id, busy("too many requests in flight on this connection"))
+                .await;
+        };
+        let (shared, running) = (Arc::clone(&self.shared), Arc::clone(&self.running));
+        let answered = Arc::new(AtomicBool::new(false));
+        let cancellable = shared.cancel.is_some();
         if cancellable {
-            shared.serving().insert(id.clone(), None);
+            // Registered before the task starts, so its cleanup finds it.
+            shared.serving().entry(id.clone()).or_default().push(InFlight {
+                answered: Arc::clone(&answered),
+                abort: None,
+            });
         }
-        let task_id = id.clone();
-        let handle = self.tracker.spawn(async move {
+        let task_answered = Arc::clone(&answered);
+        let handle = self.tasks.spawn(async move {
             let _queued = queued;
             let _running = running.acquire_owned().await;
             let mut out = Vec::new();
@@ -313,19 +394,25 @@ impl Reader {
                 .handle_async(call.as_incoming(), &shared.connection, &mut out)
                 .await;
             // A cancellation that got here first has answered already.
-            if cancellable && shared.serving().remove(&task_id).is_none() {
-                return;
+            if !task_answered.swap(true, Ordering::AcqRel) {
+                let _ = shared.outbox.send(out.into()).await;
             }
-            let _ = shared.outbox.send(out.into()).await;
+            if cancellable {
+                forget_in_flight(&shared, call.id.as_ref().unwrap_or(&Id::NULL), &task_answered);
+            }
         });
         if cancellable {
-            if let Some(slot) = self.shared.serving().get_mut(&id) {
-                *slot = Some(handle.abort_handle());
+            let mut serving = self.shared.serving();
+            let entry = serving
+                .get_mut(&id)
+                .and_then(|entries| entries.iter_mut().find(|e| Arc::ptr_eq(&e.answered, &answered)));
+            if let Some(entry) = entry {
+                entry.abort = Some(handle);
             }
         }
     }
 
-    /// Handles a cancel notification: aborts the handler serving that id.
+    /// Handles a cancel notification: aborts the handlers serving that id.
     async fn cancel_incoming(&self, params: Option<&RawValue>) {
         let Some(protocol) = &self.shared.cancel else {
             return;
@@ -335,20 +422,31 @@ impl Reader {
             .and_then(|fields| fields.get(&*protocol.id_field).copied())
             .and_then(Id::from_raw);
         let Some(id) = id else {
-            tracing::debug!("cancel notification without a usable id ignored");
-            return;
+            return tracing::debug!("cancel notification without a usable id ignored");
         };
-        let entry = self.shared.serving().remove(&id);
-        let Some(handle) = entry else {
-            tracing::debug!(%id, "cancel for a request not in flight ignored");
-            return;
-        };
-        if let Some(handle) = handle {
-            handle.abort();
+        let entries = self.shared.serving().remove(&id).unwrap_or_default();
+        for entry in entries {
+            if entry.answered.swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            if let Some(handle) = entry.abort {
+                handle.abort();
+            }
+            tracing::debug!(%id, "incoming request cancelled");
+            if let Some(error) = &protocol.reply {
+                self.send_error(id.clone(), error.clone()).await;
+            }
         }
-        tracing::debug!(%id, "incoming request cancelled");
-        if let Some(error) = &protocol.reply {
-            self.send_error(id, error.clone()).await;
+    }
+}
+
+/// Drops a finished request's cancellation entry.
+fn forget_in_flight(shared: &Shared, id: &Id, answered: &Arc<AtomicBool>) {
+    let mut serving = shared.serving();
+    if let Some(entries) = serving.get_mut(id) {
+        entries.retain(|e| !Arc::ptr_eq(&e.answered, answered));
+        if entries.is_empty() {
+            serving.remove(id);
         }
     }
 }
@@ -358,10 +456,10 @@ async fn notification_worker(shared: Arc<Shared>, mut queue: mpsc::Receiver<Owne
     while let Some(call) = queue.recv().await {
         let mut out = Vec::new();
         let item = call.as_incoming();
-        if let Some(item) = shared
+        let left = shared
             .router
-            .handle_inline(item, &shared.connection, &mut out, Responses::Reject)
-        {
+            .handle_inline(item, &shared.connection, &mut out, Responses::Reject);
+        if let Some(item) = left {
             shared
                 .router
                 .handle_async(item, &shared.connection, &mut out)

@@ -26,6 +26,20 @@ pub enum CallError {
     /// The result did not decode into the type asked for.
     #[error("cannot decode the result: {0}")]
     Decode(Arc<serde_json::Error>),
+    /// An HTTP server refused the request (`401`, `413`, `429`, ...); its
+    /// JSON-RPC error body, when it sent one, is in `error`.
+    #[error("HTTP {status}{}", match error { Some(e) => format!(": {e}"), None if body.is_empty() => String::new(), None => format!(": {body}") })]
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// The JSON-RPC error in the body, if any.
+        error: Option<crate::Error>,
+        /// The start of the body.
+        body: Arc<str>,
+    },
+    /// The other side's reply was not a valid answer to the call.
+    #[error("invalid reply: {0}")]
+    Protocol(Arc<str>),
     /// The params could not be encoded as a JSON array or object.
     #[error("cannot encode the params: {0}")]
     Encode(Arc<str>),

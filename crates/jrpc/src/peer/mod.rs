@@ -20,16 +20,14 @@
 //! # });
 //! ```
 
+mod batch;
 mod driver;
 mod error;
 mod shared;
 
 use std::borrow::Cow;
 use std::fmt;
-use std::future::{Future, IntoFuture};
 use std::io;
-use std::marker::PhantomData;
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -39,12 +37,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
+pub use batch::{Batch, BatchCall};
 pub(crate) use driver::EofReason;
 pub use error::CallError;
-use shared::{Outcome, Shared};
+pub(crate) use shared::Outcome;
+use shared::Shared;
 
 use crate::codec::{Framing, Inbound};
 use crate::message::{encode_call, write_json_str, Id};
@@ -187,8 +187,10 @@ impl PeerBuilder {
     }
 
     /// How many incoming requests with async handlers run at once (default
-    /// 128). Up to four times as many are read ahead; beyond that the peer
-    /// stops reading until some finish.
+    /// 128). Up to eight times as many may wait for a turn; beyond that a
+    /// request is refused with `-32007 Server busy` (the reader never stops,
+    /// so responses to this side's own calls always get through). Requests
+    /// served by plain handlers run inline and are not counted.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.max_in_flight = requests.max(1);
         self
@@ -249,7 +251,7 @@ impl PeerBuilder {
         });
         let bounds = driver::Bounds {
             running: max_in_flight,
-            queued: max_in_flight.saturating_mul(4),
+            queued: max_in_flight.saturating_mul(8),
         };
         driver::start(
             Arc::clone(&shared),
@@ -272,7 +274,7 @@ impl PeerBuilder {
 /// closes its connection when dropped.
 #[derive(Clone)]
 pub struct Peer {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl fmt::Debug for Peer {
@@ -326,11 +328,12 @@ impl Peer {
         params: impl Serialize,
         timeout: Duration,
     ) -> Result<Box<RawValue>, CallError> {
-        let (id, rx) = self.shared.register()?;
+        let (id, mut rx) = self.shared.register()?;
         let mut guard = CallGuard {
             shared: &self.shared,
             id,
             armed: true,
+            sent: false,
         };
         let frame = match encode_call(method, &params, Some(&Id::from(id))) {
             Ok(frame) => frame,
@@ -340,14 +343,25 @@ impl Peer {
                 return Err(CallError::Encode(e.into()));
             }
         };
-        self.send(frame.into()).await?;
-        match tokio::time::timeout(timeout, rx).await {
+        // One deadline for queueing the request and for its answer.
+        let exchange = async {
+            self.send(frame.into()).await?;
+            guard.sent = true;
+            (&mut rx).await.unwrap_or_else(|_| Err(self.closed_error()))
+        };
+        let outcome = tokio::time::timeout(timeout, exchange).await;
+        match outcome {
             Ok(outcome) => {
                 guard.armed = false;
-                outcome.unwrap_or_else(|_| Err(self.closed_error()))
+                outcome
             }
             Err(_) => {
-                guard.cancel("timeout");
+                if !guard.cancel("timeout") {
+                    // The answer came just as time ran out: take it.
+                    if let Ok(outcome) = rx.try_recv() {
+                        return outcome;
+                    }
+                }
                 Err(CallError::Timeout(timeout))
             }
         }
@@ -356,7 +370,10 @@ impl Peer {
     /// Sends a notification: no response will come.
     pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
         let frame = encode_call(method, &params, None).map_err(|e| CallError::Encode(e.into()))?;
-        self.send(frame.into()).await
+        let timeout = self.shared.call_timeout;
+        tokio::time::timeout(timeout, self.send(frame.into()))
+            .await
+            .unwrap_or(Err(CallError::Timeout(timeout)))
     }
 
     /// Starts a batch: several calls and notifications sent as one frame.
@@ -373,12 +390,7 @@ impl Peer {
     /// # Ok(()) }
     /// ```
     pub fn batch(&self) -> Batch {
-        Batch {
-            peer: self.clone(),
-            frame: vec![b'['],
-            ids: Vec::new(),
-            sent: false,
-        }
+        Batch::for_peer(self.clone())
     }
 
     /// Closes the connection gracefully: stops reading, lets requests
@@ -386,6 +398,20 @@ impl Peer {
     /// write side. Pending outgoing calls fail with [`CallError::Closed`].
     pub fn close(&self) {
         self.shared.stop_reading.cancel();
+    }
+
+    /// Drops the connection at once: handlers still running are aborted,
+    /// nothing more is written, pending calls fail. For when a graceful
+    /// [`close`](Self::close) takes too long.
+    pub fn abort(&self) {
+        self.shared.stop_reading.cancel();
+        self.shared.kill.cancel();
+    }
+
+    /// Fails every pending call now with `reason`, and refuses new ones,
+    /// without waiting for the stream to end.
+    pub(crate) fn fail_calls(&self, reason: &str) {
+        self.shared.fail_calls(CallError::Closed(reason.into()));
     }
 
     /// Waits until the connection has fully closed; returns why.
@@ -406,7 +432,7 @@ impl Peer {
         self.shared.closed_tx.borrow().is_some()
     }
 
-    async fn send(&self, frame: Bytes) -> Result<(), CallError> {
+    pub(crate) async fn send(&self, frame: Bytes) -> Result<(), CallError> {
         self.shared
             .outbox
             .send(frame)
@@ -421,19 +447,23 @@ impl Peer {
 
 /// Cleans up an outgoing call that ends without its response (dropped or
 /// timed out): forgets it and, where configured, tells the other side.
-struct CallGuard<'a> {
-    shared: &'a Arc<Shared>,
-    id: u64,
-    armed: bool,
+pub(crate) struct CallGuard<'a> {
+    pub(crate) shared: &'a Arc<Shared>,
+    pub(crate) id: u64,
+    pub(crate) armed: bool,
+    /// Whether the request went out (else there is nothing to cancel there).
+    pub(crate) sent: bool,
 }
 
 impl CallGuard<'_> {
-    fn cancel(&mut self, reason: &str) {
+    /// Forgets the call and, if it was sent, tells the other side. Returns
+    /// whether the call was still pending (false: its answer already came).
+    pub(crate) fn cancel(&mut self, reason: &str) -> bool {
         if !std::mem::take(&mut self.armed) || !self.shared.forget(self.id) {
-            return;
+            return false;
         }
-        let Some(protocol) = &self.shared.cancel else {
-            return;
+        let Some(protocol) = self.shared.cancel.as_ref().filter(|_| self.sent) else {
+            return true;
         };
         let frame = protocol.notification(self.id, reason);
         match self.shared.outbox.try_send(frame) {
@@ -446,134 +476,16 @@ impl CallGuard<'_> {
                 }
             }
         }
+        true
     }
 }
 
 impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
-        self.cancel("cancelled by the caller");
+        let _ = self.cancel("cancelled by the caller");
     }
 }
 
-fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, CallError> {
+pub(crate) fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, CallError> {
     serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))
-}
-
-/// Calls and notifications to send as one batch frame. See [`Peer::batch`].
-pub struct Batch {
-    peer: Peer,
-    frame: Vec<u8>,
-    ids: Vec<u64>,
-    sent: bool,
-}
-
-impl Batch {
-    fn push(&mut self, entry: &[u8]) {
-        if self.frame.len() > 1 {
-            self.frame.push(b',');
-        }
-        self.frame.extend_from_slice(entry);
-    }
-
-    /// Adds a call; its result comes through the returned [`BatchCall`]
-    /// once the batch is sent.
-    pub fn call<R: DeserializeOwned>(&mut self, method: &str, params: impl Serialize) -> BatchCall<R> {
-        let registered = self.peer.shared.register().and_then(|(id, rx)| {
-            match encode_call(method, &params, Some(&Id::from(id))) {
-                Ok(entry) => {
-                    self.push(&entry);
-                    self.ids.push(id);
-                    Ok((id, rx))
-                }
-                Err(e) => {
-                    self.peer.shared.forget(id);
-                    Err(CallError::Encode(e.into()))
-                }
-            }
-        });
-        BatchCall {
-            peer: self.peer.clone(),
-            registered,
-            _result: PhantomData,
-        }
-    }
-
-    /// Adds a notification. Params that do not encode are reported by
-    /// [`send`](Self::send).
-    pub fn notify(&mut self, method: &str, params: impl Serialize) -> &mut Self {
-        match encode_call(method, &params, None) {
-            Ok(entry) => self.push(&entry),
-            Err(e) => tracing::warn!(method, error = %e, "batch notification dropped: params do not encode"),
-        }
-        self
-    }
-
-    /// Whether nothing was added.
-    pub fn is_empty(&self) -> bool {
-        self.frame.len() == 1
-    }
-
-    /// Sends the batch. The calls' results then arrive through their
-    /// [`BatchCall`]s. An empty batch sends nothing.
-    pub async fn send(mut self) -> Result<(), CallError> {
-        self.sent = true;
-        if self.is_empty() {
-            return Ok(());
-        }
-        let mut frame = std::mem::take(&mut self.frame);
-        frame.push(b']');
-        let result = self.peer.send(frame.into()).await;
-        if result.is_err() {
-            self.sent = false;
-        }
-        result
-    }
-}
-
-impl Drop for Batch {
-    fn drop(&mut self) {
-        if !self.sent {
-            for id in &self.ids {
-                self.peer.shared.forget(*id);
-            }
-        }
-    }
-}
-
-/// The result of one call in a [`Batch`]: await it after the batch is sent.
-pub struct BatchCall<R> {
-    peer: Peer,
-    registered: Result<(u64, oneshot::Receiver<Outcome>), CallError>,
-    _result: PhantomData<fn() -> R>,
-}
-
-impl<R: DeserializeOwned + Send + 'static> IntoFuture for BatchCall<R> {
-    type Output = Result<R, CallError>;
-    type IntoFuture = Pin<Box<dyn Future<Output = Result<R, CallError>> + Send>>;
-
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            let (id, rx) = self.registered?;
-            let timeout = self.peer.shared.call_timeout;
-            let mut guard = CallGuard {
-                shared: &self.peer.shared,
-                id,
-                armed: true,
-            };
-            match tokio::time::timeout(timeout, rx).await {
-                Ok(Ok(outcome)) => {
-                    guard.armed = false;
-                    decode(&outcome?)
-                }
-                Ok(Err(_)) => {
-                    guard.armed = false;
-                    Err(CallError::Closed("the batch was not sent".into()))
-                }
-                Err(_) => {
-                    guard.cancel("timeout");
-                    Err(CallError::Timeout(timeout))
-                }
-            }
-        })
-    }
 }

@@ -28,12 +28,22 @@ pub(crate) struct Shared {
     pub(crate) cancel: Option<CancelProtocol>,
     next_id: AtomicU64,
     calls: Mutex<Calls>,
-    /// Incoming requests being served by async handlers, for cancellation.
-    pub(crate) serving: Mutex<HashMap<Id, Option<AbortHandle>>>,
-    /// Tells the reader to stop taking new frames (graceful close).
+    /// Incoming requests being served by async handlers, for cancellation
+    /// (several may share an id: ids are the other side's to choose).
+    pub(crate) serving: Mutex<HashMap<Id, Vec<InFlight>>>,
+    /// Graceful close: take no new requests, finish the ones in flight.
     pub(crate) stop_reading: CancellationToken,
+    /// Hard stop: abort whatever is still running and drop the connection.
+    pub(crate) kill: CancellationToken,
     /// Set once the connection is fully closed, with why.
     pub(crate) closed_tx: watch::Sender<Option<Arc<str>>>,
+}
+
+/// One incoming request served by an async handler.
+pub(crate) struct InFlight {
+    /// Set by whichever answers first: the handler, or a cancellation.
+    pub(crate) answered: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) abort: Option<AbortHandle>,
 }
 
 /// The outgoing calls awaiting a response, and whether the connection can
@@ -65,6 +75,7 @@ impl Shared {
             }),
             serving: Mutex::new(HashMap::new()),
             stop_reading: CancellationToken::new(),
+            kill: CancellationToken::new(),
             closed_tx: watch::channel(None).0,
         }
     }
@@ -75,7 +86,7 @@ impl Shared {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn serving(&self) -> MutexGuard<'_, HashMap<Id, Option<AbortHandle>>> {
+    pub(crate) fn serving(&self) -> MutexGuard<'_, HashMap<Id, Vec<InFlight>>> {
         self.serving.lock().unwrap_or_else(|e| e.into_inner())
     }
 

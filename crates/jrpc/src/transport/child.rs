@@ -4,7 +4,7 @@ use std::io;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -38,6 +38,8 @@ pub(crate) struct Spawned {
     pub(crate) eof_reason: EofReason,
     /// Owns the child: aborting it kills the child.
     pub(crate) monitor: JoinHandle<()>,
+    /// Resolves with the exit reason once the child has exited.
+    pub(crate) exited: EofReason,
     pub(crate) stderr: Option<Arc<Mutex<String>>>,
     pub(crate) pid: Option<u32>,
 }
@@ -62,15 +64,20 @@ pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spaw
         .stdout
         .take()
         .ok_or_else(|| io::Error::other("child stdout was not piped"))?;
-    let captured = child.stderr.take().map(|pipe| {
+    let captured = child.stderr.take().map(|mut pipe| {
         let buffer = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&buffer);
+        // Raw reads, so that no line, however long and whatever its bytes,
+        // ever stops the draining (a full pipe would freeze the child).
         tokio::spawn(async move {
-            let mut lines = BufReader::new(pipe).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            let mut chunk = vec![0u8; 8192];
+            loop {
+                let n = match pipe.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
                 let mut text = sink.lock().unwrap_or_else(|e| e.into_inner());
-                text.push_str(&line);
-                text.push('\n');
+                text.push_str(&String::from_utf8_lossy(&chunk[..n]));
                 if text.len() > CAPTURE_LIMIT {
                     let cut = text.len() - CAPTURE_LIMIT;
                     let cut = (cut..text.len())
@@ -88,41 +95,48 @@ pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spaw
         peer_addr: pid.map(|pid| format!("pid {pid}")),
         local_addr: None,
     };
-    let (status_tx, mut status_rx) = watch::channel::<Option<io::Result<ExitStatus>>>(None);
+    let (status_tx, status_rx) = watch::channel::<Option<io::Result<ExitStatus>>>(None);
     let monitor = tokio::spawn(async move {
         let status = child.wait().await;
         let _ = status_tx.send(Some(status));
         // Keep `child` owned here until it has been reaped.
     });
-    let last_line = captured.clone();
-    let eof_reason: EofReason = Box::pin(async move {
-        let status = loop {
-            if let Some(status) = status_rx.borrow_and_update().as_ref() {
-                break match status {
-                    Ok(status) => status.to_string(),
-                    Err(e) => format!("unknown status ({e})"),
-                };
+    let exit_reason = |mut status_rx: watch::Receiver<Option<io::Result<ExitStatus>>>,
+                       last_line: Option<Arc<Mutex<String>>>,
+                       program: String|
+     -> EofReason {
+        Box::pin(async move {
+            let status = loop {
+                if let Some(status) = status_rx.borrow_and_update().as_ref() {
+                    break match status {
+                        Ok(status) => status.to_string(),
+                        Err(e) => format!("unknown status ({e})"),
+                    };
+                }
+                status_rx.changed().await.ok()?;
+            };
+            let mut reason = format!("child process {program} exited ({status})");
+            if let Some(buffer) = last_line {
+                // Give the stderr reader a moment to take the final lines.
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                let text = buffer.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
+                    reason.push_str(": ");
+                    reason.push_str(line.trim());
+                }
             }
-            status_rx.changed().await.ok()?;
-        };
-        let mut reason = format!("child process {program} exited ({status})");
-        if let Some(buffer) = last_line {
-            // Give the stderr reader a moment to take the final lines.
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            let text = buffer.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(line) = text.lines().rev().find(|l| !l.trim().is_empty()) {
-                reason.push_str(": ");
-                reason.push_str(line.trim());
-            }
-        }
-        Some(reason)
-    });
+            Some(reason)
+        })
+    };
+    let eof_reason = exit_reason(status_rx.clone(), captured.clone(), program.clone());
+    let exited = exit_reason(status_rx, captured.clone(), program);
     Ok(Spawned {
         stdin,
         stdout,
         info,
         eof_reason,
         monitor,
+        exited,
         stderr: captured,
         pid,
     })

@@ -50,9 +50,13 @@ pub struct Server {
     call_timeout: Duration,
     cancel: Option<CancelProtocol>,
     max_in_flight: usize,
+    shutdown_grace: Duration,
 }
 
 impl Server {
+    /// The default grace period for shutdown: 30 s.
+    pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
     /// The default bound on open connections per listener: 1024.
     pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
@@ -65,6 +69,31 @@ impl Server {
             call_timeout: Peer::DEFAULT_CALL_TIMEOUT,
             cancel: None,
             max_in_flight: Peer::DEFAULT_MAX_IN_FLIGHT,
+            shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+
+    /// How long a graceful shutdown waits for requests in flight before it
+    /// aborts them and drops the connections (default 30 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    pub(crate) fn grace(&self) -> Duration {
+        self.shutdown_grace
+    }
+
+    /// Closes `peer` gracefully, or aborts it after the grace period.
+    pub(crate) async fn close_peer(&self, peer: &Peer) {
+        peer.close();
+        if tokio::time::timeout(self.shutdown_grace, peer.closed())
+            .await
+            .is_err()
+        {
+            tracing::warn!("connection still busy after the shutdown grace period; aborting it");
+            peer.abort();
+            peer.closed().await;
         }
     }
 
@@ -143,6 +172,14 @@ impl Server {
         let path = path.as_ref();
         let listener = match tokio::net::UnixListener::bind(path) {
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                use std::os::unix::fs::FileTypeExt;
+                let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+                if !is_socket {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("{} exists and is not a socket", path.display()),
+                    ));
+                }
                 if tokio::net::UnixStream::connect(path).await.is_ok() {
                     return Err(io::Error::new(
                         io::ErrorKind::AddrInUse,
@@ -168,13 +205,11 @@ impl Server {
             move |conn, info, shutdown| {
                 let (read, write) = tokio::io::split(conn);
                 let peer = server.peer_builder(info).start(read, write, server.framing);
+                let server = server.clone();
                 async move {
                     tokio::select! {
                         reason = peer.closed() => tracing::debug!(%reason, "connection closed"),
-                        () = shutdown.cancelled() => {
-                            peer.close();
-                            peer.closed().await;
-                        }
+                        () = shutdown.cancelled() => server.close_peer(&peer).await,
                     }
                 }
             },

@@ -77,6 +77,27 @@ pub fn client_config(roots: Vec<CertificateDer<'static>>, alpn: &[&[u8]]) -> io:
     Ok(Arc::new(config))
 }
 
+/// A client configuration trusting the operating system's certificate
+/// store, with the given ALPN protocols.
+pub fn client_config_native(alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
+    let found = rustls_native_certs::load_native_certs();
+    if found.certs.is_empty() {
+        return Err(invalid(format!(
+            "no trusted root certificates found on this system ({} errors)",
+            found.errors.len()
+        )));
+    }
+    let mut store = RootCertStore::empty();
+    let (_added, _ignored) = store.add_parsable_certificates(found.certs);
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(invalid)?
+        .with_root_certificates(store)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
 /// The server name to verify for `host`.
 pub(crate) fn server_name(host: &str) -> io::Result<ServerName<'static>> {
     ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']').to_owned()).map_err(invalid)

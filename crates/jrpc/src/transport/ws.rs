@@ -237,3 +237,88 @@ async fn timed<T>(
         ))),
     }
 }
+
+/// A byte stream a WebSocket can run on (plain TCP or TLS).
+trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
+
+/// Connects a WebSocket client to `url` (`ws://` or `wss://`), sending
+/// `headers` with the handshake, and starts its pump.
+pub(crate) async fn connect(
+    url: &str,
+    headers: &http::HeaderMap,
+    tls: Option<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
+    options: WsOptions,
+) -> io::Result<(
+    Incoming,
+    impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
+    crate::peer::ConnectionInfo,
+)> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
+    let uri: http::Uri = url.parse().map_err(|e| invalid(format!("{url}: {e}")))?;
+    let secure = match uri.scheme_str() {
+        Some("ws") => false,
+        Some("wss") => true,
+        _ => return Err(invalid(format!("{url}: expected ws:// or wss://"))),
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| invalid(format!("{url}: no host")))?
+        .to_owned();
+    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+    let _ = tcp.set_nodelay(true);
+    let info = crate::peer::ConnectionInfo {
+        transport: "websocket",
+        peer_addr: tcp.peer_addr().ok().map(|a| a.to_string()),
+        local_addr: tcp.local_addr().ok().map(|a| a.to_string()),
+    };
+    let stream: Box<dyn Io> = if secure {
+        let config = match tls {
+            // WebSocket runs over HTTP/1.1 only.
+            Some(config) if config.alpn_protocols.iter().all(|p| p == b"http/1.1") => config,
+            Some(config) => {
+                let mut config = (*config).clone();
+                config.alpn_protocols = vec![b"http/1.1".to_vec()];
+                std::sync::Arc::new(config)
+            }
+            None => crate::transport::tls::client_config_native(&[b"http/1.1"])?,
+        };
+        let name = crate::transport::tls::server_name(&host)?;
+        Box::new(
+            tokio_rustls::TlsConnector::from(config)
+                .connect(name, tcp)
+                .await?,
+        )
+    } else {
+        Box::new(tcp)
+    };
+    let mut request = url
+        .into_client_request()
+        .map_err(|e| invalid(format!("{url}: {e}")))?;
+    for (name, value) in headers {
+        request.headers_mut().append(name, value.clone());
+    }
+    let (socket, _response) =
+        tokio_tungstenite::client_async_with_config(request, stream, Some(options.config()))
+            .await
+            .map_err(|e| match e {
+                tungstenite::Error::Io(e) => e,
+                tungstenite::Error::Http(response) => io::Error::new(
+                    io::ErrorKind::ConnectionRefused,
+                    format!(
+                        "WebSocket handshake refused: HTTP {}{}",
+                        response.status(),
+                        response
+                            .body()
+                            .as_ref()
+                            .map(|b| format!(": {}", String::from_utf8_lossy(b)))
+                            .unwrap_or_default()
+                    ),
+                ),
+                other => io::Error::other(other.to_string()),
+            })?;
+    let (frames_in, frames_out) = pump(socket, options, None);
+    Ok((frames_in, frames_out, info))
+}

@@ -273,6 +273,7 @@ impl HttpServer {
         let shutdown = CancellationToken::new();
         let rpc = self.build(connections.clone(), shutdown.clone());
         let compression = self.compression;
+        let grace = self.peer.grace();
         let cors = self.cors.clone();
         let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -284,13 +285,14 @@ impl HttpServer {
                 let (rpc, cors, tls) = (rpc.clone(), cors.clone(), tls.clone());
                 async move {
                     match tls {
-                        None => serve_connection(stream, info, rpc, compression, cors, stop).await,
+                        None => serve_connection(stream, info, rpc, (compression, grace), cors, stop).await,
                         Some(acceptor) => {
                             let handshake =
                                 tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
                             match handshake.await {
                                 Ok(Ok(stream)) => {
-                                    serve_connection(stream, info, rpc, compression, cors, stop).await
+                                    serve_connection(stream, info, rpc, (compression, grace), cors, stop)
+                                        .await
                                 }
                                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                                 Err(_) => tracing::debug!("TLS handshake timed out"),
@@ -311,7 +313,7 @@ async fn serve_connection<I>(
     io: I,
     info: ConnectionInfo,
     rpc: HttpService,
-    compression: bool,
+    (compression, grace): (bool, Duration),
     cors: Option<CorsLayer>,
     stop: CancellationToken,
 ) where
@@ -339,7 +341,9 @@ async fn serve_connection<I>(
         }
         () = stop.cancelled() => {
             connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
+            if tokio::time::timeout(grace, connection).await.is_err() {
+                tracing::warn!("HTTP connection still busy after the shutdown grace period; dropping it");
+            }
         }
     }
 }

@@ -288,10 +288,7 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
             .start_framed(frames_in, frames_out);
         tokio::select! {
             reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),
-            () = shutdown.cancelled() => {
-                peer.close();
-                peer.closed().await;
-            }
+            () = shutdown.cancelled() => server.close_peer(&peer).await,
         }
     });
     let mut response = Response::new(Full::new(Bytes::new()));

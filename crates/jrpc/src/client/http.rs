@@ -1,0 +1,481 @@
+//! The calling side over HTTP: one POST per call (or batch), pooled
+//! keep-alive connections, optional HTTP/2, TLS, gzip, custom headers and
+//! retries with exponential backoff and jitter.
+
+use std::io::Read as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::oneshot;
+use tokio_rustls::TlsConnector;
+
+use crate::message::{encode_call, parse_frame, Frame, Id, Incoming, Limits};
+use crate::peer::CallError;
+
+/// When and how to retry a request that failed in a way that is safe to
+/// retry: the connection could not be made, or the server answered `429`
+/// or `503`. Off by default, since a retried call may run twice if the
+/// server did receive it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    /// Retries after the first attempt (0: never retry).
+    pub attempts: u32,
+    /// The first wait; each retry doubles it, with random jitter of ±50%.
+    pub base: Duration,
+    /// The longest wait (a server's `Retry-After` is honoured up to this).
+    pub max: Duration,
+}
+
+impl Retry {
+    /// No retries.
+    pub const NEVER: Retry = Retry {
+        attempts: 0,
+        base: Duration::from_millis(100),
+        max: Duration::from_secs(5),
+    };
+
+    /// Up to `attempts` retries, starting at 100 ms, at most 5 s apart.
+    pub fn attempts(attempts: u32) -> Retry {
+        Retry {
+            attempts,
+            ..Retry::NEVER
+        }
+    }
+
+    fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max);
+        }
+        let exp = self.base.saturating_mul(1u32 << attempt.min(16)).min(self.max);
+        // Jitter from the clock: enough to spread clients apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let factor = 0.5 + f64::from(nanos % 1000) / 1000.0;
+        exp.mul_f64(factor).min(self.max)
+    }
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry::NEVER
+    }
+}
+
+/// Settings for an HTTP client.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpOptions {
+    pub(crate) headers: HeaderMap,
+    pub(crate) http2: bool,
+    pub(crate) gzip: bool,
+    pub(crate) timeout: Duration,
+    pub(crate) retry: Retry,
+    pub(crate) tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+}
+
+/// Replies larger than this are refused (as a protocol error).
+const MAX_REPLY: usize = 256 * 1024 * 1024;
+/// Requests at least this large are gzip-compressed when gzip is on.
+const COMPRESS_FROM: usize = 1024;
+/// Idle HTTP/1.1 connections kept for reuse.
+const MAX_IDLE: usize = 64;
+
+pub(crate) struct HttpTransport {
+    uri: Uri,
+    host: String,
+    port: u16,
+    authority: HeaderValue,
+    tls: Option<TlsConnector>,
+    options: HttpOptions,
+    next_id: AtomicU64,
+    idle: Mutex<Vec<http1::SendRequest<Full<Bytes>>>>,
+    h2: tokio::sync::Mutex<Option<http2::SendRequest<Full<Bytes>>>>,
+}
+
+/// Why one attempt failed, and whether another may be made.
+enum Failure {
+    /// Nothing reached the server.
+    Connect(std::io::Error),
+    /// The server refused for now.
+    Busy(StatusCode, Option<Duration>, Bytes),
+    Final(CallError),
+}
+
+fn protocol(text: impl Into<String>) -> CallError {
+    CallError::Protocol(text.into().into())
+}
+
+impl HttpTransport {
+    pub(crate) fn new(url: &str, mut options: HttpOptions) -> std::io::Result<Self> {
+        let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+        let uri: Uri = url.parse().map_err(|e| invalid(format!("{url}: {e}")))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(invalid(format!("{url}: expected http:// or https://"))),
+        };
+        let host = uri
+            .host()
+            .ok_or_else(|| invalid(format!("{url}: no host")))?
+            .to_owned();
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let authority = uri.authority().map(|a| a.as_str()).unwrap_or(&host);
+        let authority = HeaderValue::from_str(authority).map_err(|e| invalid(e.to_string()))?;
+        let tls = if https {
+            let config = match options.tls.take() {
+                Some(config) => config,
+                None => crate::transport::tls::client_config_native(if options.http2 {
+                    &[b"h2", b"http/1.1"]
+                } else {
+                    &[b"http/1.1"]
+                })?,
+            };
+            Some(TlsConnector::from(config))
+        } else {
+            None
+        };
+        Ok(HttpTransport {
+            uri,
+            host,
+            port,
+            authority,
+            tls,
+            options,
+            next_id: AtomicU64::new(1),
+            idle: Mutex::new(Vec::new()),
+            h2: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
+        self.options.timeout
+    }
+
+    /// Calls `method`, within `timeout`.
+    pub(crate) async fn call_raw(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, CallError> {
+        let id = self.next_id();
+        let frame =
+            encode_call(method, &params, Some(&Id::from(id))).map_err(|e| CallError::Encode(e.into()))?;
+        let reply = tokio::time::timeout(timeout, self.post(frame.into()))
+            .await
+            .map_err(|_| CallError::Timeout(timeout))??;
+        let Some(reply) = reply else {
+            return Err(protocol("the server sent no response to a call"));
+        };
+        match parse_frame(&reply, &reply_limits()) {
+            Ok(Frame::Single(Incoming::Response(response)))
+                if response.id == Id::from(id) || response.id.is_null() =>
+            {
+                response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc)
+            }
+            Ok(Frame::Single(Incoming::Invalid(invalid))) => Err(CallError::Rpc(invalid.error)),
+            _ => Err(protocol(format!(
+                "not a response to this call: {}",
+                String::from_utf8_lossy(&reply[..reply.len().min(200)])
+            ))),
+        }
+    }
+
+    pub(crate) async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
+        let frame = encode_call(method, &params, None).map_err(|e| CallError::Encode(e.into()))?;
+        let timeout = self.options.timeout;
+        tokio::time::timeout(timeout, self.post(frame.into()))
+            .await
+            .map_err(|_| CallError::Timeout(timeout))??;
+        Ok(())
+    }
+
+    /// Sends a batch and hands each response to the call it answers.
+    pub(crate) async fn send_batch(
+        self: Arc<Self>,
+        frame: Bytes,
+        waiters: Vec<(u64, oneshot::Sender<crate::peer::Outcome>)>,
+    ) -> Result<(), CallError> {
+        let timeout = self.options.timeout;
+        let reply = match tokio::time::timeout(timeout, self.post(frame)).await {
+            Ok(Ok(reply)) => reply,
+            failed => {
+                let error = match failed {
+                    Ok(Err(e)) => e,
+                    _ => CallError::Timeout(timeout),
+                };
+                for (_, tx) in waiters {
+                    let _ = tx.send(Err(error.clone()));
+                }
+                return Err(error);
+            }
+        };
+        let mut waiters: Vec<(u64, Option<oneshot::Sender<_>>)> =
+            waiters.into_iter().map(|(id, tx)| (id, Some(tx))).collect();
+        let mut whole_batch_error = None;
+        match reply.as_deref().map(|r| parse_frame(r, &reply_limits())) {
+            Some(Ok(Frame::Batch(items))) => {
+                for item in items {
+                    let Incoming::Response(response) = item else {
+                        continue;
+                    };
+                    let Some(id) = response.id.as_number_text().and_then(|n| n.parse::<u64>().ok()) else {
+                        continue;
+                    };
+                    if let Some((_, slot)) = waiters.iter_mut().find(|(w, _)| *w == id) {
+                        if let Some(tx) = slot.take() {
+                            let _ = tx.send(response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc));
+                        }
+                    }
+                }
+            }
+            // One error for the whole batch (too large, say).
+            Some(Ok(Frame::Single(Incoming::Response(response)))) => {
+                whole_batch_error = response.outcome.err()
+            }
+            Some(Ok(Frame::Single(Incoming::Invalid(invalid)))) => whole_batch_error = Some(invalid.error),
+            _ => {}
+        }
+        for (_, slot) in waiters {
+            if let Some(tx) = slot {
+                let error = match &whole_batch_error {
+                    Some(e) => CallError::Rpc(e.clone()),
+                    None => protocol("the batch reply has no response to this call"),
+                };
+                let _ = tx.send(Err(error));
+            }
+        }
+        Ok(())
+    }
+
+    /// POSTs a frame, with retries; the reply body, or `None` for `202`/`204`.
+    async fn post(&self, body: Bytes) -> Result<Option<Bytes>, CallError> {
+        let retry = self.options.retry;
+        let mut attempt = 0;
+        loop {
+            let failure = match self.post_once(body.clone()).await {
+                Ok(reply) => return Ok(reply),
+                Err(failure) => failure,
+            };
+            let (retryable, retry_after, error) = match failure {
+                Failure::Final(e) => return Err(e),
+                Failure::Connect(e) => (true, None, CallError::Io(Arc::new(e))),
+                Failure::Busy(status, after, body) => (true, after, http_error(status, &body)),
+            };
+            if !retryable || attempt >= retry.attempts {
+                return Err(error);
+            }
+            let wait = retry.wait(attempt, retry_after);
+            tracing::debug!(attempt, ?wait, error = %error, "retrying");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    fn request(&self, body: Bytes) -> Result<Request<Full<Bytes>>, CallError> {
+        let path = self.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        let mut builder = Request::post(path)
+            .header(header::HOST, self.authority.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, "application/json");
+        let mut body = body;
+        if self.options.gzip {
+            builder = builder.header(header::ACCEPT_ENCODING, "gzip");
+            if body.len() >= COMPRESS_FROM {
+                let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                std::io::Write::write_all(&mut encoder, &body).map_err(|e| CallError::Io(Arc::new(e)))?;
+                body = encoder.finish().map_err(|e| CallError::Io(Arc::new(e)))?.into();
+                builder = builder.header(header::CONTENT_ENCODING, "gzip");
+            }
+        }
+        let mut request = builder
+            .body(Full::new(body))
+            .map_err(|e| CallError::Encode(e.to_string().into()))?;
+        for (name, value) in &self.options.headers {
+            request.headers_mut().insert(name, value.clone());
+        }
+        Ok(request)
+    }
+
+    async fn post_once(&self, body: Bytes) -> Result<Option<Bytes>, Failure> {
+        let request = self.request(body).map_err(Failure::Final)?;
+        let response = if self.options.http2 && self.tls.is_none() || self.h2.lock().await.is_some() {
+            let mut sender = self.h2_sender().await?;
+            sender.send_request(request).await
+        } else {
+            let mut sender = match self.take_idle() {
+                Some(sender) => sender,
+                None => match self.connect().await? {
+                    Sender::H1(sender) => sender,
+                    Sender::H2(sender) => {
+                        // TLS negotiated HTTP/2: use it from now on.
+                        *self.h2.lock().await = Some(sender.clone());
+                        let mut sender = sender;
+                        let response = sender.send_request(request).await;
+                        return self.read(response).await;
+                    }
+                },
+            };
+            let response = sender.send_request(request).await;
+            if !sender.is_closed() {
+                self.put_idle(sender);
+            }
+            response
+        };
+        self.read(response).await
+    }
+
+    async fn read(
+        &self,
+        response: Result<http::Response<hyper::body::Incoming>, hyper::Error>,
+    ) -> Result<Option<Bytes>, Failure> {
+        let response =
+            response.map_err(|e| Failure::Final(CallError::Io(Arc::new(std::io::Error::other(e)))))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let gzipped = response
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+        let body = http_body_util::Limited::new(response.into_body(), MAX_REPLY)
+            .collect()
+            .await
+            .map_err(|e| Failure::Final(protocol(format!("reading the reply: {e}"))))?
+            .to_bytes();
+        let body = if gzipped {
+            let mut text = Vec::new();
+            flate2::read::GzDecoder::new(&body[..])
+                .take(MAX_REPLY as u64)
+                .read_to_end(&mut text)
+                .map_err(|e| Failure::Final(protocol(format!("bad gzip reply: {e}"))))?;
+            Bytes::from(text)
+        } else {
+            body
+        };
+        match status {
+            StatusCode::OK => Ok(Some(body)),
+            StatusCode::ACCEPTED | StatusCode::NO_CONTENT => Ok(None),
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
+                Err(Failure::Busy(status, retry_after, body))
+            }
+            other => Err(Failure::Final(http_error(other, &body))),
+        }
+    }
+
+    fn take_idle(&self) -> Option<http1::SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(sender) = idle.pop() {
+            if !sender.is_closed() && sender.is_ready() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, sender: http1::SendRequest<Full<Bytes>>) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(sender);
+        }
+    }
+
+    async fn h2_sender(&self) -> Result<http2::SendRequest<Full<Bytes>>, Failure> {
+        let mut slot = self.h2.lock().await;
+        if let Some(sender) = slot.as_ref().filter(|s| !s.is_closed()) {
+            return Ok(sender.clone());
+        }
+        let sender = match self.connect().await? {
+            Sender::H2(sender) => sender,
+            Sender::H1(_) => return Err(Failure::Final(protocol("the server did not agree to HTTP/2"))),
+        };
+        *slot = Some(sender.clone());
+        Ok(sender)
+    }
+
+    async fn connect(&self) -> Result<Sender, Failure> {
+        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(Failure::Connect)?;
+        let _ = tcp.set_nodelay(true);
+        match &self.tls {
+            None => handshake(tcp, self.options.http2).await,
+            Some(connector) => {
+                let name = crate::transport::tls::server_name(&self.host).map_err(Failure::Connect)?;
+                let tls = connector.connect(name, tcp).await.map_err(Failure::Connect)?;
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                handshake(tls, h2).await
+            }
+        }
+    }
+}
+
+enum Sender {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+async fn handshake<I>(io: I, h2: bool) -> Result<Sender, Failure>
+where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let io = TokioIo::new(io);
+    let failed = |e: hyper::Error| Failure::Connect(std::io::Error::other(e));
+    if h2 {
+        let (sender, connection) = http2::handshake(TokioExecutor::new(), io).await.map_err(failed)?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "HTTP/2 connection ended");
+            }
+        });
+        Ok(Sender::H2(sender))
+    } else {
+        let (sender, connection) = http1::handshake(io).await.map_err(failed)?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "HTTP/1.1 connection ended");
+            }
+        });
+        Ok(Sender::H1(sender))
+    }
+}
+
+fn http_error(status: StatusCode, body: &[u8]) -> CallError {
+    // Servers such as jrpc put a JSON-RPC error in the body: show it.
+    let error = match parse_frame(body, &reply_limits()) {
+        Ok(Frame::Single(Incoming::Response(r))) => r.outcome.err(),
+        _ => None,
+    };
+    CallError::Http {
+        status: status.as_u16(),
+        error,
+        body: String::from_utf8_lossy(&body[..body.len().min(500)]).into(),
+    }
+}
+
+fn reply_limits() -> Limits {
+    Limits {
+        max_frame_len: MAX_REPLY,
+        max_batch_len: usize::MAX,
+        ..Limits::default()
+    }
+}

@@ -1,0 +1,466 @@
+//! The calling side: connect to a server over TCP, a Unix socket, a child
+//! process's stdio, HTTP or WebSocket, then call it. Every transport is
+//! behind the same [`Client`] API.
+//!
+//! ```no_run
+//! use jrpc::client::Client;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // By URL: tcp://, unix:, http(s)://, ws(s)://
+//! let client = Client::builder()
+//!     .header("Authorization", "Bearer s3cret")?
+//!     .connect("http://127.0.0.1:4000")
+//!     .await?;
+//! let difference: i64 = client.call("subtract", (42, 23)).await?;
+//!
+//! // Or run the server as a child process and talk over its stdin/stdout.
+//! let mut command = tokio::process::Command::new("jrpc");
+//! command.args(["serve", "--stdio"]);
+//! let child = Client::builder().spawn(command)?;
+//! let sum: i64 = child.call("sum", [1, 2, 3]).await?;
+//! # Ok(()) }
+//! ```
+
+#[cfg(feature = "http")]
+pub(crate) mod http;
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::task::JoinHandle;
+
+#[cfg(feature = "http")]
+pub use self::http::Retry;
+use crate::codec::Framing;
+use crate::peer::{Batch, CallError, CancelProtocol, Peer, PeerBuilder};
+pub use crate::transport::child::StderrMode;
+#[cfg(feature = "http")]
+pub use crate::transport::ws::WsOptions;
+use crate::Router;
+
+/// Settings for a [`Client`], and the ways to connect one.
+pub struct ClientBuilder {
+    peer: PeerBuilder,
+    framing: Framing,
+    stderr: StderrMode,
+    call_timeout: Duration,
+    #[cfg(feature = "http")]
+    http: HttpSettings,
+}
+
+#[cfg(feature = "http")]
+#[derive(Default)]
+struct HttpSettings {
+    headers: ::http::HeaderMap,
+    http2: bool,
+    no_gzip: bool,
+    retry: Retry,
+    tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    ws: WsOptions,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder {
+            peer: Peer::builder(),
+            framing: Framing::Ndjson,
+            stderr: StderrMode::Inherit,
+            call_timeout: Peer::DEFAULT_CALL_TIMEOUT,
+            #[cfg(feature = "http")]
+            http: HttpSettings::default(),
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The framing on byte streams (default newline-delimited JSON).
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    /// The timeout of calls that do not set their own (default 30 s).
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self.peer = self.peer.call_timeout(timeout);
+        self
+    }
+
+    /// Cancellation across the connection (off by default).
+    pub fn cancellation(mut self, protocol: CancelProtocol) -> Self {
+        self.peer = self.peer.cancellation(protocol);
+        self
+    }
+
+    /// Methods the server may call on this client (none by default; not
+    /// possible over plain HTTP, where only the client speaks first).
+    pub fn router(mut self, router: Router) -> Self {
+        self.peer = self.peer.router(router);
+        self
+    }
+
+    /// What to do with a spawned child's stderr (default: inherit).
+    pub fn stderr(mut self, mode: StderrMode) -> Self {
+        self.stderr = mode;
+        self
+    }
+
+    /// A header sent with every HTTP request and the WebSocket handshake
+    /// (`Authorization`, say).
+    #[cfg(feature = "http")]
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, ::http::Error> {
+        let name = ::http::HeaderName::from_bytes(name.as_bytes()).map_err(::http::Error::from)?;
+        let value = ::http::HeaderValue::from_str(value).map_err(::http::Error::from)?;
+        self.http.headers.append(name, value);
+        Ok(self)
+    }
+
+    /// Use HTTP/2 (h2c on `http://`, offered by ALPN on `https://`).
+    #[cfg(feature = "http")]
+    pub fn http2(mut self, on: bool) -> Self {
+        self.http.http2 = on;
+        self
+    }
+
+    /// gzip request bodies of 1 KiB or more and accept gzip replies (on by
+    /// default).
+    #[cfg(feature = "http")]
+    pub fn gzip(mut self, on: bool) -> Self {
+        self.http.no_gzip = !on;
+        self
+    }
+
+    /// Retries for HTTP requests that are safe to retry (off by default).
+    #[cfg(feature = "http")]
+    pub fn retry(mut self, retry: Retry) -> Self {
+        self.http.retry = retry;
+        self
+    }
+
+    /// TLS settings for `https://` and `wss://` (default: the system's
+    /// trusted roots). See [`crate::transport::tls::client_config`].
+    #[cfg(feature = "http")]
+    pub fn tls(mut self, config: Arc<tokio_rustls::rustls::ClientConfig>) -> Self {
+        self.http.tls = Some(config);
+        self
+    }
+
+    /// Trust the certificates in this PEM file (a private CA or a
+    /// self-signed server) instead of the system's roots.
+    #[cfg(feature = "http")]
+    pub fn ca_pem(mut self, path: impl AsRef<std::path::Path>) -> io::Result<Self> {
+        let certs = crate::transport::tls::load_certs(path)?;
+        let alpn: &[&[u8]] = if self.http.http2 {
+            &[b"h2", b"http/1.1"]
+        } else {
+            &[b"http/1.1"]
+        };
+        self.http.tls = Some(crate::transport::tls::client_config(certs, alpn)?);
+        Ok(self)
+    }
+
+    /// WebSocket settings (message size, pings, idle limit).
+    #[cfg(feature = "http")]
+    pub fn websocket(mut self, options: WsOptions) -> Self {
+        self.http.ws = options;
+        self
+    }
+
+    /// Connects to a URL: `tcp://HOST:PORT`, `unix:PATH`, `http(s)://…` or
+    /// `ws(s)://…`.
+    pub async fn connect(self, url: &str) -> io::Result<Client> {
+        if let Some(addr) = url.strip_prefix("tcp://") {
+            return self.connect_tcp(addr.trim_end_matches('/')).await;
+        }
+        #[cfg(unix)]
+        if let Some(path) = url.strip_prefix("unix://").or_else(|| url.strip_prefix("unix:")) {
+            return self.connect_unix(path).await;
+        }
+        #[cfg(feature = "http")]
+        {
+            if url.starts_with("http://") || url.starts_with("https://") {
+                return self.connect_http(url);
+            }
+            if url.starts_with("ws://") || url.starts_with("wss://") {
+                return self.connect_ws(url).await;
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{url}: expected tcp://, unix:, http(s):// or ws(s)://"),
+        ))
+    }
+
+    /// Connects over TCP.
+    pub async fn connect_tcp(self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Client> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        let (read, write, info) = crate::transport::tcp::split(stream);
+        Ok(finish(
+            self.peer.extension(info),
+            (read, write, self.framing),
+            None,
+            None,
+        ))
+    }
+
+    /// Connects to a Unix domain socket.
+    #[cfg(unix)]
+    pub async fn connect_unix(self, path: impl AsRef<std::path::Path>) -> io::Result<Client> {
+        let stream = tokio::net::UnixStream::connect(path).await?;
+        let (read, write, info) = crate::transport::unix::split(stream);
+        Ok(finish(
+            self.peer.extension(info),
+            (read, write, self.framing),
+            None,
+            None,
+        ))
+    }
+
+    /// An HTTP client for `url` (`http://` or `https://`). No connection is
+    /// made until the first call; connections are pooled and kept alive.
+    #[cfg(feature = "http")]
+    pub fn connect_http(self, url: &str) -> io::Result<Client> {
+        let options = self::http::HttpOptions {
+            headers: self.http.headers,
+            http2: self.http.http2,
+            gzip: !self.http.no_gzip,
+            timeout: self.call_timeout,
+            retry: self.http.retry,
+            tls: self.http.tls,
+        };
+        let transport = Arc::new(self::http::HttpTransport::new(url, options)?);
+        Ok(Client {
+            inner: Inner::Http(transport),
+            owner: None,
+        })
+    }
+
+    /// Connects a WebSocket (`ws://` or `wss://`): a full peer, so the
+    /// server can also call this client.
+    #[cfg(feature = "http")]
+    pub async fn connect_ws(self, url: &str) -> io::Result<Client> {
+        let (frames_in, frames_out, info) =
+            crate::transport::ws::connect(url, &self.http.headers, self.http.tls, self.http.ws).await?;
+        let peer = self.peer.extension(info).start_framed(frames_in, frames_out);
+        Ok(Client::owning(peer, None, None))
+    }
+
+    /// Spawns `command` and talks to it over its stdin and stdout. The child
+    /// is killed when the client is dropped; if it dies first, pending calls
+    /// fail at once with its exit status.
+    pub fn spawn(self, command: impl Into<tokio::process::Command>) -> io::Result<Client> {
+        let spawned = crate::transport::child::spawn(command.into(), self.stderr)?;
+        let peer = self.peer.extension(spawned.info).eof_reason(spawned.eof_reason);
+        let pid = spawned.pid;
+        let exited = spawned.exited;
+        let mut client = finish(
+            peer,
+            (spawned.stdout, spawned.stdin, self.framing),
+            Some(spawned.monitor),
+            spawned.stderr,
+        );
+        if let Some(owner) = client.owner.as_mut().and_then(Arc::get_mut) {
+            owner.pid = pid;
+        }
+        // The child may die while something else (a grandchild) keeps its
+        // stdout open, so the stream never ends: fail the calls anyway.
+        if let Inner::Peer(peer) = &client.inner {
+            let peer = peer.clone();
+            tokio::spawn(async move {
+                if let Some(reason) = exited.await {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    if !peer.is_closed() {
+                        peer.fail_calls(&reason);
+                    }
+                }
+            });
+        }
+        Ok(client)
+    }
+
+    /// Runs the client over any reader/writer pair.
+    pub fn over<R, W>(self, reader: R, writer: W) -> Client
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        finish(self.peer, (reader, writer, self.framing), None, None)
+    }
+}
+
+/// Starts the peer and wraps it in a client that owns the connection.
+fn finish<R, W>(
+    builder: PeerBuilder,
+    (reader, writer, framing): (R, W, Framing),
+    child: Option<JoinHandle<()>>,
+    stderr: Option<Arc<Mutex<String>>>,
+) -> Client
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    Client::owning(builder.start(reader, writer, framing), child, stderr)
+}
+
+/// Closes the connection (and kills a spawned child) when the last clone of
+/// a [`Client`] goes.
+struct Owner {
+    peer: Peer,
+    child: Option<JoinHandle<()>>,
+    stderr: Option<Arc<Mutex<String>>>,
+    pid: Option<u32>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.peer.close();
+        if let Some(child) = &self.child {
+            // The task owns the child; dropping it kills the child.
+            child.abort();
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Inner {
+    Peer(Peer),
+    #[cfg(feature = "http")]
+    Http(Arc<self::http::HttpTransport>),
+}
+
+/// The calling side of a connection. Cheap to clone; a connection closes
+/// (and a spawned child is killed) when the last clone is dropped.
+#[derive(Clone)]
+pub struct Client {
+    inner: Inner,
+    owner: Option<Arc<Owner>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            Inner::Peer(peer) => f.debug_struct("Client").field("peer", peer).finish(),
+            #[cfg(feature = "http")]
+            Inner::Http(_) => f.debug_struct("Client").field("transport", &"http").finish(),
+        }
+    }
+}
+
+impl Client {
+    fn owning(peer: Peer, child: Option<JoinHandle<()>>, stderr: Option<Arc<Mutex<String>>>) -> Client {
+        Client {
+            owner: Some(Arc::new(Owner {
+                peer: peer.clone(),
+                child,
+                stderr,
+                pid: None,
+            })),
+            inner: Inner::Peer(peer),
+        }
+    }
+
+    /// Settings for a new client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// Connects to a URL with default settings; see [`ClientBuilder::connect`].
+    pub async fn connect(url: &str) -> io::Result<Client> {
+        Client::builder().connect(url).await
+    }
+
+    /// Calls `method` and decodes the result into `R`. See [`Peer::call`].
+    pub async fn call<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> Result<R, CallError> {
+        match &self.inner {
+            Inner::Peer(peer) => peer.call(method, params).await,
+            #[cfg(feature = "http")]
+            Inner::Http(http) => crate::peer::decode(&http.call_raw(method, params, http.timeout()).await?),
+        }
+    }
+
+    /// Calls `method` with its own timeout.
+    pub async fn call_with_timeout<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> Result<R, CallError> {
+        crate::peer::decode(&self.call_raw(method, params, timeout).await?)
+    }
+
+    /// Calls `method`, returning the raw JSON result.
+    pub async fn call_raw(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, CallError> {
+        match &self.inner {
+            Inner::Peer(peer) => peer.call_raw(method, params, timeout).await,
+            #[cfg(feature = "http")]
+            Inner::Http(http) => http.call_raw(method, params, timeout).await,
+        }
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
+        match &self.inner {
+            Inner::Peer(peer) => peer.notify(method, params).await,
+            #[cfg(feature = "http")]
+            Inner::Http(http) => http.notify(method, params).await,
+        }
+    }
+
+    /// Starts a batch. See [`Peer::batch`].
+    pub fn batch(&self) -> Batch {
+        match &self.inner {
+            Inner::Peer(peer) => peer.batch(),
+            #[cfg(feature = "http")]
+            Inner::Http(http) => Batch::for_http(Arc::clone(http)),
+        }
+    }
+
+    /// The underlying peer, for connection-oriented transports (`None` over
+    /// plain HTTP).
+    pub fn peer(&self) -> Option<&Peer> {
+        match &self.inner {
+            Inner::Peer(peer) => Some(peer),
+            #[cfg(feature = "http")]
+            Inner::Http(_) => None,
+        }
+    }
+
+    /// What a spawned child wrote to stderr (the last 64 KiB), when it was
+    /// spawned with [`StderrMode::Capture`].
+    pub fn captured_stderr(&self) -> Option<String> {
+        let buffer = self.owner.as_ref()?.stderr.as_ref()?;
+        Some(buffer.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// The process id of a spawned child.
+    pub fn child_id(&self) -> Option<u32> {
+        self.owner.as_ref()?.pid
+    }
+
+    /// Closes the connection gracefully and waits until it is closed; see
+    /// [`Peer::close`]. Nothing to close over plain HTTP.
+    pub async fn close(self) -> Arc<str> {
+        match &self.inner {
+            Inner::Peer(peer) => {
+                peer.close();
+                peer.closed().await
+            }
+            #[cfg(feature = "http")]
+            Inner::Http(_) => "closed".into(),
+        }
+    }
+}
