@@ -1,0 +1,721 @@
+#![cfg(feature = "http")]
+//! HTTP and WebSocket end to end over real sockets: statuses, compression,
+//! TLS with a generated certificate, auth, rate limits, timeouts,
+//! WebSocket callbacks, keepalive and backpressure, many clients, retries.
+
+use std::convert::Infallible;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use jrpc::client::{Client, Retry, WsOptions};
+use jrpc::transport::http::{HttpServer, RateLimit};
+use jrpc::transport::Serving;
+use jrpc::{CallError, Error, RequestContext, Router};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish"))
+}
+
+async fn serve(server: HttpServer) -> (Serving, String) {
+    let serving = server.bind("127.0.0.1:0").await.unwrap();
+    let url = serving.local_addr().to_owned();
+    (serving, url)
+}
+
+/// A raw HTTP/1.1 exchange: (status, headers in lower case, body).
+struct Raw {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+async fn raw(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Raw {
+    let addr = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request += &format!("{name}: {value}\r\n");
+    }
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"))
+    {
+        request += &format!("Content-Length: {}\r\n", body.len());
+    }
+    request += "\r\n";
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let _ = stream.write_all(body).await;
+    let mut response = Vec::new();
+    bounded("response", stream.read_to_end(&mut response))
+        .await
+        .unwrap();
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a header section");
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut body = response[split + 4..].to_vec();
+    if headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"))
+    {
+        body = dechunk(&body);
+    }
+    Raw {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size = usize::from_str_radix(std::str::from_utf8(&data[..line_end]).unwrap().trim(), 16).unwrap();
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&data[..size]);
+        data = &data[size + 2..];
+    }
+}
+
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+#[tokio::test]
+async fn http_statuses_follow_the_protocol() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router().max_frame_len(1000))).await;
+    let call = br#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+
+    let ok = raw(&url, "POST", "/", &[JSON], call).await;
+    assert_eq!(ok.status, 200);
+    assert_eq!(ok.header("content-type"), Some("application/json"));
+    assert_eq!(ok.json(), json!({"jsonrpc":"2.0","result":19,"id":1}));
+
+    let batch = raw(
+        &url,
+        "POST",
+        "/",
+        &[("Content-Type", "application/json; charset=utf-8")],
+        br#"[{"jsonrpc":"2.0","method":"sum","params":[1,2],"id":1},{"jsonrpc":"2.0","method":"update"}]"#,
+    )
+    .await;
+    assert_eq!(batch.json(), json!([{"jsonrpc":"2.0","result":3,"id":1}]));
+
+    let notification = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON],
+        br#"{"jsonrpc":"2.0","method":"update","params":[1]}"#,
+    )
+    .await;
+    assert_eq!(notification.status, 204, "notifications only: no content");
+    assert!(notification.body.is_empty(), "never `null`");
+    let notifications = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON],
+        br#"[{"jsonrpc":"2.0","method":"update"},{"jsonrpc":"2.0","method":"notify_hello","params":[7]}]"#,
+    )
+    .await;
+    assert_eq!((notifications.status, notifications.body.len()), (204, 0));
+
+    let parse_error = raw(&url, "POST", "/", &[JSON], b"{not json").await;
+    assert_eq!(parse_error.status, 200);
+    assert_eq!(parse_error.json()["error"]["code"], -32700);
+
+    for method in ["GET", "PUT", "DELETE"] {
+        let refused = raw(&url, method, "/", &[JSON], b"").await;
+        assert_eq!(refused.status, 405, "{method}");
+        assert!(refused.header("allow").unwrap().contains("POST"));
+        assert_eq!(refused.json()["error"]["code"], -32600);
+    }
+
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        let headers: Vec<(&str, &str)> = content_type.map(|t| ("Content-Type", t)).into_iter().collect();
+        let refused = raw(&url, "POST", "/", &headers, call).await;
+        assert_eq!(refused.status, 415, "{content_type:?}");
+        assert!(String::from_utf8_lossy(&refused.body).contains("application/json"));
+    }
+
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#,
+        "x".repeat(2000)
+    );
+    let too_large = raw(&url, "POST", "/", &[JSON], big.as_bytes()).await;
+    assert_eq!(too_large.status, 413);
+    assert_eq!(too_large.json()["error"]["code"], -32001);
+    // Without a Content-Length, the limit is enforced while reading.
+    let chunked_body = format!("{:x}\r\n{big}\r\n0\r\n\r\n", big.len());
+    let chunked = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Transfer-Encoding", "chunked")],
+        chunked_body.as_bytes(),
+    )
+    .await;
+    assert_eq!(chunked.status, 413);
+
+    let health = raw(&url, "GET", "/health", &[], b"").await;
+    assert_eq!((health.status, health.json()), (200, json!({"status":"ok"})));
+    let missing = raw(&url, "POST", "/elsewhere", &[JSON], call).await;
+    assert_eq!(missing.status, 404);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn gzip_both_ways() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    let text = "compressible ".repeat(500);
+    let call = format!(r#"{{"jsonrpc":"2.0","method":"echo","params":["{text}"],"id":1}}"#);
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(call.as_bytes()).unwrap();
+    let gz = encoder.finish().unwrap();
+    let response = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Content-Encoding", "gzip"), ("Accept-Encoding", "gzip")],
+        &gz,
+    )
+    .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("content-encoding"), Some("gzip"));
+    assert!(response.body.len() < text.len() / 4, "the reply is compressed");
+    let mut plain = String::new();
+    flate2::read::GzDecoder::new(&response.body[..])
+        .read_to_string(&mut plain)
+        .unwrap();
+    let reply: Value = serde_json::from_str(&plain).unwrap();
+    assert_eq!(reply["result"], text);
+
+    let bad = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Content-Encoding", "compress")],
+        call.as_bytes(),
+    )
+    .await;
+    assert_eq!(bad.status, 415, "unknown encodings are refused");
+
+    // The client compresses large requests and decodes gzip replies.
+    let client = Client::builder().connect(&url).await.unwrap();
+    let echoed: String = client.call("echo", [&text]).await.unwrap();
+    assert_eq!(echoed, text);
+    serving.shutdown().await;
+}
+
+fn self_signed() -> (tempdir::Dir, std::path::PathBuf, std::path::PathBuf) {
+    let key =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+    let dir = tempdir::Dir::new();
+    let cert_path = dir.path.join("cert.pem");
+    let key_path = dir.path.join("key.pem");
+    std::fs::write(&cert_path, key.cert.pem()).unwrap();
+    std::fs::write(&key_path, key.signing_key.serialize_pem()).unwrap();
+    (dir, cert_path, key_path)
+}
+
+mod tempdir {
+    pub struct Dir {
+        pub path: std::path::PathBuf,
+    }
+    impl Dir {
+        pub fn new() -> Dir {
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = std::env::temp_dir().join(format!("jrpc-http-{}-{n}", std::process::id()));
+            std::fs::create_dir_all(&path).unwrap();
+            Dir { path }
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+#[tokio::test]
+async fn tls_with_a_generated_certificate() {
+    let (_dir, cert, key) = self_signed();
+    let (serving, url) = serve(
+        HttpServer::new(jrpc::demo::router())
+            .tls_pem(&cert, &key)
+            .unwrap(),
+    )
+    .await;
+    assert!(url.starts_with("https://"), "{url}");
+    for http2 in [false, true] {
+        let client = Client::builder()
+            .http2(http2)
+            .ca_pem(&cert)
+            .unwrap()
+            .connect(&url)
+            .await
+            .unwrap();
+        let sum: i64 = client.call("sum", [1, 2, 3]).await.unwrap();
+        assert_eq!(sum, 6, "http2 = {http2}");
+    }
+    let wss = url.replacen("https", "wss", 1);
+    let client = Client::builder()
+        .ca_pem(&cert)
+        .unwrap()
+        .connect(&wss)
+        .await
+        .unwrap();
+    assert_eq!(client.call::<i64>("add", [2, 3]).await.unwrap(), 5);
+    // A client that does not trust the certificate fails to connect.
+    let untrusted = Client::builder().connect(&url).await;
+    if let Ok(client) = untrusted {
+        let err = client.call::<Value>("get_data", ()).await.unwrap_err();
+        assert!(err.is_closed() || matches!(err, CallError::Io(_)), "{err:?}");
+    }
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn bearer_auth() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).auth_tokens(["s3cret"])).await;
+    let call = br#"{"jsonrpc":"2.0","method":"get_data","id":1}"#;
+    let refused = raw(&url, "POST", "/", &[JSON], call).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
+    assert_eq!(refused.json()["error"]["code"], -32004);
+    let wrong = raw(&url, "POST", "/", &[JSON, ("Authorization", "Bearer nope")], call).await;
+    assert_eq!(wrong.status, 401);
+    let bearer = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Authorization", "Bearer s3cret")],
+        call,
+    )
+    .await;
+    assert_eq!(bearer.status, 200);
+    let api_key = raw(&url, "POST", "/", &[JSON, ("X-Api-Key", "s3cret")], call).await;
+    assert_eq!(api_key.status, 200);
+    let health = raw(&url, "GET", "/health", &[], b"").await;
+    assert_eq!(health.status, 200, "the health check needs no token");
+
+    let client = Client::builder().connect(&url).await.unwrap();
+    let err = client.call::<Value>("get_data", ()).await.unwrap_err();
+    assert!(
+        matches!(&err, CallError::Http { status: 401, error: Some(e), .. } if e.code() == -32004),
+        "{err:?}"
+    );
+    let ws = url.replacen("http", "ws", 1);
+    assert!(
+        Client::connect(&ws).await.is_err(),
+        "the WebSocket upgrade needs the token too"
+    );
+    let authed = Client::builder()
+        .header("Authorization", "Bearer s3cret")
+        .unwrap()
+        .connect(&ws)
+        .await
+        .unwrap();
+    assert_eq!(authed.call::<i64>("sum", [1]).await.unwrap(), 1);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn rate_limits_over_http_and_websocket() {
+    let (serving, url) =
+        serve(HttpServer::new(jrpc::demo::router()).rate_limit(RateLimit::per_second(1, 2))).await;
+    let call = br#"{"jsonrpc":"2.0","method":"get_data","id":1}"#;
+    let statuses = [
+        raw(&url, "POST", "/", &[JSON], call).await,
+        raw(&url, "POST", "/", &[JSON], call).await,
+        raw(&url, "POST", "/", &[JSON], call).await,
+    ];
+    assert_eq!(
+        statuses.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [200, 200, 429]
+    );
+    let limited = &statuses[2];
+    assert!(limited.header("retry-after").unwrap().parse::<u64>().unwrap() >= 1);
+    assert_eq!(limited.json()["error"]["code"], -32005);
+    serving.shutdown().await;
+
+    // Over WebSocket, each refused request gets an error in the server range.
+    let (serving, url) =
+        serve(HttpServer::new(jrpc::demo::router()).rate_limit(RateLimit::per_second(1, 3))).await;
+    let client = Client::connect(&url.replacen("http", "ws", 1)).await.unwrap();
+    let mut outcomes = Vec::new();
+    for _ in 0..4 {
+        outcomes.push(client.call::<Value>("get_data", ()).await);
+    }
+    // The upgrade request itself took one token.
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(CallError::Rpc(e)) if e.code() == -32005))
+        .count();
+    assert!(refused >= 1, "{outcomes:?}");
+    assert!(outcomes[0].is_ok());
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn request_timeout_answers_503() {
+    let (serving, url) =
+        serve(HttpServer::new(jrpc::demo::router()).request_timeout(Duration::from_millis(100))).await;
+    let slow = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON],
+        br#"{"jsonrpc":"2.0","method":"sleep","params":[2000],"id":1}"#,
+    )
+    .await;
+    assert_eq!(slow.status, 503);
+    assert_eq!(slow.json()["error"]["code"], -32006);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn websocket_server_calls_the_client() {
+    let router = Router::new().method("greet", |(): (), ctx: RequestContext| async move {
+        assert_eq!(ctx.connection_info().unwrap().transport, "websocket");
+        let name: String = ctx
+            .peer()
+            .unwrap()
+            .call("whoami", ())
+            .await
+            .map_err(|e| Error::new(-32000, "callback failed").with_data(&e.to_string()))?;
+        ctx.peer().unwrap().notify("greeted", [&name]).await.ok();
+        Ok(format!("hello, {name}"))
+    });
+    let (serving, url) = serve(HttpServer::new(router)).await;
+    let greeted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&greeted);
+    let client = Client::builder()
+        .router(
+            Router::new()
+                .sync_method("whoami", || Ok("ann"))
+                .sync_notification("greeted", move |(_,): (String,)| {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }),
+        )
+        .connect(&url.replacen("http", "ws", 1))
+        .await
+        .unwrap();
+    let greeting: String = bounded("greet", client.call("greet", ())).await.unwrap();
+    assert_eq!(greeting, "hello, ann");
+    bounded("notification", async {
+        while greeted.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    serving.shutdown().await;
+}
+
+/// Performs a WebSocket handshake by hand and returns the raw socket.
+async fn raw_websocket(url: &str) -> TcpStream {
+    let addr = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        stream.read_exact(&mut byte).await.unwrap();
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    assert!(
+        head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="),
+        "the accept key per RFC 6455: {head}"
+    );
+    stream
+}
+
+/// A masked client text frame.
+fn text_frame(payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0x81];
+    match payload.len() {
+        n if n < 126 => frame.push(0x80 | n as u8),
+        n if n <= u16::MAX as usize => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            frame.push(0x80 | 127);
+            frame.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    let mask = [1u8, 2, 3, 4];
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
+}
+
+#[tokio::test]
+async fn silent_websocket_clients_are_closed_after_the_idle_limit() {
+    let options = WsOptions {
+        ping_interval: Duration::from_millis(100),
+        idle_timeout: Duration::from_millis(300),
+        ..WsOptions::default()
+    };
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).websocket(Some(options))).await;
+    let mut socket = raw_websocket(&url).await;
+    // Never answer the pings: the server must hang up.
+    let mut seen = Vec::new();
+    let closed = bounded("idle close", async {
+        let mut buf = [0u8; 1024];
+        loop {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => return true,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(closed);
+    assert!(seen.first() == Some(&0x89), "the server pinged first: {seen:?}");
+    assert!(
+        seen.windows(1).any(|w| w[0] == 0x88),
+        "and sent a close frame: {seen:?}"
+    );
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_websocket_client_that_stops_reading_cannot_grow_server_memory() {
+    let handled = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&handled);
+    let router = Router::new().sync_method("blob", move |(): ()| {
+        count.fetch_add(1, Ordering::SeqCst);
+        Ok("y".repeat(64 * 1024))
+    });
+    let options = WsOptions {
+        idle_timeout: Duration::from_secs(1),
+        ..WsOptions::default()
+    };
+    let (serving, url) = serve(HttpServer::new(router).websocket(Some(options))).await;
+    let socket = raw_websocket(&url).await;
+    let (_read, mut write) = socket.into_split();
+    let sent = 3000usize;
+    let writer = tokio::spawn(async move {
+        let frame = text_frame(br#"{"jsonrpc":"2.0","method":"blob","id":1}"#);
+        for _ in 0..sent {
+            if write.write_all(&frame).await.is_err() {
+                break;
+            }
+        }
+        write
+    });
+    // Nothing is read. The server answers until its bounded buffers and the
+    // socket fill up, then stops reading, then gives up on the stalled write.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let served = handled.load(Ordering::SeqCst);
+    eprintln!("served {served} of {sent} while the client read nothing");
+    assert!(
+        served < sent / 2,
+        "the server stopped taking requests: {served} of {sent} served"
+    );
+    assert!(served > 0);
+    drop(writer);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_thousand_concurrent_http_clients() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    let calls = (0..1000i64).map(|i| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let client = Client::connect(&url).await.unwrap();
+            client.call::<i64>("add", [i, 1]).await
+        })
+    });
+    let results = bounded("1000 clients", futures_util::future::join_all(calls)).await;
+    for (i, result) in results.into_iter().enumerate() {
+        assert_eq!(result.unwrap().unwrap(), i as i64 + 1);
+    }
+    serving.shutdown().await;
+}
+
+/// Answers 503 to the first `fail` requests, then passes them on.
+#[derive(Clone)]
+struct FailFirst {
+    left: Arc<AtomicUsize>,
+}
+
+impl<S: Clone> tower::Layer<S> for FailFirst {
+    type Service = FailFirstService<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        FailFirstService {
+            left: Arc::clone(&self.left),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct FailFirstService<S> {
+    left: Arc<AtomicUsize>,
+    inner: S,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for FailFirstService<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<Full<Bytes>>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let fail = self
+            .left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if fail {
+            let mut response = http::Response::new(Full::new(Bytes::from_static(b"busy")));
+            *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+            return Box::pin(async move { Ok(response) });
+        }
+        Box::pin(self.inner.call(request))
+    }
+}
+
+#[tokio::test]
+async fn the_client_retries_a_server_that_fails_twice() {
+    let left = Arc::new(AtomicUsize::new(2));
+    let server = HttpServer::new(jrpc::demo::router()).layer(FailFirst {
+        left: Arc::clone(&left),
+    });
+    let (serving, url) = serve(server).await;
+    let without = Client::connect(&url).await.unwrap();
+    let err = without.call::<i64>("sum", [1]).await.unwrap_err();
+    assert!(matches!(err, CallError::Http { status: 503, .. }), "{err:?}");
+
+    left.store(2, Ordering::SeqCst);
+    let client = Client::builder()
+        .retry(Retry {
+            attempts: 3,
+            base: Duration::from_millis(10),
+            max: Duration::from_millis(100),
+        })
+        .connect(&url)
+        .await
+        .unwrap();
+    assert_eq!(client.call::<i64>("sum", [1, 2]).await.unwrap(), 3);
+    assert_eq!(left.load(Ordering::SeqCst), 0, "two failures were retried");
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn h2c_batches_and_notifications_through_the_client() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    let client = Client::builder().http2(true).connect(&url).await.unwrap();
+    let mut batch = client.batch();
+    let sum = batch.call::<i64>("sum", [1, 2, 3]);
+    let missing = batch.call::<Value>("nope", ());
+    batch.notify("update", [1]);
+    batch.send().await.unwrap();
+    assert_eq!(sum.await.unwrap(), 6);
+    assert_eq!(missing.await.unwrap_err().rpc().unwrap().code(), -32601);
+    client.notify("update", [1]).await.unwrap();
+    let many = (0..50).map(|i| {
+        let client = client.clone();
+        async move { client.call::<i64>("add", [i, i]).await.unwrap() }
+    });
+    let results = futures_util::future::join_all(many).await;
+    assert_eq!(results, (0..50).map(|i| i * 2).collect::<Vec<_>>());
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn handlers_see_headers_and_the_peer_address() {
+    let router = Router::new().sync_method("who", |(): (), ctx: &RequestContext| {
+        let agent = ctx
+            .get::<http::HeaderMap>()
+            .and_then(|h| h.get("x-agent"))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none")
+            .to_owned();
+        Ok((agent, ctx.connection_info().and_then(|i| i.peer_addr.clone())))
+    });
+    let (serving, url) = serve(HttpServer::new(router)).await;
+    let client = Client::builder()
+        .header("X-Agent", "tester/1")
+        .unwrap()
+        .connect(&url)
+        .await
+        .unwrap();
+    let (agent, peer): (String, Option<String>) = client.call("who", ()).await.unwrap();
+    assert_eq!(agent, "tester/1");
+    assert!(peer.unwrap().starts_with("127.0.0.1:"));
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn cors_preflight() {
+    let (serving, url) =
+        serve(HttpServer::new(jrpc::demo::router()).cors(tower_http::cors::CorsLayer::permissive())).await;
+    let preflight = raw(
+        &url,
+        "OPTIONS",
+        "/",
+        &[
+            ("Origin", "https://example.com"),
+            ("Access-Control-Request-Method", "POST"),
+        ],
+        b"",
+    )
+    .await;
+    assert_eq!(preflight.status, 200);
+    assert_eq!(preflight.header("access-control-allow-origin"), Some("*"));
+    serving.shutdown().await;
+}
