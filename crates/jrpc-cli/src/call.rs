@@ -274,6 +274,11 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
             .ok_or_else(|| Failure::Usage(anyhow!("missing TARGET")))?;
         Target::parse(&target).map_err(Failure::Usage)?
     } else {
+        if let Some(first) = args.words.first().filter(|w| Target::parse(w).is_ok()) {
+            return Err(Failure::Usage(anyhow!(
+                "give either a TARGET ({first}) or a command after --, not both"
+            )));
+        }
         Target::Command(args.command.clone())
     };
     if let Some(source) = &args.batch {
@@ -365,6 +370,11 @@ async fn batch(client: &Client, text: &str, compact: bool) -> Result<(), Failure
     let entries: Vec<BatchEntry> = serde_json::from_str(text)
         .context("--batch must be a JSON array of request objects")
         .map_err(Failure::Usage)?;
+    if entries.is_empty() {
+        return Err(Failure::Usage(anyhow!(
+            "--batch is empty: a batch needs at least one request"
+        )));
+    }
     let mut batch = client.batch();
     let mut calls = Vec::new();
     for entry in &entries {

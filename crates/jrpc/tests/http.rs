@@ -238,7 +238,11 @@ async fn gzip_both_ways() {
     assert_eq!(bad.status, 415, "unknown encodings are refused");
 
     // The client compresses large requests and decodes gzip replies.
-    let client = Client::builder().connect(&url).await.unwrap();
+    let client = Client::builder()
+        .compress_requests(true)
+        .connect(&url)
+        .await
+        .unwrap();
     let echoed: String = client.call("echo", [&text]).await.unwrap();
     assert_eq!(echoed, text);
     serving.shutdown().await;

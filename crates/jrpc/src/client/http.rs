@@ -79,6 +79,7 @@ pub(crate) struct HttpOptions {
     pub(crate) headers: HeaderMap,
     pub(crate) http2: bool,
     pub(crate) gzip: bool,
+    pub(crate) compress_requests: bool,
     pub(crate) timeout: Duration,
     pub(crate) retry: Retry,
     pub(crate) tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
@@ -296,7 +297,7 @@ impl HttpTransport {
         let mut body = body;
         if self.options.gzip {
             builder = builder.header(header::ACCEPT_ENCODING, "gzip");
-            if body.len() >= COMPRESS_FROM {
+            if self.options.compress_requests && body.len() >= COMPRESS_FROM {
                 let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
                 std::io::Write::write_all(&mut encoder, &body).map_err(|e| CallError::Io(Arc::new(e)))?;
                 body = encoder.finish().map_err(|e| CallError::Io(Arc::new(e)))?.into();

@@ -59,6 +59,7 @@ struct HttpSettings {
     headers: ::http::HeaderMap,
     http2: bool,
     no_gzip: bool,
+    compress_requests: bool,
     retry: Retry,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
     ws: WsOptions,
@@ -127,11 +128,18 @@ impl ClientBuilder {
         self
     }
 
-    /// gzip request bodies of 1 KiB or more and accept gzip replies (on by
-    /// default).
+    /// Accept gzip-compressed replies (on by default).
     #[cfg(feature = "http")]
     pub fn gzip(mut self, on: bool) -> Self {
         self.http.no_gzip = !on;
+        self
+    }
+
+    /// gzip request bodies of 1 KiB or more (off by default: HTTP cannot
+    /// ask first whether the server accepts compressed requests).
+    #[cfg(feature = "http")]
+    pub fn compress_requests(mut self, on: bool) -> Self {
+        self.http.compress_requests = on;
         self
     }
 
@@ -229,6 +237,7 @@ impl ClientBuilder {
             headers: self.http.headers,
             http2: self.http.http2,
             gzip: !self.http.no_gzip,
+            compress_requests: self.http.compress_requests,
             timeout: self.call_timeout,
             retry: self.http.retry,
             tls: self.http.tls,

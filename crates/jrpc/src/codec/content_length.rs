@@ -79,7 +79,7 @@ impl Default for ContentLengthCodec {
 fn content_length(headers: &[u8]) -> Result<usize, String> {
     let text = std::str::from_utf8(headers).map_err(|_| "header section is not UTF-8".to_owned())?;
     let mut length = None;
-    for line in text.split("\r\n") {
+    for line in text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)) {
         let Some((name, value)) = line.split_once(':') else {
             return Err(format!("not a header line: {:?}", truncate(line)));
         };
@@ -105,6 +105,17 @@ fn truncate(s: &str) -> &str {
     }
 }
 
+/// Where the header section ends and how long its terminating blank line
+/// is: the first `\r\n\r\n` or `\n\n`.
+fn header_end(buf: &[u8]) -> Option<(usize, usize)> {
+    let crlf = find(buf, b"\r\n\r\n").map(|p| (p, 4));
+    let lf = find(buf, b"\n\n").map(|p| (p, 2));
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Finds `needle` in `haystack`.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     memchr::memmem::find(haystack, needle)
@@ -121,7 +132,10 @@ impl Decoder for ContentLengthCodec {
                     // Tolerate stray line breaks between frames.
                     let blank = buf.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
                     buf.advance(blank);
-                    let Some(end) = find(buf, b"\r\n\r\n") else {
+                    // The header section ends with an empty line: CRLF per
+                    // the protocol, bare LF tolerated.
+                    let found = header_end(buf).filter(|(end, _)| *end <= MAX_HEADER_LEN);
+                    let Some((end, terminator)) = found else {
                         if buf.len() > MAX_HEADER_LEN {
                             // Drop at least the first line, so that the
                             // search for the next frame makes progress.
@@ -135,7 +149,9 @@ impl Decoder for ContentLengthCodec {
                         return Ok(None);
                     };
                     let parsed = content_length(&buf[..end]);
-                    if let Err(reason) = &parsed {
+                    let first_line = buf[..end].split(|b| *b == b'\n').next().unwrap_or_default();
+                    let junk_first = !first_line.contains(&b':');
+                    if let (Err(reason), true) = (&parsed, junk_first) {
                         // Junk before a real header section (a stray line
                         // on stdout, say): drop only the junk.
                         let lower = buf[..end].to_ascii_lowercase();
@@ -144,7 +160,7 @@ impl Decoder for ContentLengthCodec {
                             return Ok(Some(Inbound::Malformed(reason.clone())));
                         }
                     }
-                    buf.advance(end + 4);
+                    buf.advance(end + terminator);
                     match parsed {
                         Ok(n) if n > self.max_len => {
                             self.state = State::Skipping(n);
@@ -176,18 +192,20 @@ impl Decoder for ContentLengthCodec {
                     self.state = State::Headers;
                 }
                 State::Resync => {
-                    // The next frame starts at a line beginning with
-                    // `Content-Length:`; keep a tail that might be the start
-                    // of such a line split across reads.
+                    // The next frame starts with `Content-Length:`; keep a
+                    // tail that might be its start split across reads.
                     let at_start = buf.len() >= 15 && buf[..15].eq_ignore_ascii_case(b"content-length:");
                     if at_start {
                         self.state = State::Headers;
                         continue;
                     }
+                    // Anywhere, not only at a line start: a body rarely ends
+                    // with a line break, so the next frame often follows it
+                    // directly.
                     let lower = buf.to_ascii_lowercase();
-                    match find(&lower, b"\ncontent-length:") {
+                    match find(&lower, b"content-length:") {
                         Some(pos) => {
-                            buf.advance(pos + 1);
+                            buf.advance(pos);
                             self.state = State::Headers;
                         }
                         None => {
@@ -347,6 +365,37 @@ mod tests {
         let got = decode_all(&mut codec, &[b"Starting server...\nContent-Length: 2\r\n\r\n{}"]);
         assert!(matches!(&got[0], Inbound::Malformed(_)), "{got:?}");
         assert_eq!(got[1..], [frame("{}")]);
+    }
+
+    #[test]
+    fn resynchronises_on_a_frame_right_after_a_bad_one() {
+        for bad in [
+            &b"Content-Lenght: 5\r\n\r\nhello"[..],
+            b"Content-Length: 5\r\nContent-Length: 7\r\n\r\n[1,2]",
+            b"\x00\xff\x00\xff\r\n\r\n",
+        ] {
+            let mut codec = ContentLengthCodec::new(100);
+            let got = decode_all(
+                &mut codec,
+                &[
+                    bad,
+                    b"Content-Length: 2\r\n\r\n[]",
+                    b"Content-Length: 2\r\n\r\n{}",
+                ],
+            );
+            assert!(matches!(&got[0], Inbound::Malformed(_)), "{got:?}");
+            assert_eq!(got[1..], [frame("[]"), frame("{}")], "after {bad:?}");
+        }
+    }
+
+    #[test]
+    fn bare_lf_header_endings_are_tolerated() {
+        let mut codec = ContentLengthCodec::new(100);
+        let got = decode_all(
+            &mut codec,
+            &[b"Content-Length: 5\n\n[1,2]Content-Length: 2\r\n\r\n[]"],
+        );
+        assert_eq!(got, vec![frame("[1,2]"), frame("[]")]);
     }
 
     #[test]

@@ -252,6 +252,8 @@ where
             serving.await;
         });
     }
+    // Refuse new connections at once while the open ones finish.
+    drop(listener);
     connections.close();
     connections.wait().await;
 }

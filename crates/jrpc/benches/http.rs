@@ -1,0 +1,148 @@
+//! Requests/s and latency over HTTP and WebSocket: 1, 16 and 256
+//! connections each keeping one call in flight, and batches of 100 over
+//! HTTP. jrpc client against jrpc server on loopback.
+//!
+//! The server runs on its own thread with a single-threaded runtime; the
+//! load generator on another. Every case is bounded by time.
+//!
+//! Run: `cargo bench -p jrpc --bench http` (optional: `-- SECONDS`, default 3)
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jrpc::client::Client;
+use jrpc::transport::http::HttpServer;
+use jrpc::Router;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn spawn_server() -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("server".into())
+        .spawn(move || {
+            runtime().block_on(async move {
+                let router = Router::new()
+                    .sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
+                    .max_batch_len(1000);
+                let serving = HttpServer::new(router)
+                    .compression(false)
+                    .bind("127.0.0.1:0")
+                    .await
+                    .unwrap();
+                tx.send(serving.local_addr().to_owned()).unwrap();
+                serving.wait().await;
+            })
+        })
+        .unwrap();
+    rx.recv().unwrap()
+}
+
+struct Figures {
+    requests: u64,
+    items: u64,
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+}
+
+impl Figures {
+    fn percentile(&mut self, p: f64) -> Duration {
+        if self.latencies.is_empty() {
+            return Duration::ZERO;
+        }
+        self.latencies.sort_unstable();
+        self.latencies[((self.latencies.len() as f64 - 1.0) * p).round() as usize]
+    }
+}
+
+/// `connections` clients, each calling back to back (`batch` calls per
+/// request when given), for `duration`.
+async fn load(url: &str, connections: usize, batch: Option<usize>, duration: Duration) -> Figures {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let client = Client::connect(url).await.unwrap();
+        // One call first, so that connecting is not measured.
+        let _: i64 = client.call("add", (1, 2)).await.unwrap();
+        let stop = Arc::clone(&stop);
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                match batch {
+                    None => {
+                        let sum: i64 = client.call("add", (1, 2)).await.unwrap();
+                        assert_eq!(sum, 3);
+                    }
+                    Some(n) => {
+                        let mut b = client.batch();
+                        let calls: Vec<_> = (0..n).map(|i| b.call::<i64>("add", (i, 1))).collect();
+                        b.send().await.unwrap();
+                        for call in calls {
+                            call.await.unwrap();
+                        }
+                    }
+                }
+                latencies.push(t.elapsed());
+            }
+            latencies
+        }));
+    }
+    let start = Instant::now();
+    tokio::time::sleep(duration).await;
+    stop.store(true, Ordering::Relaxed);
+    let elapsed = start.elapsed();
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.unwrap());
+    }
+    let requests = latencies.len() as u64;
+    Figures {
+        requests,
+        items: requests * batch.unwrap_or(1) as u64,
+        elapsed,
+        latencies,
+    }
+}
+
+fn main() {
+    let seconds: f64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(3.0);
+    let duration = Duration::from_secs_f64(seconds);
+    let http = spawn_server();
+    let ws = http.replacen("http", "ws", 1);
+    let load_runtime = runtime();
+    println!(
+        "{:<32} {:>12} {:>12} {:>10} {:>10}",
+        "case", "requests/s", "items/s", "p50", "p99"
+    );
+    let cases: Vec<(String, &str, usize, Option<usize>)> = vec![
+        ("HTTP, 1 connection".into(), &http, 1, None),
+        ("HTTP, 16 connections".into(), &http, 16, None),
+        ("HTTP, 256 connections".into(), &http, 256, None),
+        ("WebSocket, 1 connection".into(), &ws, 1, None),
+        ("WebSocket, 16 connections".into(), &ws, 16, None),
+        ("WebSocket, 256 connections".into(), &ws, 256, None),
+        ("HTTP batch of 100, 16 conns".into(), &http, 16, Some(100)),
+    ];
+    for (name, url, connections, batch) in cases {
+        let mut f = load_runtime.block_on(load(url, connections, batch, duration));
+        let secs = f.elapsed.as_secs_f64();
+        println!(
+            "{:<32} {:>12.0} {:>12.0} {:>10.1?} {:>10.1?}",
+            name,
+            f.requests as f64 / secs,
+            f.items as f64 / secs,
+            f.percentile(0.5),
+            f.percentile(0.99)
+        );
+    }
+}
