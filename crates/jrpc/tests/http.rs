@@ -684,7 +684,7 @@ async fn h2c_batches_and_notifications_through_the_client() {
 async fn handlers_see_headers_and_the_peer_address() {
     let router = Router::new().sync_method("who", |(): (), ctx: &RequestContext| {
         let agent = ctx
-            .get::<http::HeaderMap>()
+            .headers()
             .and_then(|h| h.get("x-agent"))
             .and_then(|v| v.to_str().ok())
             .unwrap_or("none")
@@ -722,4 +722,41 @@ async fn cors_preflight() {
     assert_eq!(preflight.status, 200);
     assert_eq!(preflight.header("access-control-allow-origin"), Some("*"));
     serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_websocket_client_reconnects_when_told_to() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    let addr = url.trim_start_matches("http://").to_owned();
+    let ws = url.replacen("http", "ws", 1);
+    let client = Client::builder()
+        .reconnect(Retry {
+            attempts: 20,
+            base: Duration::from_millis(20),
+            max: Duration::from_millis(200),
+        })
+        .connect(&ws)
+        .await
+        .unwrap();
+    assert_eq!(client.call::<i64>("sum", [1]).await.unwrap(), 1);
+    serving.shutdown().await;
+    // The server is gone; a new one comes up on the same address while the
+    // client keeps trying.
+    let restart = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        HttpServer::new(jrpc::demo::router()).bind(addr).await.unwrap()
+    });
+    // A call made before the client notices the drop fails as closed (it
+    // may have been in flight); the next one reconnects.
+    let sum = match bounded("call", client.call::<i64>("sum", [2, 3])).await {
+        Ok(sum) => sum,
+        Err(e) => {
+            assert!(e.is_closed(), "{e:?}");
+            bounded("reconnecting call", client.call::<i64>("sum", [2, 3]))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(sum, 5);
+    restart.await.unwrap().shutdown().await;
 }

@@ -52,7 +52,7 @@ impl Retry {
         }
     }
 
-    fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    pub(crate) fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(after) = retry_after {
             return after.min(self.max);
         }

@@ -61,6 +61,7 @@ struct HttpSettings {
     no_gzip: bool,
     compress_requests: bool,
     retry: Retry,
+    reconnect: Option<Retry>,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
     ws: WsOptions,
 }
@@ -147,6 +148,16 @@ impl ClientBuilder {
     #[cfg(feature = "http")]
     pub fn retry(mut self, retry: Retry) -> Self {
         self.http.retry = retry;
+        self
+    }
+
+    /// Reconnect a WebSocket client when its connection drops, trying up to
+    /// `retry.attempts` times with backoff before a call fails. Calls in
+    /// flight when the connection drops fail (they may or may not have
+    /// run); the next call reconnects. Off by default.
+    #[cfg(feature = "http")]
+    pub fn reconnect(mut self, retry: Retry) -> Self {
+        self.http.reconnect = Some(retry);
         self
     }
 
@@ -253,10 +264,27 @@ impl ClientBuilder {
     /// server can also call this client.
     #[cfg(feature = "http")]
     pub async fn connect_ws(self, url: &str) -> io::Result<Client> {
+        let template = self.peer.settings_clone();
         let (frames_in, frames_out, info) =
-            crate::transport::ws::connect(url, &self.http.headers, self.http.tls, self.http.ws).await?;
+            crate::transport::ws::connect(url, &self.http.headers, self.http.tls.clone(), self.http.ws)
+                .await?;
         let peer = self.peer.extension(info).start_framed(frames_in, frames_out);
-        Ok(Client::owning(peer, None, None))
+        let Some(retry) = self.http.reconnect else {
+            return Ok(Client::owning(peer, None, None));
+        };
+        Ok(Client {
+            inner: Inner::Ws(Arc::new(Reconnecting {
+                url: url.to_owned(),
+                headers: self.http.headers,
+                tls: self.http.tls,
+                ws: self.http.ws,
+                template: Mutex::new(template),
+                retry,
+                current: Mutex::new(peer),
+                reconnecting: tokio::sync::Mutex::new(()),
+            })),
+            owner: None,
+        })
     }
 
     /// Spawns `command` and talks to it over its stdin and stdout. The child
@@ -340,6 +368,72 @@ enum Inner {
     Peer(Peer),
     #[cfg(feature = "http")]
     Http(Arc<self::http::HttpTransport>),
+    #[cfg(feature = "http")]
+    Ws(Arc<Reconnecting>),
+}
+
+/// A WebSocket client that reconnects when its connection drops.
+#[cfg(feature = "http")]
+struct Reconnecting {
+    url: String,
+    headers: ::http::HeaderMap,
+    tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    ws: WsOptions,
+    template: Mutex<PeerBuilder>,
+    retry: Retry,
+    current: Mutex<Peer>,
+    /// One reconnection at a time.
+    reconnecting: tokio::sync::Mutex<()>,
+}
+
+#[cfg(feature = "http")]
+impl Reconnecting {
+    fn current(&self) -> Peer {
+        self.current.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The live connection, reconnecting (with backoff) if it dropped.
+    async fn peer(&self) -> Result<Peer, CallError> {
+        let peer = self.current();
+        if !peer.is_refusing() {
+            return Ok(peer);
+        }
+        let _one = self.reconnecting.lock().await;
+        let peer = self.current();
+        if !peer.is_refusing() {
+            return Ok(peer);
+        }
+        let mut attempt = 0;
+        loop {
+            match crate::transport::ws::connect(&self.url, &self.headers, self.tls.clone(), self.ws).await {
+                Ok((frames_in, frames_out, info)) => {
+                    let builder = self
+                        .template
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .settings_clone();
+                    let peer = builder.extension(info).start_framed(frames_in, frames_out);
+                    *self.current.lock().unwrap_or_else(|e| e.into_inner()) = peer.clone();
+                    tracing::debug!(url = %self.url, "reconnected");
+                    return Ok(peer);
+                }
+                Err(e) if attempt < self.retry.attempts => {
+                    let wait = self.retry.wait(attempt, None);
+                    tracing::debug!(error = %e, ?wait, "reconnect failed; retrying");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(CallError::Io(Arc::new(e))),
+            }
+        }
+    }
+}
+
+#[cfg(feature = "http")]
+impl Drop for Reconnecting {
+    fn drop(&mut self) {
+        self.current().close();
+    }
 }
 
 /// The calling side of a connection. Cheap to clone; a connection closes
@@ -356,6 +450,8 @@ impl std::fmt::Debug for Client {
             Inner::Peer(peer) => f.debug_struct("Client").field("peer", peer).finish(),
             #[cfg(feature = "http")]
             Inner::Http(_) => f.debug_struct("Client").field("transport", &"http").finish(),
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => f.debug_struct("Client").field("peer", &ws.current()).finish(),
         }
     }
 }
@@ -393,6 +489,8 @@ impl Client {
             Inner::Peer(peer) => peer.call(method, params).await,
             #[cfg(feature = "http")]
             Inner::Http(http) => crate::peer::decode(&http.call_raw(method, params, http.timeout()).await?),
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => ws.peer().await?.call(method, params).await,
         }
     }
 
@@ -417,6 +515,8 @@ impl Client {
             Inner::Peer(peer) => peer.call_raw(method, params, timeout).await,
             #[cfg(feature = "http")]
             Inner::Http(http) => http.call_raw(method, params, timeout).await,
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => ws.peer().await?.call_raw(method, params, timeout).await,
         }
     }
 
@@ -426,6 +526,8 @@ impl Client {
             Inner::Peer(peer) => peer.notify(method, params).await,
             #[cfg(feature = "http")]
             Inner::Http(http) => http.notify(method, params).await,
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => ws.peer().await?.notify(method, params).await,
         }
     }
 
@@ -435,16 +537,22 @@ impl Client {
             Inner::Peer(peer) => peer.batch(),
             #[cfg(feature = "http")]
             Inner::Http(http) => Batch::for_http(Arc::clone(http)),
+            // A batch goes on the current connection; if it has dropped, the
+            // batch fails and the next call reconnects.
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => ws.current().batch(),
         }
     }
 
-    /// The underlying peer, for connection-oriented transports (`None` over
-    /// plain HTTP).
-    pub fn peer(&self) -> Option<&Peer> {
+    /// The underlying peer (the current one for a reconnecting WebSocket),
+    /// for connection-oriented transports; `None` over plain HTTP.
+    pub fn peer(&self) -> Option<Peer> {
         match &self.inner {
-            Inner::Peer(peer) => Some(peer),
+            Inner::Peer(peer) => Some(peer.clone()),
             #[cfg(feature = "http")]
             Inner::Http(_) => None,
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => Some(ws.current()),
         }
     }
 
@@ -470,6 +578,12 @@ impl Client {
             }
             #[cfg(feature = "http")]
             Inner::Http(_) => "closed".into(),
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => {
+                let peer = ws.current();
+                peer.close();
+                peer.closed().await
+            }
         }
     }
 }

@@ -196,6 +196,19 @@ impl PeerBuilder {
         self
     }
 
+    /// A builder with the same settings (router, timeouts, cancellation,
+    /// bounds) and nothing recorded about a connection, for a reconnection.
+    pub(crate) fn settings_clone(&self) -> PeerBuilder {
+        PeerBuilder {
+            router: self.router.clone(),
+            call_timeout: self.call_timeout,
+            cancel: self.cancel.clone(),
+            max_in_flight: self.max_in_flight,
+            extensions: Extensions::new(),
+            eof_reason: None,
+        }
+    }
+
     /// Replaces everything recorded about the connection.
     pub fn extensions(mut self, extensions: Extensions) -> Self {
         self.extensions = extensions;
@@ -425,6 +438,11 @@ impl Peer {
                 return "connection dropped".into();
             }
         }
+    }
+
+    /// Whether new calls are refused: the connection is closing or closed.
+    pub(crate) fn is_refusing(&self) -> bool {
+        self.shared.is_refusing()
     }
 
     /// Whether the connection has fully closed.

@@ -111,6 +111,11 @@ impl Shared {
             .unwrap_or_else(|| CallError::Closed("connection closed".into()))
     }
 
+    /// Whether new calls are refused (the connection is closing or closed).
+    pub(crate) fn is_refusing(&self) -> bool {
+        self.calls().refused.is_some()
+    }
+
     /// Forgets a call (answered elsewhere, timed out or dropped). Returns
     /// whether it was still pending.
     pub(crate) fn forget(&self, id: u64) -> bool {

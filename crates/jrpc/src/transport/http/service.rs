@@ -32,6 +32,14 @@ pub(crate) struct Settings {
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
 
+impl crate::RequestContext {
+    /// The HTTP request headers (over HTTP, and the upgrade request's over
+    /// WebSocket).
+    pub fn headers(&self) -> Option<&HeaderMap> {
+        self.get::<HeaderMap>()
+    }
+}
+
 /// The peer address of the connection a request came on, put in the
 /// request's extensions by the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
