@@ -7,6 +7,8 @@
 //!
 //! Run: `cargo bench -p jrpc --bench http` (optional: `-- SECONDS`, default 3)
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,33 +17,19 @@ use jrpc::client::Client;
 use jrpc::transport::http::HttpServer;
 use jrpc::Router;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 fn spawn_server() -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("server".into())
-        .spawn(move || {
-            runtime().block_on(async move {
-                let router = Router::new()
-                    .sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
-                    .max_batch_len(1000);
-                let serving = HttpServer::new(router)
-                    .compression(false)
-                    .bind("127.0.0.1:0")
-                    .await
-                    .unwrap();
-                tx.send(serving.local_addr().to_owned()).unwrap();
-                serving.wait().await;
-            })
-        })
-        .unwrap();
-    rx.recv().unwrap()
+    common::spawn_server(|ready| async move {
+        let router = Router::new()
+            .sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
+            .max_batch_len(1000);
+        let serving = HttpServer::new(router)
+            .compression(false)
+            .bind("127.0.0.1:0")
+            .await
+            .unwrap();
+        ready.send(serving.local_addr().to_owned()).unwrap();
+        serving.wait().await;
+    })
 }
 
 struct Figures {
@@ -53,11 +41,7 @@ struct Figures {
 
 impl Figures {
     fn percentile(&mut self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        self.latencies.sort_unstable();
-        self.latencies[((self.latencies.len() as f64 - 1.0) * p).round() as usize]
+        common::percentile(&mut self.latencies, p)
     }
 }
 
@@ -112,14 +96,10 @@ async fn load(url: &str, connections: usize, batch: Option<usize>, duration: Dur
 }
 
 fn main() {
-    let seconds: f64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(3.0);
-    let duration = Duration::from_secs_f64(seconds);
+    let duration = common::seconds_from_args();
     let http = spawn_server();
     let ws = http.replacen("http", "ws", 1);
-    let load_runtime = runtime();
+    let load_runtime = common::runtime();
     println!(
         "{:<32} {:>12} {:>12} {:>10} {:>10}",
         "case", "requests/s", "items/s", "p50", "p99"

@@ -7,6 +7,8 @@
 //!
 //! Run: `cargo bench -p jrpc --bench tcp` (optional: `-- SECONDS`, default 3)
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,27 +22,6 @@ use tokio::net::{TcpListener, TcpStream};
 const REQUEST: &[u8] = br#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}"#;
 const REPLY: &[u8] = br#"{"jsonrpc":"2.0","result":3,"id":1}"#;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Runs `server` forever on its own thread and runtime; returns its address.
-fn spawn_server<F, Fut>(server: F) -> String
-where
-    F: FnOnce(tokio::sync::oneshot::Sender<String>) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()>,
-{
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("server".into())
-        .spawn(move || runtime().block_on(server(tx)))
-        .unwrap();
-    rx.blocking_recv().unwrap()
-}
-
 struct Figures {
     calls: u64,
     elapsed: Duration,
@@ -53,12 +34,7 @@ impl Figures {
     }
 
     fn percentile(&mut self, p: f64) -> Duration {
-        if self.latencies.is_empty() {
-            return Duration::ZERO;
-        }
-        self.latencies.sort_unstable();
-        let i = ((self.latencies.len() as f64 - 1.0) * p).round() as usize;
-        self.latencies[i]
+        common::percentile(&mut self.latencies, p)
     }
 }
 
@@ -165,14 +141,10 @@ async fn jrpc_load(addr: &str, in_flight: usize, duration: Duration) -> Figures 
 }
 
 fn main() {
-    let seconds: f64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(3.0);
-    let duration = Duration::from_secs_f64(seconds);
-    let raw_addr = spawn_server(raw_echo_server);
-    let jrpc_addr = spawn_server(jrpc_server);
-    let load = runtime();
+    let duration = common::seconds_from_args();
+    let raw_addr = common::spawn_server(raw_echo_server);
+    let jrpc_addr = common::spawn_server(jrpc_server);
+    let load = common::runtime();
     println!(
         "{:<34} {:>12} {:>10} {:>10} {:>10}",
         "case", "calls/s", "vs raw", "p50", "p99"

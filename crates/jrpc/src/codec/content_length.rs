@@ -257,21 +257,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-
-    fn decode_all(codec: &mut ContentLengthCodec, chunks: &[&[u8]]) -> Vec<Inbound> {
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            buf.extend_from_slice(chunk);
-            while let Some(item) = codec.decode(&mut buf).unwrap() {
-                out.push(item);
-            }
-        }
-        while let Some(item) = codec.decode_eof(&mut buf).unwrap() {
-            out.push(item);
-        }
-        out
-    }
+    use crate::codec::decode_all;
 
     fn frame(s: &str) -> Inbound {
         Inbound::Frame(Bytes::copy_from_slice(s.as_bytes()))

@@ -117,3 +117,24 @@ impl<T: AsRef<[u8]>> Encoder<T> for FrameCodec {
         }
     }
 }
+
+/// Feeds `chunks` to `decoder` one by one, then ends the stream; returns
+/// everything decoded.
+#[cfg(test)]
+pub(crate) fn decode_all(
+    decoder: &mut impl Decoder<Item = Inbound, Error = io::Error>,
+    chunks: &[&[u8]],
+) -> Vec<Inbound> {
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        while let Some(item) = decoder.decode(&mut buf).unwrap() {
+            out.push(item);
+        }
+    }
+    while let Some(item) = decoder.decode_eof(&mut buf).unwrap() {
+        out.push(item);
+    }
+    out
+}

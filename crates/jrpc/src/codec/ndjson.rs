@@ -161,21 +161,7 @@ impl<T: AsRef<[u8]>> Encoder<T> for NdjsonCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn decode_all(codec: &mut NdjsonCodec, chunks: &[&[u8]]) -> Vec<Inbound> {
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            buf.extend_from_slice(chunk);
-            while let Some(item) = codec.decode(&mut buf).unwrap() {
-                out.push(item);
-            }
-        }
-        while let Some(item) = codec.decode_eof(&mut buf).unwrap() {
-            out.push(item);
-        }
-        out
-    }
+    use crate::codec::decode_all;
 
     fn frame(s: &str) -> Inbound {
         Inbound::Frame(Bytes::copy_from_slice(s.as_bytes()))

@@ -68,6 +68,10 @@ pub fn client_config(roots: Vec<CertificateDer<'static>>, alpn: &[&[u8]]) -> io:
     for cert in roots {
         store.add(cert).map_err(invalid)?;
     }
+    client_config_trusting(store, alpn)
+}
+
+fn client_config_trusting(store: RootCertStore, alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
     let mut config = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(invalid)?
@@ -89,13 +93,7 @@ pub fn client_config_native(alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
     }
     let mut store = RootCertStore::empty();
     let (_added, _ignored) = store.add_parsable_certificates(found.certs);
-    let mut config = ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(invalid)?
-        .with_root_certificates(store)
-        .with_no_client_auth();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Ok(Arc::new(config))
+    client_config_trusting(store, alpn)
 }
 
 /// The server name to verify for `host`.

@@ -26,6 +26,48 @@ use crate::message::{codes, Error};
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send>>;
 
+/// A check made before a request reaches the service: let it through, or
+/// answer it right away.
+pub trait Gate: Clone + Send + Sync + 'static {
+    /// `None` lets the request through; `Some` is the response refusing it.
+    fn refuse<B>(&self, request: &Request<B>) -> Option<Response<Full<Bytes>>>;
+}
+
+/// A service behind a [`Gate`]: what [`AuthLayer`] and [`RateLimitLayer`]
+/// make.
+#[derive(Debug, Clone)]
+pub struct Gated<S, G> {
+    gate: G,
+    inner: S,
+}
+
+impl<S, B, G> Service<Request<B>> for Gated<S, G>
+where
+    S: Service<Request<B>, Response = Response<Full<Bytes>>, Error = Infallible>,
+    S::Future: Send + 'static,
+    G: Gate,
+{
+    type Response = Response<Full<Bytes>>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        match self.gate.refuse(&request) {
+            None => Box::pin(self.inner.call(request)),
+            Some(refusal) => Box::pin(async move { Ok(refusal) }),
+        }
+    }
+}
+
+/// The service made by [`AuthLayer`].
+pub type Auth<S> = Gated<S, AuthLayer>;
+/// The service made by [`RateLimitLayer`].
+pub type RateLimited<S> = Gated<S, RateLimit>;
+
 // ---- auth ----
 
 /// Requires `Authorization: Bearer <token>` (or `X-Api-Key: <token>`) with
@@ -78,49 +120,10 @@ impl AuthLayer {
     }
 }
 
-/// Compares without an early exit, so response timing does not reveal how
-/// much of a token matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-impl<S> Layer<S> for AuthLayer {
-    type Service = Auth<S>;
-
-    fn layer(&self, inner: S) -> Auth<S> {
-        Auth {
-            layer: self.clone(),
-            inner,
-        }
-    }
-}
-
-/// The service made by [`AuthLayer`].
-#[derive(Debug, Clone)]
-pub struct Auth<S> {
-    layer: AuthLayer,
-    inner: S,
-}
-
-impl<S, B> Service<Request<B>> for Auth<S>
-where
-    S: Service<Request<B>, Response = Response<Full<Bytes>>, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = Response<Full<Bytes>>;
-    type Error = Infallible;
-    type Future = BoxFuture<Self::Response>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        if self.layer.allows(&request) {
-            return Box::pin(self.inner.call(request));
+impl Gate for AuthLayer {
+    fn refuse<B>(&self, request: &Request<B>) -> Option<Response<Full<Bytes>>> {
+        if self.allows(request) {
+            return None;
         }
         let mut response = error_response(
             StatusCode::UNAUTHORIZED,
@@ -130,8 +133,28 @@ where
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        Box::pin(async move { Ok(response) })
+        Some(response)
     }
+}
+
+impl<S> Layer<S> for AuthLayer {
+    type Service = Auth<S>;
+
+    fn layer(&self, inner: S) -> Auth<S> {
+        Gated {
+            gate: self.clone(),
+            inner,
+        }
+    }
+}
+
+/// Compares without an early exit, so response timing does not reveal how
+/// much of a token matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 // ---- rate limit ----
@@ -178,6 +201,23 @@ impl RateLimit {
     }
 }
 
+impl Gate for RateLimit {
+    fn refuse<B>(&self, request: &Request<B>) -> Option<Response<Full<Bytes>>> {
+        let client = request
+            .extensions()
+            .get::<ClientAddr>()
+            .and_then(|a| a.0.as_deref())
+            .unwrap_or_default();
+        let wait = self.check(client).err()?;
+        let mut response = error_response(StatusCode::TOO_MANY_REQUESTS, RateLimit::error(wait));
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+        Some(response)
+    }
+}
+
 /// The client part of an address: the IP without the port.
 fn client_key(addr: &str) -> String {
     match addr.parse::<std::net::SocketAddr>() {
@@ -205,49 +245,9 @@ impl<S> Layer<S> for RateLimitLayer {
     type Service = RateLimited<S>;
 
     fn layer(&self, inner: S) -> RateLimited<S> {
-        RateLimited {
-            limit: self.limit.clone(),
+        Gated {
+            gate: self.limit.clone(),
             inner,
-        }
-    }
-}
-
-/// The service made by [`RateLimitLayer`].
-#[derive(Debug, Clone)]
-pub struct RateLimited<S> {
-    limit: RateLimit,
-    inner: S,
-}
-
-impl<S, B> Service<Request<B>> for RateLimited<S>
-where
-    S: Service<Request<B>, Response = Response<Full<Bytes>>, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = Response<Full<Bytes>>;
-    type Error = Infallible;
-    type Future = BoxFuture<Self::Response>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let client = request
-            .extensions()
-            .get::<ClientAddr>()
-            .and_then(|a| a.0.clone())
-            .unwrap_or_default();
-        match self.limit.check(&client) {
-            Ok(()) => Box::pin(self.inner.call(request)),
-            Err(wait) => {
-                let mut response = error_response(StatusCode::TOO_MANY_REQUESTS, RateLimit::error(wait));
-                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-                Box::pin(async move { Ok(response) })
-            }
         }
     }
 }

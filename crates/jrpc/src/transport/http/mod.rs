@@ -60,7 +60,7 @@ use tower_http::cors::CorsLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 
 pub use layers::{
-    Auth, AuthLayer, RateLimit, RateLimitLayer, RateLimited, RequestTimeout, RequestTimeoutLayer,
+    Auth, AuthLayer, Gate, Gated, RateLimit, RateLimitLayer, RateLimited, RequestTimeout, RequestTimeoutLayer,
 };
 pub use service::{error_response, ClientAddr, RpcService};
 

@@ -1,0 +1,45 @@
+//! Helpers shared by the load benches.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+/// A single-threaded runtime: one core's worth of server or load.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs `server` forever on its own thread ("server") and runtime; returns
+/// what it sends once ready (its address).
+pub fn spawn_server<F, Fut>(server: F) -> String
+where
+    F: FnOnce(tokio::sync::oneshot::Sender<String>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("server".into())
+        .spawn(move || runtime().block_on(server(tx)))
+        .unwrap();
+    rx.blocking_recv().unwrap()
+}
+
+/// The `p` quantile (0..=1) of `latencies`, sorting them in place.
+pub fn percentile(latencies: &mut [Duration], p: f64) -> Duration {
+    if latencies.is_empty() {
+        return Duration::ZERO;
+    }
+    latencies.sort_unstable();
+    latencies[((latencies.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// The run length: the first numeric argument, in seconds (default 3).
+pub fn seconds_from_args() -> Duration {
+    let seconds: f64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(3.0);
+    Duration::from_secs_f64(seconds)
+}
