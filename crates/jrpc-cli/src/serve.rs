@@ -130,6 +130,17 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
     if no_transport {
         args.http.push(DEFAULT_HTTP_ADDR.to_owned());
     }
+    let http_only = [
+        (!args.auth_token.is_empty(), "--auth-token"),
+        (args.tls_cert.is_some(), "--tls-cert/--tls-key"),
+        (args.rate_limit.is_some(), "--rate-limit"),
+        (args.cors, "--cors"),
+    ];
+    if args.http.is_empty() {
+        if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
+            anyhow::bail!("{flag} applies to --http listeners only, and none is given");
+        }
+    }
     let router = args.router();
     let server = Server::new(router.clone())
         .framing(args.framing)
@@ -191,15 +202,26 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
     // With listeners, run until a signal; stdio ending does not stop them.
     tokio::join!(stdio_done, shutdown_signal());
     eprintln!("jrpc: shutting down: finishing requests in flight");
+    // All listeners stop accepting at once; then each drains.
+    for serving in &listeners {
+        serving.shutdown_token().cancel();
+    }
     for serving in listeners {
-        serving.shutdown().await;
+        serving.wait().await;
     }
     Ok(())
 }
 
 /// Prints ready-to-paste commands that call the server just started.
 fn print_try_lines(addr: &str, args: &ServeArgs) {
-    let insecure = if addr.starts_with("https") { " -k" } else { "" };
+    // A self-signed certificate must be trusted explicitly.
+    let (curl_tls, call_tls) = match (&args.tls_cert, addr.starts_with("https")) {
+        (Some(cert), true) => (
+            format!(" --cacert {}", cert.display()),
+            format!(" --cacert {}", cert.display()),
+        ),
+        _ => (String::new(), String::new()),
+    };
     let auth = args
         .auth_token
         .first()
@@ -207,9 +229,9 @@ fn print_try_lines(addr: &str, args: &ServeArgs) {
         .unwrap_or_default();
     eprintln!("jrpc: try it:");
     eprintln!(
-        "  curl{insecure} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[42,23],\"id\":1}}'"
+        "  curl{curl_tls} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[42,23],\"id\":1}}'"
     );
-    eprintln!("  jrpc call {addr}{auth} subtract 42 23");
+    eprintln!("  jrpc call {addr}{call_tls}{auth} subtract 42 23");
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -160,7 +160,7 @@ async fn http_statuses_follow_the_protocol() {
     for method in ["GET", "PUT", "DELETE"] {
         let refused = raw(&url, method, "/", &[JSON], b"").await;
         assert_eq!(refused.status, 405, "{method}");
-        assert!(refused.header("allow").unwrap().contains("POST"));
+        assert_eq!(refused.header("allow"), Some("POST, GET"));
         assert_eq!(refused.json()["error"]["code"], -32600);
     }
 
@@ -400,7 +400,7 @@ async fn rate_limits_over_http_and_websocket() {
 }
 
 #[tokio::test]
-async fn request_timeout_answers_503() {
+async fn request_timeout_answers_504() {
     let (serving, url) =
         serve(HttpServer::new(jrpc::demo::router()).request_timeout(Duration::from_millis(100))).await;
     let slow = raw(
@@ -411,7 +411,10 @@ async fn request_timeout_answers_503() {
         br#"{"jsonrpc":"2.0","method":"sleep","params":[2000],"id":1}"#,
     )
     .await;
-    assert_eq!(slow.status, 503);
+    assert_eq!(
+        slow.status, 504,
+        "not 503: a timed-out request is not safe to retry"
+    );
     assert_eq!(slow.json()["error"]["code"], -32006);
     serving.shutdown().await;
 }
@@ -759,4 +762,59 @@ async fn a_websocket_client_reconnects_when_told_to() {
     };
     assert_eq!(sum, 5);
     restart.await.unwrap().shutdown().await;
+}
+
+#[tokio::test]
+async fn browsers_from_other_origins_are_refused_unless_cors_allows_them() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    let call = br#"{"jsonrpc":"2.0","method":"get_data","id":1}"#;
+    for (origin, allowed) in [
+        ("http://localhost:3000", true),
+        ("http://127.0.0.1:8080", true),
+        ("null", true),
+        ("https://evil.example", false),
+        ("http://localhost.evil.example", false),
+    ] {
+        let response = raw(&url, "POST", "/", &[JSON, ("Origin", origin)], call).await;
+        assert_eq!(response.status == 200, allowed, "{origin}: {}", response.status);
+        let upgrade = upgrade_status(&url, origin).await;
+        assert_eq!(upgrade == 101, allowed, "ws {origin}: {upgrade}");
+    }
+    serving.shutdown().await;
+    let (serving, url) =
+        serve(HttpServer::new(jrpc::demo::router()).cors(tower_http::cors::CorsLayer::permissive())).await;
+    let response = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Origin", "https://app.example")],
+        call,
+    )
+    .await;
+    assert_eq!(response.status, 200, "CORS configured: any origin");
+    serving.shutdown().await;
+}
+
+/// The status of a WebSocket upgrade request from a browser page at `origin`.
+async fn upgrade_status(url: &str, origin: &str) -> u16 {
+    let addr = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        bounded("upgrade reply", stream.read_exact(&mut byte))
+            .await
+            .unwrap();
+        head.push(byte[0]);
+    }
+    String::from_utf8_lossy(&head)
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap()
 }

@@ -57,13 +57,12 @@ impl Retry {
             return after.min(self.max);
         }
         let exp = self.base.saturating_mul(1u32 << attempt.min(16)).min(self.max);
-        // Jitter from the clock: enough to spread clients apart.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let factor = 0.5 + f64::from(nanos % 1000) / 1000.0;
-        exp.mul_f64(factor).min(self.max)
+        // Jitter from a randomly keyed hash: spreads clients apart.
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(attempt);
+        let factor = 0.5 + (hasher.finish() % 1000) as f64 / 1000.0;
+        Duration::from_secs_f64((exp.as_secs_f64() * factor).min(self.max.as_secs_f64()))
     }
 }
 
@@ -131,7 +130,11 @@ impl HttpTransport {
             .ok_or_else(|| invalid(format!("{url}: no host")))?
             .to_owned();
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        // `Host` carries host and port only, never `user:password@`.
         let authority = uri.authority().map(|a| a.as_str()).unwrap_or(&host);
+        let authority = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, hostport)| hostport);
         let authority = HeaderValue::from_str(authority).map_err(|e| invalid(e.to_string()))?;
         let tls = if https {
             let config = match options.tls.take() {
@@ -314,31 +317,41 @@ impl HttpTransport {
     }
 
     async fn post_once(&self, body: Bytes) -> Result<Option<Bytes>, Failure> {
-        let request = self.request(body).map_err(Failure::Final)?;
-        let response = if self.options.http2 && self.tls.is_none() || self.h2.lock().await.is_some() {
-            let mut sender = self.h2_sender().await?;
-            sender.send_request(request).await
-        } else {
-            let mut sender = match self.take_idle() {
-                Some(sender) => sender,
+        let mut request = self.request(body).map_err(Failure::Final)?;
+        loop {
+            if self.options.http2 && self.tls.is_none() || self.h2.lock().await.is_some() {
+                let mut sender = self.h2_sender().await?;
+                let response = sender.send_request(request).await;
+                return self.read(response).await;
+            }
+            let (mut sender, fresh) = match self.take_idle() {
+                Some(sender) => (sender, false),
                 None => match self.connect().await? {
-                    Sender::H1(sender) => sender,
+                    Sender::H1(sender) => (sender, true),
                     Sender::H2(sender) => {
                         // TLS negotiated HTTP/2: use it from now on.
-                        *self.h2.lock().await = Some(sender.clone());
-                        let mut sender = sender;
-                        let response = sender.send_request(request).await;
-                        return self.read(response).await;
+                        *self.h2.lock().await = Some(sender);
+                        continue;
                     }
                 },
             };
-            let response = sender.send_request(request).await;
-            if !sender.is_closed() {
-                self.put_idle(sender);
+            match sender.try_send_request(request).await {
+                Ok(response) => {
+                    let reply = self.read(Ok(response)).await?;
+                    // Only now is the connection free for the next request.
+                    if !sender.is_closed() {
+                        self.put_idle(sender);
+                    }
+                    return Ok(reply);
+                }
+                Err(mut unsent) => match unsent.take_message() {
+                    // A pooled connection the server had just closed: the
+                    // request never left, so another connection may take it.
+                    Some(again) if !fresh => request = again,
+                    _ => return self.read(Err(unsent.into_error())).await,
+                },
             }
-            response
-        };
-        self.read(response).await
+        }
     }
 
     async fn read(
@@ -385,12 +398,9 @@ impl HttpTransport {
 
     fn take_idle(&self) -> Option<http1::SendRequest<Full<Bytes>>> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(sender) = idle.pop() {
-            if !sender.is_closed() && sender.is_ready() {
-                return Some(sender);
-            }
-        }
-        None
+        idle.retain(|sender| !sender.is_closed());
+        let ready = idle.iter().rposition(|sender| sender.is_ready())?;
+        Some(idle.swap_remove(ready))
     }
 
     fn put_idle(&self, sender: http1::SendRequest<Full<Bytes>>) {
@@ -407,6 +417,14 @@ impl HttpTransport {
         }
         let sender = match self.connect().await? {
             Sender::H2(sender) => sender,
+            Sender::H1(sender) if self.tls.is_some() => {
+                // The server stopped offering HTTP/2: back to HTTP/1.1.
+                *slot = None;
+                self.put_idle(sender);
+                return Err(Failure::Connect(std::io::Error::other(
+                    "the server now speaks HTTP/1.1; retry",
+                )));
+            }
             Sender::H1(_) => return Err(Failure::Final(protocol("the server did not agree to HTTP/2"))),
         };
         *slot = Some(sender.clone());

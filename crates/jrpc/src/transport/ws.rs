@@ -157,7 +157,8 @@ where
                     Some(Ok(Message::Close(_))) | None => break,
                     Some(Err(tungstenite::Error::Capacity(e))) => {
                         // The protocol cannot skip the rest of the message.
-                        let _ = incoming.send(Ok(Inbound::Oversized { limit: options.max_message_len })).await;
+                        let report = incoming.send(Ok(Inbound::Oversized { limit: options.max_message_len }));
+                        let _ = tokio::time::timeout(Duration::from_millis(100), report).await;
                         tracing::warn!(error = %e, "websocket message too large; closing");
                         let _ = timed(idle, ws.close(Some(close_frame(CloseCode::Size, "message too large")))).await;
                         // Give the peer a moment to answer the oversized frame.
@@ -179,6 +180,11 @@ where
                 timed(idle, ws.flush()).await?;
             }
             _ = ping.tick() => {
+                // While a frame waits for the peer, reading is paused on
+                // purpose (backpressure): that is not the client's silence.
+                if held.is_some() {
+                    last_heard = Instant::now();
+                }
                 if last_heard.elapsed() > idle {
                     tracing::debug!("websocket idle; closing");
                     let _ = timed(idle, ws.close(Some(close_frame(CloseCode::Away, "idle timeout")))).await;
@@ -237,6 +243,9 @@ async fn timed<T>(
         ))),
     }
 }
+
+/// How long connecting (TCP, TLS and the handshake, each) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A byte stream a WebSocket can run on (plain TCP or TLS).
 trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
@@ -300,25 +309,31 @@ pub(crate) async fn connect(
     for (name, value) in headers {
         request.headers_mut().append(name, value.clone());
     }
-    let (socket, _response) =
-        tokio_tungstenite::client_async_with_config(request, stream, Some(options.config()))
-            .await
-            .map_err(|e| match e {
-                tungstenite::Error::Io(e) => e,
-                tungstenite::Error::Http(response) => io::Error::new(
-                    io::ErrorKind::ConnectionRefused,
-                    format!(
-                        "WebSocket handshake refused: HTTP {}{}",
-                        response.status(),
-                        response
-                            .body()
-                            .as_ref()
-                            .map(|b| format!(": {}", String::from_utf8_lossy(b)))
-                            .unwrap_or_default()
-                    ),
+    let handshake = tokio_tungstenite::client_async_with_config(request, stream, Some(options.config()));
+    let (socket, _response) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+        .await
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("{url}: no WebSocket handshake within {CONNECT_TIMEOUT:?}"),
+            )
+        })?
+        .map_err(|e| match e {
+            tungstenite::Error::Io(e) => e,
+            tungstenite::Error::Http(response) => io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                format!(
+                    "WebSocket handshake refused: HTTP {}{}",
+                    response.status(),
+                    response
+                        .body()
+                        .as_ref()
+                        .map(|b| format!(": {}", String::from_utf8_lossy(b)))
+                        .unwrap_or_default()
                 ),
-                other => io::Error::other(other.to_string()),
-            })?;
+            ),
+            other => io::Error::other(other.to_string()),
+        })?;
     let (frames_in, frames_out) = pump(socket, options, None);
     Ok((frames_in, frames_out, info))
 }

@@ -164,6 +164,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[derive(Clone)]
 pub struct RateLimit {
     limiter: Arc<DefaultKeyedRateLimiter<String>>,
+    checks: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for RateLimit {
@@ -181,6 +182,7 @@ impl RateLimit {
             .allow_burst(NonZeroU32::new(burst).unwrap_or(one));
         RateLimit {
             limiter: Arc::new(governor::RateLimiter::keyed(quota)),
+            checks: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         }
     }
 
@@ -188,6 +190,12 @@ impl RateLimit {
     /// next is allowed.
     pub fn check(&self, client: &str) -> Result<(), Duration> {
         let key = client_key(client);
+        // Forget clients whose budget has refilled, now and then, so that
+        // the table does not grow with every address ever seen.
+        if self.checks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4096 == 4095 {
+            self.limiter.retain_recent();
+            self.limiter.shrink_to_fit();
+        }
         self.limiter
             .check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
@@ -218,10 +226,16 @@ impl Gate for RateLimit {
     }
 }
 
-/// The client part of an address: the IP without the port.
+/// The client part of an address: the IP without the port; for IPv6, the
+/// /64 network (one host usually holds a whole /64, so per-address keys
+/// would hand out a fresh budget per address).
 fn client_key(addr: &str) -> String {
-    match addr.parse::<std::net::SocketAddr>() {
-        Ok(socket) => socket.ip().to_string(),
+    match addr.parse::<std::net::SocketAddr>().map(|s| s.ip()) {
+        Ok(std::net::IpAddr::V6(ip)) => {
+            let s = ip.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        Ok(ip) => ip.to_string(),
         Err(_) => addr.to_owned(),
     }
 }
@@ -254,8 +268,10 @@ impl<S> Layer<S> for RateLimitLayer {
 
 // ---- timeout ----
 
-/// Bounds each request: one that takes longer is answered `503` with a
-/// `-32006 Request timed out` error body (its handlers are dropped).
+/// Bounds each request: one that takes longer is answered `504` with a
+/// `-32006 Request timed out` error body (its handlers are dropped). Not
+/// `503`: the handler may have done its work, so the request is not safe to
+/// retry blindly.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestTimeoutLayer {
     limit: Duration,
@@ -305,7 +321,7 @@ where
             match tokio::time::timeout(limit, future).await {
                 Ok(response) => response,
                 Err(_) => Ok(error_response(
-                    StatusCode::SERVICE_UNAVAILABLE,
+                    StatusCode::GATEWAY_TIMEOUT,
                     Error::new(codes::REQUEST_TIMEOUT, "Request timed out")
                         .with_data(&format!("requests may take at most {limit:?}")),
                 )),

@@ -15,7 +15,7 @@
 //! a body over the frame limit → `413`, decided from `Content-Length` before
 //! reading when it is announced; a missing or wrong token → `401`; a client
 //! over its rate → `429` with `Retry-After`; a request over its time →
-//! `503`. Bodies may be gzip- or brotli-compressed (`Content-Encoding`), and
+//! `504`. Bodies may be gzip- or brotli-compressed (`Content-Encoding`), and
 //! replies are compressed when the client accepts it (`Accept-Encoding`).
 //! HTTP/1.1 keep-alive and HTTP/2 (h2c, and by ALPN over TLS) are both served.
 //!
@@ -68,6 +68,12 @@ use crate::peer::ConnectionInfo;
 use crate::transport::ws::WsOptions;
 use crate::transport::{Server, Serving};
 use crate::Router;
+
+/// How long a client may take to send a request's headers (and, on an idle
+/// keep-alive connection, to start the next request).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Concurrent HTTP/2 streams per connection.
+const MAX_STREAMS: u32 = 64;
 
 /// The request body the RPC service and its layers see.
 pub type HttpBody =
@@ -241,6 +247,8 @@ impl HttpServer {
             health_path: self.health_path.clone(),
             websocket: self.websocket,
             ws_rate_limit: self.rate_limit.clone(),
+            any_origin: self.cors.is_some(),
+            ws_slots: Arc::new(tokio::sync::Semaphore::new(self.max_connections)),
             peer: self.peer.clone(),
             connections,
             shutdown,
@@ -252,15 +260,17 @@ impl HttpServer {
         if let Some(limit) = self.request_timeout {
             service = BoxCloneSyncService::new(RequestTimeoutLayer::new(limit).layer(service));
         }
-        if let Some(limit) = &self.rate_limit {
-            service = BoxCloneSyncService::new(RateLimitLayer::new(limit.clone()).layer(service));
-        }
         if let Some(auth) = &self.auth {
             let auth = match &self.health_path {
                 Some(path) => auth.clone().exempt(path.clone()),
                 None => auth.clone(),
             };
             service = BoxCloneSyncService::new(auth.layer(service));
+        }
+        // Outermost, so that refused (401) requests count against the
+        // client's budget too: no token guessing at line rate.
+        if let Some(limit) = &self.rate_limit {
+            service = BoxCloneSyncService::new(RateLimitLayer::new(limit.clone()).layer(service));
         }
         service
     }
@@ -329,7 +339,20 @@ async fn serve_connection<I>(
             request.extensions_mut().insert(client.clone());
             request
         });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // Without a timer hyper enforces no timeouts at all: a client that
+    // opens a connection and sends nothing would hold its slot forever.
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(20)))
+        .keep_alive_timeout(Duration::from_secs(20))
+        // Each stream may buffer a body up to the frame limit.
+        .max_concurrent_streams(MAX_STREAMS);
     let connection =
         builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(service));
     tokio::pin!(connection);

@@ -27,6 +27,12 @@ pub(crate) struct Settings {
     pub(crate) health_path: Option<String>,
     pub(crate) websocket: Option<WsOptions>,
     pub(crate) ws_rate_limit: Option<super::RateLimit>,
+    /// Whether browsers on any origin may call (CORS is configured);
+    /// otherwise only pages served from this machine may.
+    pub(crate) any_origin: bool,
+    /// WebSocket connections outlive their HTTP connection's slot: they are
+    /// bounded here instead.
+    pub(crate) ws_slots: Arc<tokio::sync::Semaphore>,
     pub(crate) peer: crate::transport::Server,
     pub(crate) connections: tokio_util::task::TaskTracker,
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
@@ -114,6 +120,25 @@ fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
     has(header::CONNECTION, "upgrade") && has(header::UPGRADE, "websocket")
 }
 
+/// Whether a browser page from this `Origin` may call: no origin (not a
+/// browser), an opaque `null` origin (a local file), or a page served from
+/// this machine. Anything else could be any web site the user visits
+/// (cross-site WebSocket hijacking, DNS rebinding), unless CORS says so.
+fn origin_allowed(settings: &Settings, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    if settings.any_origin || origin == "null" {
+        return true;
+    }
+    let host = origin
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|uri| uri.host().map(str::to_ascii_lowercase));
+    matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"))
+        || host.is_some_and(|h| h.ends_with(".localhost"))
+}
+
 fn method_not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
     let mut response = error_response(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -139,8 +164,15 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
             Error::invalid_request().with_data(&format!("JSON-RPC is served at {}", settings.path)),
         );
     }
+    if !origin_allowed(settings, request.headers()) {
+        return error_response(
+            StatusCode::FORBIDDEN,
+            Error::invalid_request()
+                .with_data("this origin may not call this server (configure CORS to allow it)"),
+        );
+    }
     let allow = if settings.websocket.is_some() {
-        "POST, GET (WebSocket upgrade)"
+        "POST, GET"
     } else {
         "POST"
     };
@@ -176,7 +208,14 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
         return too_large();
     }
     let connection = request_extensions(&request);
-    let body = match read_body(request.into_body(), limit).await {
+    let reading = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(request.into_body(), limit));
+    let Ok(body) = reading.await else {
+        return error_response(
+            StatusCode::REQUEST_TIMEOUT,
+            Error::invalid_request().with_data("the request body did not arrive in time"),
+        );
+    };
+    let body = match body {
         Ok(body) => body,
         Err(BodyError::TooLarge) => return too_large(),
         Err(BodyError::Read(e)) => {
@@ -196,6 +235,9 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
         }
     }
 }
+
+/// How long a client may take to send a request body.
+const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 enum BodyError {
     TooLarge,
@@ -257,6 +299,12 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
         return response;
     };
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let Ok(slot) = Arc::clone(&settings.ws_slots).try_acquire_owned() else {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Error::new(codes::SERVER_BUSY, "Server busy").with_data("too many WebSocket connections"),
+        );
+    };
     let Some(options) = settings.websocket else {
         return method_not_allowed("POST");
     };
@@ -279,6 +327,7 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
     let server = settings.peer.clone();
     let shutdown = settings.shutdown.clone();
     settings.connections.spawn(async move {
+        let _slot = slot;
         let upgraded = match on_upgrade.await {
             Ok(upgraded) => upgraded,
             Err(e) => return tracing::debug!(error = %e, "websocket upgrade failed"),
