@@ -31,7 +31,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(std::env::args_os().map(shield_negative_numbers));
     // Logs go to stderr only: stdout may be the JSON-RPC stream.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -59,5 +59,22 @@ fn main() -> ExitCode {
             eprintln!("jrpc: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// clap takes `-2.5e-3` for a flag (it only knows plain negative numbers),
+/// so negative numbers with an exponent get a leading space, which JSON
+/// ignores and clap does not mistake for a flag.
+fn shield_negative_numbers(arg: std::ffi::OsString) -> std::ffi::OsString {
+    match arg.to_str() {
+        Some(s)
+            if s.starts_with('-')
+                && s[1..].starts_with(|c: char| c.is_ascii_digit())
+                && s.contains(['e', 'E'])
+                && s.parse::<f64>().is_ok() =>
+        {
+            format!(" {s}").into()
+        }
+        _ => arg,
     }
 }

@@ -201,3 +201,16 @@ fn serve_shuts_down_gracefully_on_sigterm() {
     let out = slow.join().unwrap();
     assert_eq!(stdout_json(&out), json!(500), "the call in flight was answered");
 }
+
+#[test]
+fn negative_numbers_are_params_not_flags() {
+    let out = call(&["echo", "-2.5e-3", "--compact", "--", JRPC, "serve", "--stdio"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "-2.5e-3\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = call(&["add", "-1e2", "-5", "--", JRPC, "serve", "--stdio"]);
+    assert_eq!(stdout_json(&out), json!(-105.0));
+}
