@@ -565,3 +565,34 @@ async fn handlers_see_connection_info() {
     assert!(peer.unwrap().starts_with("127.0.0.1:"));
     serving.shutdown().await;
 }
+
+#[tokio::test]
+async fn ordered_peers_apply_notifications_before_later_requests() {
+    // An editor-style exchange: `didChange` (slow to apply) then a request
+    // that must see the change.
+    let text = Arc::new(Mutex::new(String::from("old")));
+    let (write, read) = (Arc::clone(&text), Arc::clone(&text));
+    let router = Router::new()
+        .notification("didChange", move |(new,): (String,)| {
+            let text = Arc::clone(&write);
+            async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                *text.lock().unwrap() = new;
+            }
+        })
+        .sync_method("read", move || Ok(read.lock().unwrap().clone()));
+    let serving = Server::new(router)
+        .ordered(true)
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    let client = Client::builder().connect_tcp(addr).await.unwrap();
+    for round in 0..5 {
+        let new = format!("v{round}");
+        client.notify("didChange", [&new]).await.unwrap();
+        let seen: String = bounded("read", client.call("read", ())).await.unwrap();
+        assert_eq!(seen, new, "the request saw the notification sent before it");
+    }
+    serving.shutdown().await;
+}

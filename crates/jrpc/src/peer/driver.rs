@@ -22,7 +22,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -53,6 +53,8 @@ pub(crate) struct Bounds {
     /// Requests accepted but not finished (running or waiting to run);
     /// more are refused with `-32007`.
     pub(crate) queued: usize,
+    /// Requests wait for the notifications that arrived before them.
+    pub(crate) ordered: bool,
 }
 
 fn busy(reason: &str) -> Error {
@@ -74,7 +76,8 @@ pub(crate) fn start<S, K>(
     let writer = tokio::spawn(write_loop(Arc::clone(&shared), sink, outbox, finish.clone()));
     let mut tasks = JoinSet::new();
     let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
-    tasks.spawn(notification_worker(Arc::clone(&shared), notify_rx));
+    let (handled_tx, handled) = watch::channel(0u64);
+    tasks.spawn(notification_worker(Arc::clone(&shared), notify_rx, handled_tx));
     let mut reader = Reader {
         shared: Arc::clone(&shared),
         tasks,
@@ -82,6 +85,9 @@ pub(crate) fn start<S, K>(
         running: Arc::new(Semaphore::new(bounds.running.max(1))),
         queued: Arc::new(Semaphore::new(bounds.queued.max(bounds.running).max(1))),
         draining: false,
+        ordered: bounds.ordered,
+        notifications_queued: 0,
+        notifications_handled: handled,
     };
     tokio::spawn(async move {
         let ended = reader.run(stream).await;
@@ -188,6 +194,12 @@ struct Reader {
     queued: Arc<Semaphore>,
     /// Closing gracefully: new requests are refused, responses still routed.
     draining: bool,
+    /// Requests wait for the notifications that arrived before them.
+    ordered: bool,
+    /// Notifications handed to the worker so far.
+    notifications_queued: u64,
+    /// Notifications the worker has finished.
+    notifications_handled: watch::Receiver<u64>,
 }
 
 impl Reader {
@@ -344,10 +356,21 @@ impl Reader {
                 };
                 if queue.try_send(OwnedCall::notification(notification)).is_err() {
                     tracing::warn!("notification queue full: notification dropped");
+                } else {
+                    self.notifications_queued += 1;
                 }
             }
             Incoming::Request(request) if self.draining => {
                 self.send_error(request.id, busy("the connection is closing"))
+                    .await;
+            }
+            Incoming::Request(request)
+                if self.ordered && *self.notifications_handled.borrow() < self.notifications_queued =>
+            {
+                // Earlier notifications are still being handled: this
+                // request waits for them, on its own task.
+                let barrier = self.notifications_queued;
+                self.spawn_request(OwnedCall::request(request), Some(barrier))
                     .await;
             }
             item => {
@@ -360,14 +383,16 @@ impl Reader {
                     self.send(out.into()).await;
                 }
                 if let Some(Incoming::Request(request)) = left {
-                    self.spawn_request(OwnedCall::request(request)).await;
+                    self.spawn_request(OwnedCall::request(request), None).await;
                 }
             }
         }
     }
 
     /// Runs a request's async handler on its own task, within the bounds.
-    async fn spawn_request(&mut self, call: OwnedCall) {
+    /// With a `barrier`, the handler first waits until that many
+    /// notifications have been handled.
+    async fn spawn_request(&mut self, call: OwnedCall, barrier: Option<u64>) {
         let id = call.id.clone().unwrap_or(Id::NULL);
         let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
             return self
@@ -385,14 +410,26 @@ impl Reader {
             });
         }
         let task_answered = Arc::clone(&answered);
+        let mut handled = self.notifications_handled.clone();
         let handle = self.tasks.spawn(async move {
             let _queued = queued;
+            if let Some(barrier) = barrier {
+                let _ = handled.wait_for(|n| *n >= barrier).await;
+            }
             let _running = running.acquire_owned().await;
             let mut out = Vec::new();
-            shared
-                .router
-                .handle_async(call.as_incoming(), &shared.connection, &mut out)
-                .await;
+            let left = shared.router.handle_inline(
+                call.as_incoming(),
+                &shared.connection,
+                &mut out,
+                Responses::Reject,
+            );
+            if let Some(item) = left {
+                shared
+                    .router
+                    .handle_async(item, &shared.connection, &mut out)
+                    .await;
+            }
             // A cancellation that got here first has answered already.
             if !task_answered.swap(true, Ordering::AcqRel) {
                 let _ = shared.outbox.send(out.into()).await;
@@ -452,7 +489,11 @@ fn forget_in_flight(shared: &Shared, id: &Id, answered: &Arc<AtomicBool>) {
 }
 
 /// Runs notification handlers one at a time, in arrival order.
-async fn notification_worker(shared: Arc<Shared>, mut queue: mpsc::Receiver<OwnedCall>) {
+async fn notification_worker(
+    shared: Arc<Shared>,
+    mut queue: mpsc::Receiver<OwnedCall>,
+    handled: watch::Sender<u64>,
+) {
     while let Some(call) = queue.recv().await {
         let mut out = Vec::new();
         let item = call.as_incoming();
@@ -465,6 +506,7 @@ async fn notification_worker(shared: Arc<Shared>, mut queue: mpsc::Receiver<Owne
                 .handle_async(item, &shared.connection, &mut out)
                 .await;
         }
+        handled.send_modify(|n| *n += 1);
     }
 }
 

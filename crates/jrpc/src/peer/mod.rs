@@ -147,6 +147,7 @@ pub struct PeerBuilder {
     call_timeout: Duration,
     cancel: Option<CancelProtocol>,
     max_in_flight: usize,
+    ordered: bool,
     extensions: Extensions,
     eof_reason: Option<EofReason>,
 }
@@ -158,6 +159,7 @@ impl Default for PeerBuilder {
             call_timeout: Peer::DEFAULT_CALL_TIMEOUT,
             cancel: None,
             max_in_flight: Peer::DEFAULT_MAX_IN_FLIGHT,
+            ordered: false,
             extensions: Extensions::new(),
             eof_reason: None,
         }
@@ -204,6 +206,7 @@ impl PeerBuilder {
             call_timeout: self.call_timeout,
             cancel: self.cancel.clone(),
             max_in_flight: self.max_in_flight,
+            ordered: self.ordered,
             extensions: Extensions::new(),
             eof_reason: None,
         }
@@ -212,6 +215,16 @@ impl PeerBuilder {
     /// Replaces everything recorded about the connection.
     pub fn extensions(mut self, extensions: Extensions) -> Self {
         self.extensions = extensions;
+        self
+    }
+
+    /// Make each incoming request wait until the notifications that arrived
+    /// before it have been handled (off by default). Editors rely on this:
+    /// an LSP `textDocument/didChange` must be applied before the
+    /// `completion` request that follows it. Costs a task per request only
+    /// while notifications are pending.
+    pub fn ordered(mut self, on: bool) -> Self {
+        self.ordered = on;
         self
     }
 
@@ -255,6 +268,7 @@ impl PeerBuilder {
             call_timeout,
             cancel,
             max_in_flight,
+            ordered,
             mut extensions,
             eof_reason,
         } = self;
@@ -265,6 +279,7 @@ impl PeerBuilder {
         let bounds = driver::Bounds {
             running: max_in_flight,
             queued: max_in_flight.saturating_mul(8),
+            ordered,
         };
         driver::start(
             Arc::clone(&shared),

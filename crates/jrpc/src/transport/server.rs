@@ -50,6 +50,7 @@ pub struct Server {
     call_timeout: Duration,
     cancel: Option<CancelProtocol>,
     max_in_flight: usize,
+    ordered: bool,
     shutdown_grace: Duration,
 }
 
@@ -69,8 +70,16 @@ impl Server {
             call_timeout: Peer::DEFAULT_CALL_TIMEOUT,
             cancel: None,
             max_in_flight: Peer::DEFAULT_MAX_IN_FLIGHT,
+            ordered: false,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
         }
+    }
+
+    /// Requests wait for the notifications that arrived before them on their
+    /// connection (off by default); see [`PeerBuilder::ordered`].
+    pub fn ordered(mut self, on: bool) -> Self {
+        self.ordered = on;
+        self
     }
 
     /// How long a graceful shutdown waits for requests in flight before it
@@ -142,7 +151,8 @@ impl Server {
             .extensions(extensions)
             .router(self.router.clone())
             .call_timeout(self.call_timeout)
-            .max_in_flight(self.max_in_flight);
+            .max_in_flight(self.max_in_flight)
+            .ordered(self.ordered);
         match &self.cancel {
             Some(protocol) => builder.cancellation(protocol.clone()),
             None => builder,
