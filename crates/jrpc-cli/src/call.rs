@@ -65,13 +65,8 @@ pub struct CallArgs {
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
 
-    /// A named param, KEY=VALUE (VALUE is JSON or a bare string). Repeatable.
-    #[arg(long = "named", value_name = "KEY=VALUE")]
-    named: Vec<String>,
-
-    /// The whole params value: JSON text, @FILE, or - for stdin.
-    #[arg(long, value_name = "JSON|@FILE|-", conflicts_with_all = ["named", "batch"])]
-    raw: Option<String>,
+    #[command(flatten)]
+    params: ParamArgs,
 
     /// Send a whole batch (a JSON array of request objects): JSON text,
     /// @FILE, or - for stdin. Then no METHOD is given.
@@ -82,13 +77,20 @@ pub struct CallArgs {
     #[arg(long)]
     notify: bool,
 
-    /// How long to wait for the response: 500ms, 10s, 2m, or seconds.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    timeout: Duration,
-
     /// Print the result on one line instead of pretty.
     #[arg(long)]
     compact: bool,
+
+    #[command(flatten)]
+    pub(crate) connect: ConnectArgs,
+}
+
+/// How to reach the server: shared by `jrpc call` and `jrpc bench`.
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// How long to wait for a response: 500ms, 10s, 2m, or seconds.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub(crate) timeout: Duration,
 
     /// The framing for tcp:, unix: and spawned commands: ndjson or
     /// content-length.
@@ -115,7 +117,20 @@ pub struct CallArgs {
     retries: u32,
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+/// Named or whole params, besides positional ones: shared by `jrpc call`
+/// and `jrpc bench`.
+#[derive(Debug, Args)]
+pub struct ParamArgs {
+    /// A named param, KEY=VALUE (VALUE is JSON or a bare string). Repeatable.
+    #[arg(long = "named", value_name = "KEY=VALUE")]
+    named: Vec<String>,
+
+    /// The whole params value: JSON text, @FILE, or - for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", conflicts_with_all = ["named"])]
+    raw: Option<String>,
+}
+
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, scale) = if let Some(n) = text.strip_suffix("ms") {
         (n, 0.001)
     } else if let Some(n) = text.strip_suffix('s') {
@@ -155,14 +170,15 @@ fn read_source(source: &str) -> anyhow::Result<String> {
     }
 }
 
-enum Target {
+#[derive(Clone)]
+pub(crate) enum Target {
     /// tcp://, unix:, http(s)://, ws(s)://
     Url(String),
     Command(Vec<String>),
 }
 
 impl Target {
-    fn parse(text: &str) -> anyhow::Result<Target> {
+    pub(crate) fn parse(text: &str) -> anyhow::Result<Target> {
         const SCHEMES: [&str; 7] = [
             "tcp://", "unix:", "http://", "https://", "ws://", "wss://", "unix://",
         ];
@@ -173,7 +189,7 @@ impl Target {
         }
     }
 
-    async fn connect(self, args: &CallArgs) -> Result<Client, Failure> {
+    pub(crate) async fn connect(self, args: &ConnectArgs) -> Result<Client, Failure> {
         let mut builder = Client::builder()
             .framing(args.framing)
             .call_timeout(args.timeout)
@@ -220,7 +236,7 @@ impl Target {
 }
 
 /// How a call ended badly, each with its exit code.
-enum Failure {
+pub(crate) enum Failure {
     Usage(anyhow::Error),
     Rpc(jrpc::Error),
     Transport(anyhow::Error),
@@ -242,25 +258,32 @@ impl From<CallError> for Failure {
 pub async fn run(args: CallArgs) -> ExitCode {
     match call(args).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Rpc(error)) => {
+        Err(failure) => report(failure),
+    }
+}
+
+/// Prints a failure on stderr and picks its exit status.
+pub(crate) fn report(failure: Failure) -> ExitCode {
+    match failure {
+        Failure::Rpc(error) => {
             let text = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
             eprintln!("{}", format_json(&text, true));
             ExitCode::from(exit::RPC_ERROR)
         }
-        Err(Failure::Usage(e)) => {
-            eprintln!("jrpc call: {e:#}");
+        Failure::Usage(e) => {
+            eprintln!("jrpc: {e:#}");
             ExitCode::from(exit::USAGE)
         }
-        Err(Failure::Transport(e)) => {
-            eprintln!("jrpc call: {e:#}");
+        Failure::Transport(e) => {
+            eprintln!("jrpc: {e:#}");
             ExitCode::from(exit::TRANSPORT)
         }
-        Err(Failure::BatchErrors) => {
-            eprintln!("jrpc call: some batch entries failed");
+        Failure::BatchErrors => {
+            eprintln!("jrpc: some batch entries failed");
             ExitCode::from(exit::RPC_ERROR)
         }
-        Err(Failure::Timeout(e)) => {
-            eprintln!("jrpc call: {e:#}");
+        Failure::Timeout(e) => {
+            eprintln!("jrpc: {e:#}");
             ExitCode::from(exit::TIMEOUT)
         }
     }
@@ -282,32 +305,32 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
         Target::Command(args.command.clone())
     };
     if let Some(source) = &args.batch {
-        if words.next().is_some() {
+        if words.next().is_some() || args.params.raw.is_some() || !args.params.named.is_empty() {
             return Err(Failure::Usage(anyhow!("--batch takes no METHOD or PARAMS")));
         }
         let text = read_source(source).map_err(Failure::Usage)?;
-        let client = target.connect(&args).await?;
+        let client = target.connect(&args.connect).await?;
         return batch(&client, &text, args.compact).await;
     }
     let method = words
         .next()
         .ok_or_else(|| Failure::Usage(anyhow!("missing METHOD")))?;
     let positional: Vec<String> = words.collect();
-    let params = params(&args, &positional).map_err(Failure::Usage)?;
-    let client = target.connect(&args).await?;
+    let params = params(&args.params, &positional).map_err(Failure::Usage)?;
+    let client = target.connect(&args.connect).await?;
     if args.notify {
         client.notify(&method, &params).await?;
         // Make sure the notification is written before the process ends.
         client.close().await;
         return Ok(());
     }
-    let result = client.call_raw(&method, &params, args.timeout).await?;
+    let result = client.call_raw(&method, &params, args.connect.timeout).await?;
     println!("{}", format_json(result.get(), !args.compact));
     Ok(())
 }
 
 /// The params to send: `None` for none.
-fn params(args: &CallArgs, positional: &[String]) -> anyhow::Result<Option<Box<RawValue>>> {
+pub(crate) fn params(args: &ParamArgs, positional: &[String]) -> anyhow::Result<Option<Box<RawValue>>> {
     if let Some(source) = &args.raw {
         if !positional.is_empty() {
             bail!("--raw takes the whole params value; give no PARAMS with it");

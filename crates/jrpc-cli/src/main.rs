@@ -1,5 +1,6 @@
 //! `jrpc`: serve, call, check, bench and bridge JSON-RPC servers.
 
+mod bench;
 mod call;
 mod pretty;
 mod serve;
@@ -28,6 +29,9 @@ enum Command {
     /// Call a method and print its result (exit status: 0 ok, 1 error
     /// response, 2 usage, 3 transport failure, 4 timeout).
     Call(call::CallArgs),
+    /// Load a server with calls and report requests/s, latency percentiles
+    /// and errors.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Call(args) => Ok(call::run(args).await),
+            Command::Bench(args) => Ok(bench::run(args).await),
         }
     });
     match result {

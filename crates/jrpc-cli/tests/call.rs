@@ -214,3 +214,85 @@ fn negative_numbers_are_params_not_flags() {
     let out = call(&["add", "-1e2", "-5", "--", JRPC, "serve", "--stdio"]);
     assert_eq!(stdout_json(&out), json!(-105.0));
 }
+
+#[test]
+fn bench_reports_requests_latency_and_errors() {
+    let served = Served::start(&["--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0"]);
+    for target in &served.targets {
+        let out = Command::new(JRPC)
+            .args([
+                "bench",
+                target,
+                "add",
+                "1",
+                "2",
+                "-c",
+                "2",
+                "-m",
+                "4",
+                "--requests",
+                "300",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["requests"], 300, "{report}");
+        assert_eq!(report["ok"], 300);
+        assert!(report["requests_per_second"].as_f64().unwrap() > 0.0);
+        assert!(
+            report["latency_us"]["p99"].as_u64().unwrap() >= report["latency_us"]["p50"].as_u64().unwrap()
+        );
+    }
+    // Errors are counted by kind, not fatal, once the first call has worked.
+    let out = Command::new(JRPC)
+        .args([
+            "bench",
+            "sleep",
+            "200",
+            "--timeout",
+            "50ms",
+            "--requests",
+            "3",
+            "--json",
+            "--",
+            JRPC,
+            "serve",
+            "--stdio",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "the first call times out: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(JRPC)
+        .args([
+            "bench",
+            "add",
+            "1",
+            "2",
+            "--batch",
+            "10",
+            "--requests",
+            "20",
+            "--json",
+            "--",
+            JRPC,
+            "serve",
+            "--stdio",
+        ])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ratio =
+        report["items_per_second"].as_f64().unwrap() / report["requests_per_second"].as_f64().unwrap();
+    assert!(
+        (ratio - 10.0).abs() < 1e-9,
+        "a request is a batch of 10 items: {report}"
+    );
+    assert_eq!(report["requests"], 20);
+}
