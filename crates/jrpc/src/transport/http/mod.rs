@@ -393,11 +393,3 @@ where
             .call(request.map(|body| HttpBody::new(body.map_err(Into::into))))
     }
 }
-
-#[allow(dead_code)]
-fn assert_service_is_usable(server: &HttpServer) -> impl std::future::Future<Output = ()> {
-    let service = server.service();
-    async move {
-        let _ = service.ready_oneshot().await;
-    }
-}
