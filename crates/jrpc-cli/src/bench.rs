@@ -211,15 +211,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             "--rate must be a positive number of requests per second"
         )));
     }
-    let mut words = args.words.clone().into_iter();
-    let target = if args.command.is_empty() {
-        let target = words
-            .next()
-            .ok_or_else(|| Failure::Usage(anyhow!("missing TARGET")))?;
-        Target::parse(&target).map_err(Failure::Usage)?
-    } else {
-        Target::Command(args.command.clone())
-    };
+    let (target, mut words) = Target::from_words(args.words.clone(), &args.command)?;
     let method: Arc<str> = words
         .next()
         .ok_or_else(|| Failure::Usage(anyhow!("missing METHOD")))?

@@ -178,6 +178,27 @@ pub(crate) enum Target {
 }
 
 impl Target {
+    /// The target from the command line: the first word, or the command
+    /// after `--` (not both); and the words after it.
+    pub(crate) fn from_words(
+        words: Vec<String>,
+        command: &[String],
+    ) -> Result<(Target, std::vec::IntoIter<String>), Failure> {
+        let mut words = words.into_iter();
+        if command.is_empty() {
+            let first = words
+                .next()
+                .ok_or_else(|| Failure::Usage(anyhow!("missing TARGET")))?;
+            return Ok((Target::parse(&first).map_err(Failure::Usage)?, words));
+        }
+        if let Some(first) = words.as_slice().first().filter(|w| Target::parse(w).is_ok()) {
+            return Err(Failure::Usage(anyhow!(
+                "give either a TARGET ({first}) or a command after --, not both"
+            )));
+        }
+        Ok((Target::Command(command.to_vec()), words))
+    }
+
     pub(crate) fn parse(text: &str) -> anyhow::Result<Target> {
         const SCHEMES: [&str; 7] = [
             "tcp://", "unix:", "http://", "https://", "ws://", "wss://", "unix://",
@@ -290,20 +311,7 @@ pub(crate) fn report(failure: Failure) -> ExitCode {
 }
 
 async fn call(args: CallArgs) -> Result<(), Failure> {
-    let mut words = args.words.clone().into_iter();
-    let target = if args.command.is_empty() {
-        let target = words
-            .next()
-            .ok_or_else(|| Failure::Usage(anyhow!("missing TARGET")))?;
-        Target::parse(&target).map_err(Failure::Usage)?
-    } else {
-        if let Some(first) = args.words.first().filter(|w| Target::parse(w).is_ok()) {
-            return Err(Failure::Usage(anyhow!(
-                "give either a TARGET ({first}) or a command after --, not both"
-            )));
-        }
-        Target::Command(args.command.clone())
-    };
+    let (target, mut words) = Target::from_words(args.words.clone(), &args.command)?;
     if let Some(source) = &args.batch {
         if words.next().is_some() || args.params.raw.is_some() || !args.params.named.is_empty() {
             return Err(Failure::Usage(anyhow!("--batch takes no METHOD or PARAMS")));
