@@ -254,14 +254,9 @@ impl<T: AsRef<[u8]>> Encoder<T> for ContentLengthCodec {
 
 #[cfg(test)]
 mod tests {
-    use bytes::Bytes;
 
     use super::*;
-    use crate::codec::decode_all;
-
-    fn frame(s: &str) -> Inbound {
-        Inbound::Frame(Bytes::copy_from_slice(s.as_bytes()))
-    }
+    use crate::codec::{decode_all, frame};
 
     #[test]
     fn frames_split_anywhere() {

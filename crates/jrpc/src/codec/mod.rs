@@ -138,3 +138,9 @@ pub(crate) fn decode_all(
     }
     out
 }
+
+/// A decoded frame holding `text`.
+#[cfg(test)]
+pub(crate) fn frame(text: &str) -> Inbound {
+    Inbound::Frame(Bytes::copy_from_slice(text.as_bytes()))
+}

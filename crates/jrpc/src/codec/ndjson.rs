@@ -2,8 +2,6 @@
 
 use std::io;
 
-#[cfg(test)]
-use bytes::Bytes;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -161,11 +159,7 @@ impl<T: AsRef<[u8]>> Encoder<T> for NdjsonCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::decode_all;
-
-    fn frame(s: &str) -> Inbound {
-        Inbound::Frame(Bytes::copy_from_slice(s.as_bytes()))
-    }
+    use crate::codec::{decode_all, frame};
 
     #[test]
     fn splits_lines_across_chunks() {
