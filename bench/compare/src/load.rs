@@ -41,7 +41,8 @@ pub struct Payload {
 impl Payload {
     pub fn single(method: &str, params: &str) -> Payload {
         Payload {
-            before_id: format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{params},"id":"#).into_bytes(),
+            before_id: format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{params},"id":"#)
+                .into_bytes(),
             after_id: b"}".to_vec(),
             items: 1,
             bytes: 0,
@@ -52,10 +53,19 @@ impl Payload {
     pub fn batch(method: &str, params: &str, n: usize) -> Payload {
         let mut before = String::from("[");
         for i in 0..n - 1 {
-            before.push_str(&format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{params},"id":{i}}},"#));
+            before.push_str(&format!(
+                r#"{{"jsonrpc":"2.0","method":"{method}","params":{params},"id":{i}}},"#
+            ));
         }
-        before.push_str(&format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{params},"id":"#));
-        Payload { before_id: before.into_bytes(), after_id: b"}]".to_vec(), items: n as u64, bytes: 0 }
+        before.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","method":"{method}","params":{params},"id":"#
+        ));
+        Payload {
+            before_id: before.into_bytes(),
+            after_id: b"}]".to_vec(),
+            items: n as u64,
+            bytes: 0,
+        }
     }
 
     fn write(&self, id: u64, out: &mut Vec<u8>) {
@@ -141,7 +151,15 @@ pub async fn run(load: Load) -> io::Result<Outcome> {
         let (proto, addr, in_flight) = (load.proto, load.addr, load.in_flight);
         tasks.push(local.spawn_local(async move {
             let stream = connect(addr, proto).await?;
-            let mut conn = Conn { stream, payload, tally, deadline: window_end, sample: i == 0, last: Vec::new(), count: 0 };
+            let mut conn = Conn {
+                stream,
+                payload,
+                tally,
+                deadline: window_end,
+                sample: i == 0,
+                last: Vec::new(),
+                count: 0,
+            };
             match proto {
                 Proto::Http => conn.http().await?,
                 Proto::Ws | Proto::Line => conn.pipelined(proto, in_flight).await?,
@@ -172,7 +190,10 @@ pub async fn run(load: Load) -> io::Result<Outcome> {
             sample = last;
         }
     }
-    let tally = Rc::try_unwrap(tally).ok().expect("connections finished").into_inner();
+    let tally = Rc::try_unwrap(tally)
+        .ok()
+        .expect("connections finished")
+        .into_inner();
     Ok(Outcome {
         replies: tally.replies,
         errors: tally.errors,
@@ -314,7 +335,8 @@ impl Conn {
                     continue;
                 }
                 let body = &buf[start..start + len];
-                let sent = match reply_id(body).and_then(|id| outstanding.iter().position(|(i, _)| *i == id)) {
+                let sent = match reply_id(body).and_then(|id| outstanding.iter().position(|(i, _)| *i == id))
+                {
                     Some(at) => outstanding.remove(at),
                     None => outstanding.pop_front(),
                 };
@@ -343,19 +365,26 @@ impl Conn {
 
 /// Parses a response head: (status is 200, body offset, body length).
 fn http_head(buf: &[u8]) -> io::Result<Option<(bool, usize, usize)>> {
-    let Some(end) = memchr::memmem::find(buf, b"\r\n\r\n") else { return Ok(None) };
+    let Some(end) = memchr::memmem::find(buf, b"\r\n\r\n") else {
+        return Ok(None);
+    };
     let head = std::str::from_utf8(&buf[..end]).map_err(io::Error::other)?;
     let status_ok = head.starts_with("HTTP/1.1 200");
     let mut length = None;
     for line in head.split("\r\n").skip(1) {
-        let Some((name, value)) = line.split_once(':') else { continue };
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
         if name.eq_ignore_ascii_case("content-length") {
             length = value.trim().parse::<usize>().ok();
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(io::Error::other("chunked responses are not supported by this load generator"));
+            return Err(io::Error::other(
+                "chunked responses are not supported by this load generator",
+            ));
         }
     }
-    let length = length.ok_or_else(|| io::Error::other(format!("response without Content-Length: {head}")))?;
+    let length =
+        length.ok_or_else(|| io::Error::other(format!("response without Content-Length: {head}")))?;
     Ok(Some((status_ok, end + 4, length)))
 }
 
@@ -413,7 +442,10 @@ fn ws_client_header(len: usize, out: &mut Vec<u8>) {
 /// The numeric `id` of a single reply, if it has one.
 fn reply_id(body: &[u8]) -> Option<u64> {
     let at = memchr::memmem::rfind(body, b"\"id\":")? + 5;
-    let digits = body[at..].iter().skip_while(|b| **b == b' ').take_while(|b| b.is_ascii_digit());
+    let digits = body[at..]
+        .iter()
+        .skip_while(|b| **b == b' ')
+        .take_while(|b| b.is_ascii_digit());
     let mut id = 0u64;
     let mut any = false;
     for d in digits {
@@ -425,7 +457,9 @@ fn reply_id(body: &[u8]) -> Option<u64> {
 
 /// User plus system CPU seconds of a process so far.
 pub fn cpu_seconds(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
     // Fields after the command name (which may contain spaces), from field 3.
     let rest = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -438,7 +472,9 @@ pub fn cpu_seconds(pid: u32) -> f64 {
 
 /// A memory figure (`VmRSS`, `VmHWM`) of a process, in bytes.
 pub fn memory(pid: u32, field: &str) -> u64 {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return 0 };
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return 0;
+    };
     status
         .lines()
         .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))

@@ -32,13 +32,51 @@ fn main() -> io::Result<()> {
         pin(SERVER_CPU);
         // What `#[tokio::main]` gives a process pinned to one core: the
         // multi-thread scheduler with one worker.
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
         return runtime.block_on(servers::serve(kind));
+    }
+    if args.first().map(String::as_str) == Some("load") {
+        // For profiling one server by hand: `load http|ws|line PORT CONNECTIONS IN_FLIGHT SECONDS`.
+        let usage =
+            || io::Error::other("usage: jrpc-compare load http|ws|line PORT CONNECTIONS IN_FLIGHT SECONDS");
+        let proto = match args.get(1).map(String::as_str) {
+            Some("http") => Proto::Http,
+            Some("ws") => Proto::Ws,
+            Some("line") => Proto::Line,
+            _ => return Err(usage()),
+        };
+        let number = |i: usize| args.get(i).and_then(|v| v.parse::<u64>().ok()).ok_or_else(usage);
+        let load = Load {
+            proto,
+            addr: SocketAddr::from(([127, 0, 0, 1], number(2)? as u16)),
+            connections: number(3)? as usize,
+            in_flight: number(4)? as usize,
+            warmup: Duration::ZERO,
+            duration: Duration::from_secs(number(5)?),
+            payload: Payload::single("add", "[1,2]"),
+            server_pid: 0,
+        };
+        pin(LOAD_CPU);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let outcome = runtime.block_on(load::run(load))?;
+        println!(
+            "{:.0} replies/s, {} errors",
+            outcome.replies as f64 / outcome.seconds,
+            outcome.errors
+        );
+        return Ok(());
     }
     let options = Options::parse(&args)?;
     let pinned = pin(LOAD_CPU);
     raise_fd_limit();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(compare(options, pinned))
 }
 
@@ -61,18 +99,24 @@ impl Options {
         };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
-            let mut value = || args.next().ok_or_else(|| io::Error::other(format!("{arg} needs a value")));
-            let number = |v: &String| v.parse::<f64>().map_err(|_| io::Error::other(format!("{arg}: not a number: {v}")));
+            let mut value = || {
+                args.next()
+                    .ok_or_else(|| io::Error::other(format!("{arg} needs a value")))
+            };
+            let number = |v: &String| {
+                v.parse::<f64>()
+                    .map_err(|_| io::Error::other(format!("{arg}: not a number: {v}")))
+            };
             match arg.as_str() {
                 "--runs" => options.runs = number(value()?)?.max(1.0) as usize,
                 "--duration" => options.duration = Duration::from_secs_f64(number(value()?)?),
                 "--warmup" => options.warmup = Duration::from_secs_f64(number(value()?)?),
-                "--only" => options.only.extend(value()?.split(',').map(str::to_owned)),
+                "--only" => options.only.push(value()?.clone()),
                 "--idle-connections" => options.idle_connections = number(value()?)? as usize,
                 "-h" | "--help" => {
                     println!(
                         "jrpc-compare [--runs N (3)] [--duration SECS (5)] [--warmup SECS (1)] \
-                         [--only CASE,...] [--idle-connections N (10000, 0 skips)]"
+                         [--only SUBSTRING]...  [--idle-connections N (10000, 0 skips)]"
                     );
                     std::process::exit(0);
                 }
@@ -83,7 +127,11 @@ impl Options {
     }
 
     fn wants(&self, case: &str) -> bool {
-        self.only.is_empty() || self.only.iter().any(|o| case.to_lowercase().contains(&o.to_lowercase()))
+        self.only.is_empty()
+            || self
+                .only
+                .iter()
+                .any(|o| case.to_lowercase().contains(&o.to_lowercase()))
     }
 }
 
@@ -200,7 +248,11 @@ async fn compare(options: Options, pinned: bool) -> io::Result<()> {
         options.runs,
         options.duration,
         options.warmup,
-        if pinned { "servers on core 0, load on core 1" } else { "not pinned (fewer than 2 cores)" }
+        if pinned {
+            "servers on core 0, load on core 1"
+        } else {
+            "not pinned (fewer than 2 cores)"
+        }
     );
     let mut rows: Vec<(String, Kind, Unit, Sample)> = Vec::new();
     for case in cases().into_iter().filter(|c| options.wants(&c.name)) {
@@ -287,7 +339,11 @@ fn sample(outcome: &Outcome, case: &Case, peak_rss: f64) -> Sample {
         rate,
         p50_us: outcome.latency.value_at_quantile(0.5) as f64 / 1e3,
         p99_us: outcome.latency.value_at_quantile(0.99) as f64 / 1e3,
-        cpu_us: if items > 0.0 { outcome.server_cpu * 1e6 / items } else { 0.0 },
+        cpu_us: if items > 0.0 {
+            outcome.server_cpu * 1e6 / items
+        } else {
+            0.0
+        },
         peak_rss,
         fairness: if median > 0.0 { least / median } else { 0.0 },
         errors: outcome.errors as f64,
@@ -298,7 +354,9 @@ fn check_reply(reply: &[u8], expect: Expect) -> Result<(), String> {
     let value: serde_json::Value = serde_json::from_slice(reply).map_err(|e| format!("{e}"))?;
     let fine = match expect {
         Expect::Sum => value["result"] == 3,
-        Expect::Echo(size) => value["result"].as_str().is_some_and(|s| s.len() == size && s.bytes().all(|b| b == b'x')),
+        Expect::Echo(size) => value["result"]
+            .as_str()
+            .is_some_and(|s| s.len() == size && s.bytes().all(|b| b == b'x')),
         Expect::Batch(n) => value
             .as_array()
             .is_some_and(|items| items.len() == n && items.iter().all(|item| item["result"] == 3)),
@@ -332,7 +390,11 @@ async fn idle_case(kind: Kind, connections: usize) -> io::Result<(f64, f64)> {
         tokio::time::sleep(Duration::from_secs(2)).await;
         let after = load::memory(pid, "VmRSS") as f64;
         let per_connection = (loaded - before) / connections as f64;
-        let returned = if loaded > before { (loaded - after) / (loaded - before) } else { 1.0 };
+        let returned = if loaded > before {
+            (loaded - after) / (loaded - before)
+        } else {
+            1.0
+        };
         Ok::<_, io::Error>((per_connection, returned))
     }
     .await;
@@ -342,10 +404,10 @@ async fn idle_case(kind: Kind, connections: usize) -> io::Result<(f64, f64)> {
 }
 
 /// Runs futures concurrently on this thread and collects their outputs.
-async fn futures_join<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+async fn futures_join<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
 where
+    F: std::future::Future + 'static,
     F::Output: 'static,
-    F: 'static,
 {
     let local = tokio::task::LocalSet::new();
     let handles: Vec<_> = futures.map(|f| local.spawn_local(f)).collect();
@@ -440,12 +502,18 @@ fn print_tables(rows: &[(String, Kind, Unit, Sample)], idle: Option<&[Vec<(f64, 
         let theirs = find(|k| k == Kind::Jsonrpsee);
         let ceiling = find(Kind::is_ceiling);
         let unit = ours.map_or(Unit::Requests, |r| r.2);
-        let cell = |row: Option<&(String, Kind, Unit, Sample)>| row.map_or("—".into(), |r| format_rate(r.3.rate, unit));
-        let ratio = |a: Option<&(String, Kind, Unit, Sample)>, b: Option<&(String, Kind, Unit, Sample)>, f: fn(&Sample) -> f64| match (a, b) {
+        let cell = |row: Option<&(String, Kind, Unit, Sample)>| {
+            row.map_or("—".into(), |r| format_rate(r.3.rate, unit))
+        };
+        let ratio = |a: Option<&(String, Kind, Unit, Sample)>,
+                     b: Option<&(String, Kind, Unit, Sample)>,
+                     f: fn(&Sample) -> f64| match (a, b) {
             (Some(a), Some(b)) if f(&b.3) > 0.0 => format!("{:.2}×", f(&a.3) / f(&b.3)),
             _ => "—".into(),
         };
-        let cpu = |row: Option<&(String, Kind, Unit, Sample)>| row.map_or("—".into(), |r| format!("{:.2} µs", r.3.cpu_us));
+        let cpu = |row: Option<&(String, Kind, Unit, Sample)>| {
+            row.map_or("—".into(), |r| format!("{:.2} µs", r.3.cpu_us))
+        };
         println!(
             "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(ours),
@@ -482,7 +550,12 @@ fn print_tables(rows: &[(String, Kind, Unit, Sample)], idle: Option<&[Vec<(f64, 
         for (kind, results) in [Kind::Jrpc, Kind::Jsonrpsee].iter().zip(idle) {
             let per = median(results.iter().map(|r| r.0).collect());
             let returned = median(results.iter().map(|r| r.1).collect());
-            println!("| {} | {:.1} KB | {:.0}% |", kind.name(), per / 1024.0, returned * 100.0);
+            println!(
+                "| {} | {:.1} KB | {:.0}% |",
+                kind.name(),
+                per / 1024.0,
+                returned * 100.0
+            );
         }
     }
 }

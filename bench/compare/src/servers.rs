@@ -53,9 +53,16 @@ impl Kind {
     }
 
     pub fn parse(name: &str) -> Option<Kind> {
-        [Kind::Jrpc, Kind::Jsonrpsee, Kind::JrpcTcp, Kind::RawHttp, Kind::RawWs, Kind::RawLine]
-            .into_iter()
-            .find(|kind| kind.name() == name)
+        [
+            Kind::Jrpc,
+            Kind::Jsonrpsee,
+            Kind::JrpcTcp,
+            Kind::RawHttp,
+            Kind::RawWs,
+            Kind::RawLine,
+        ]
+        .into_iter()
+        .find(|kind| kind.name() == name)
     }
 
     /// Whether this is a reference ceiling rather than a JSON-RPC server.
@@ -76,7 +83,8 @@ pub async fn serve(kind: Kind) -> io::Result<()> {
             addr
         }
         Kind::JrpcTcp => {
-            let server = jrpc::transport::Server::new(jrpc_router()).max_connections(MAX_CONNECTIONS as usize);
+            let server =
+                jrpc::transport::Server::new(jrpc_router()).max_connections(MAX_CONNECTIONS as usize);
             let serving = server.bind_tcp("127.0.0.1:0").await?;
             let addr = announce(serving.local_addr());
             std::mem::forget(serving);
@@ -143,7 +151,9 @@ async fn jsonrpsee_server() -> io::Result<SocketAddr> {
 
 async fn accept_raw(listener: TcpListener, kind: Kind) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
             let _ = match kind {
@@ -163,9 +173,10 @@ async fn raw_http(stream: TcpStream) -> io::Result<()> {
     let service = hyper::service::service_fn(|request: Request<hyper::body::Incoming>| async move {
         let _ = request.into_body().collect().await;
         let mut response = Response::new(Full::new(Bytes::from_static(CONSTANT_REPLY)));
-        response
-            .headers_mut()
-            .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
         Ok::<_, Infallible>(response)
     });
     hyper::server::conn::http1::Builder::new()
@@ -211,7 +222,9 @@ async fn raw_ws(mut stream: TcpStream) -> io::Result<()> {
         .lines()
         .find_map(|line| {
             let (name, value) = line.split_once(':')?;
-            name.trim().eq_ignore_ascii_case("sec-websocket-key").then(|| value.trim().to_owned())
+            name.trim()
+                .eq_ignore_ascii_case("sec-websocket-key")
+                .then(|| value.trim().to_owned())
         })
         .ok_or_else(|| io::Error::other("no Sec-WebSocket-Key"))?;
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());

@@ -237,6 +237,31 @@ async fn gzip_both_ways() {
     .await;
     assert_eq!(bad.status, 415, "unknown encodings are refused");
 
+    // A plain request that accepts gzip gets a large reply compressed, and
+    // a small one as it is (compressing it would cost more than it saves).
+    let large = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Accept-Encoding", "gzip")],
+        call.as_bytes(),
+    )
+    .await;
+    assert_eq!(large.status, 200);
+    assert_eq!(large.header("content-encoding"), Some("gzip"));
+    let small_call = br#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+    let small = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Accept-Encoding", "gzip")],
+        small_call,
+    )
+    .await;
+    assert_eq!(small.status, 200);
+    assert_eq!(small.header("content-encoding"), None);
+    assert_eq!(small.body, br#"{"jsonrpc":"2.0","result":19,"id":1}"#);
+
     // The client compresses large requests and decodes gzip replies.
     let client = Client::builder()
         .compress_requests(true)

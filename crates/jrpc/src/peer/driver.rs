@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
@@ -202,6 +202,9 @@ struct Reader {
     notifications_handled: watch::Receiver<u64>,
 }
 
+/// Frames taken from the read buffer per wake-up of the reader.
+const READY_FRAMES_PER_ROUND: usize = 64;
+
 impl Reader {
     async fn run<S>(&mut self, mut stream: S) -> Ended
     where
@@ -224,23 +227,46 @@ impl Reader {
                     self.notifications = None;
                 }
                 Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
-                item = stream.next() => match item {
-                    None => return Ended::Eof,
-                    Some(Err(e)) => return Ended::Failed(Arc::new(e)),
-                    Some(Ok(Inbound::Frame(frame))) => self.on_frame(frame).await,
-                    Some(Ok(Inbound::Oversized { limit })) => {
-                        tracing::warn!(limit, "oversized frame skipped");
-                        let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
-                            .with_data(&format!("frames may be at most {limit} bytes"));
-                        self.send_error(Id::NULL, error).await;
+                item = stream.next() => {
+                    if let Some(ended) = self.on_inbound(item).await {
+                        return ended;
                     }
-                    Some(Ok(Inbound::Malformed(reason))) => {
-                        tracing::warn!(%reason, "malformed framing skipped");
-                        self.send_error(Id::NULL, Error::parse_error().with_data(&reason)).await;
+                    // Frames already buffered are taken without another
+                    // round through the select (and its two cancellation
+                    // checks); a bounded number, so that stopping is prompt.
+                    for _ in 1..READY_FRAMES_PER_ROUND {
+                        if self.draining {
+                            break;
+                        }
+                        let Some(item) = stream.next().now_or_never() else { break };
+                        if let Some(ended) = self.on_inbound(item).await {
+                            return ended;
+                        }
                     }
-                },
+                }
             }
         }
+    }
+
+    /// Handles one item from the frame stream; `Some` when reading ends.
+    async fn on_inbound(&mut self, item: Option<io::Result<Inbound>>) -> Option<Ended> {
+        match item {
+            None => return Some(Ended::Eof),
+            Some(Err(e)) => return Some(Ended::Failed(Arc::new(e))),
+            Some(Ok(Inbound::Frame(frame))) => self.on_frame(frame).await,
+            Some(Ok(Inbound::Oversized { limit })) => {
+                tracing::warn!(limit, "oversized frame skipped");
+                let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
+                    .with_data(&format!("frames may be at most {limit} bytes"));
+                self.send_error(Id::NULL, error).await;
+            }
+            Some(Ok(Inbound::Malformed(reason))) => {
+                tracing::warn!(%reason, "malformed framing skipped");
+                self.send_error(Id::NULL, Error::parse_error().with_data(&reason))
+                    .await;
+            }
+        }
+        None
     }
 
     /// After reading has ended: lets the handlers finish (unless killed).

@@ -1,7 +1,6 @@
 //! What a handler can know about the call it is serving.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -23,7 +22,9 @@ use crate::Id;
 /// ```
 #[derive(Default)]
 pub struct Extensions {
-    map: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    // A handful of entries at most (connection info, headers): a vector
+    // beats hashing, and an empty one allocates nothing.
+    map: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
 }
 
 impl Extensions {
@@ -34,14 +35,26 @@ impl Extensions {
 
     /// Inserts `value`, returning the value of the same type it replaces.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
-        self.map
-            .insert(TypeId::of::<T>(), Box::new(value))
-            .and_then(|old| old.downcast().ok().map(|b| *b))
+        let key = TypeId::of::<T>();
+        let value: Box<dyn Any + Send + Sync> = Box::new(value);
+        match self.map.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, slot)) => std::mem::replace(slot, value).downcast().ok().map(|b| *b),
+            None => {
+                // Connection info and headers, typically: room for both.
+                self.map.reserve_exact(2);
+                self.map.push((key, value));
+                None
+            }
+        }
     }
 
     /// The value of type `T`, if any.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map.get(&TypeId::of::<T>()).and_then(|b| b.downcast_ref())
+        let key = TypeId::of::<T>();
+        self.map
+            .iter()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, b)| b.downcast_ref())
     }
 }
 

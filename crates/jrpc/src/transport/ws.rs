@@ -52,6 +52,11 @@ impl Default for WsOptions {
 impl WsOptions {
     pub(crate) fn config(&self) -> WebSocketConfig {
         WebSocketConfig::default()
+            // Allocated up front for every connection: tungstenite's 128 KiB
+            // default would make an idle connection cost that much. A read
+            // of 4 KiB still takes sixty small requests at a time, and
+            // larger messages grow the buffer as they arrive.
+            .read_buffer_size(4 * 1024)
             .max_message_size(Some(self.max_message_len))
             .max_frame_size(Some(self.max_message_len))
             // Writes beyond this wait (backpressure) instead of buffering.
@@ -173,11 +178,15 @@ where
                     let _ = timed(idle, ws.close(None)).await;
                     return Ok(());
                 };
-                timed(idle, ws.feed(text(frame)?)).await?;
-                while let Ok(frame) = outgoing.try_recv() {
-                    timed(idle, ws.feed(text(frame)?)).await?;
-                }
-                timed(idle, ws.flush()).await?;
+                // Everything queued goes out in one flush, under one timer.
+                let write_all = async {
+                    ws.feed(text(frame)?).await?;
+                    while let Ok(frame) = outgoing.try_recv() {
+                        ws.feed(text(frame)?).await?;
+                    }
+                    ws.flush().await
+                };
+                timed(idle, write_all).await?;
             }
             _ = ping.tick() => {
                 // While a frame waits for the peer, reading is paused on

@@ -44,18 +44,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http::{Request, Response};
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::rustls::ServerConfig;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
-use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{NotForContentType, SizeAbove};
+use tower_http::compression::{CompressionLayer, Predicate};
 use tower_http::cors::CorsLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 
@@ -72,6 +73,8 @@ use crate::Router;
 /// How long a client may take to send a request's headers (and, on an idle
 /// keep-alive connection, to start the next request).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Replies smaller than this are sent uncompressed.
+const COMPRESS_ABOVE: u16 = 1024;
 /// Concurrent HTTP/2 streams per connection.
 const MAX_STREAMS: u32 = 64;
 
@@ -237,10 +240,13 @@ impl HttpServer {
     /// way (inside an existing hyper or axum server, say). WebSocket
     /// upgrades need a connection served with upgrades enabled.
     pub fn service(&self) -> HttpService {
-        self.build(TaskTracker::new(), CancellationToken::new())
+        match self.build(TaskTracker::new(), CancellationToken::new()) {
+            Stack::Bare(service) => BoxCloneSyncService::new(service),
+            Stack::Layered(service) => service,
+        }
     }
 
-    fn build(&self, connections: TaskTracker, shutdown: CancellationToken) -> HttpService {
+    fn build(&self, connections: TaskTracker, shutdown: CancellationToken) -> Stack {
         let settings = Arc::new(service::Settings {
             router: self.router.clone(),
             path: self.path.clone(),
@@ -253,7 +259,15 @@ impl HttpServer {
             connections,
             shutdown,
         });
-        let mut service: HttpService = BoxCloneSyncService::new(RpcService { settings });
+        let bare = RpcService { settings };
+        if self.layers.is_empty()
+            && self.request_timeout.is_none()
+            && self.auth.is_none()
+            && self.rate_limit.is_none()
+        {
+            return Stack::Bare(bare);
+        }
+        let mut service: HttpService = BoxCloneSyncService::new(bare);
         for layer in &self.layers {
             service = layer(service);
         }
@@ -272,7 +286,7 @@ impl HttpServer {
         if let Some(limit) = &self.rate_limit {
             service = BoxCloneSyncService::new(RateLimitLayer::new(limit.clone()).layer(service));
         }
-        service
+        Stack::Layered(service)
     }
 
     /// Listens on `addr` (port 0 picks a free one) and serves until shut
@@ -322,7 +336,7 @@ impl HttpServer {
 async fn serve_connection<I>(
     io: I,
     info: ConnectionInfo,
-    rpc: HttpService,
+    rpc: Stack,
     (compression, grace): (bool, Duration),
     cors: Option<CorsLayer>,
     stop: CancellationToken,
@@ -330,15 +344,42 @@ async fn serve_connection<I>(
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let client = ClientAddr(info.peer_addr);
-    let service = ServiceBuilder::new()
-        .layer(CompressionLayer::new().gzip(compression).br(compression))
-        .option_layer(cors)
+    // The full stack (compression both ways, CORS) costs a few microseconds
+    // and several future moves per request even when it does nothing, so
+    // requests that need none of it go straight to the RPC service.
+    let layered = ServiceBuilder::new()
+        .layer(
+            CompressionLayer::new()
+                .gzip(compression)
+                .br(compression)
+                .compress_when(
+                    // Compressing a small reply costs far more than it saves.
+                    SizeAbove::new(COMPRESS_ABOVE)
+                        .and(NotForContentType::GRPC)
+                        .and(NotForContentType::SSE),
+                ),
+        )
+        .option_layer(cors.clone())
         .layer(RequestDecompressionLayer::new().gzip(compression).br(compression))
-        .service(BoxBody(rpc))
-        .map_request(move |mut request: Request<hyper::body::Incoming>| {
-            request.extensions_mut().insert(client.clone());
-            request
-        });
+        .service(BoxBody(rpc.clone()));
+    let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+        request.extensions_mut().insert(client.clone());
+        let headers = request.headers();
+        let plain = !(compression
+            && (headers.contains_key(http::header::ACCEPT_ENCODING)
+                || headers.contains_key(http::header::CONTENT_ENCODING)))
+            && !(cors.is_some() && headers.contains_key(http::header::ORIGIN));
+        // One small boxed future per request: hyper moves the future it
+        // holds several times, and the layered one is kilobytes large.
+        let reply: BoxFuture<Response<ReplyBody>> = if plain {
+            let reply = rpc.call(request);
+            Box::pin(reply.map(|r| r.map(|r| r.map(ReplyBody::Plain))))
+        } else {
+            let reply = layered.clone().oneshot(request);
+            Box::pin(reply.map(|r| r.map(|r| r.map(|b| ReplyBody::Layered(b.boxed_unsync())))))
+        };
+        reply
+    });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     // Without a timer hyper enforces no timeouts at all: a client that
     // opens a connection and sends nothing would hold its slot forever.
@@ -353,8 +394,7 @@ async fn serve_connection<I>(
         .keep_alive_timeout(Duration::from_secs(20))
         // Each stream may buffer a body up to the frame limit.
         .max_concurrent_streams(MAX_STREAMS);
-    let connection =
-        builder.serve_connection_with_upgrades(TokioIo::new(io), TowerToHyperService::new(service));
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(connection);
     tokio::select! {
         result = connection.as_mut() => {
@@ -371,9 +411,73 @@ async fn serve_connection<I>(
     }
 }
 
+/// A response body: plain, or from the compression and CORS layers.
+enum ReplyBody {
+    Plain(Full<Bytes>),
+    Layered(http_body_util::combinators::UnsyncBoxBody<Bytes, BoxError>),
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl Body for ReplyBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            ReplyBody::Plain(body) => std::pin::Pin::new(body)
+                .poll_frame(cx)
+                .map_err(|never| match never {}),
+            ReplyBody::Layered(body) => std::pin::Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ReplyBody::Plain(body) => body.is_end_stream(),
+            ReplyBody::Layered(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self {
+            ReplyBody::Plain(body) => body.size_hint(),
+            ReplyBody::Layered(body) => body.size_hint(),
+        }
+    }
+}
+type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, Infallible>> + Send>>;
+
+/// The RPC service as served: bare when no layer wraps it (one boxed
+/// future per request), else with its layers.
+#[derive(Clone)]
+enum Stack {
+    Bare(RpcService),
+    Layered(HttpService),
+}
+
+impl Stack {
+    fn call<B>(&self, request: Request<B>) -> <HttpService as Service<Request<HttpBody>>>::Future
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
+        match self {
+            // Always ready: it does its work in the future.
+            Stack::Bare(service) => service.clone().call(request),
+            // Layers given by the user may wait in `poll_ready`.
+            Stack::Layered(service) => Box::pin(service.clone().oneshot(request)),
+        }
+    }
+}
+
 /// Boxes whatever body the outer layers produce into [`HttpBody`].
 #[derive(Clone)]
-struct BoxBody(HttpService);
+struct BoxBody(Stack);
 
 impl<B> Service<Request<B>> for BoxBody
 where
@@ -384,12 +488,12 @@ where
     type Error = Infallible;
     type Future = <HttpService as Service<Request<HttpBody>>>::Future;
 
-    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
-        self.0.poll_ready(cx)
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Infallible>> {
+        // `Stack::call` waits for readiness itself, in the future it returns.
+        std::task::Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        self.0
-            .call(request.map(|body| HttpBody::new(body.map_err(Into::into))))
+        self.0.call(request)
     }
 }

@@ -102,11 +102,19 @@ fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    matches!(
-        essence.as_str(),
-        "application/json" | "application/json-rpc" | "application/jsonrequest"
-    ) || essence.ends_with("+json")
+    let essence = value.split(';').next().unwrap_or("").trim();
+    [
+        "application/json",
+        "application/json-rpc",
+        "application/jsonrequest",
+    ]
+    .iter()
+    .any(|json| essence.eq_ignore_ascii_case(json))
+        || essence
+            .len()
+            .checked_sub(5)
+            .and_then(|at| essence.get(at..))
+            .is_some_and(|suffix| suffix.eq_ignore_ascii_case("+json"))
 }
 
 fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
@@ -207,8 +215,9 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
     if announced.is_some_and(|n| n > limit as u64) {
         return too_large();
     }
-    let connection = request_extensions(&request);
-    let reading = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(request.into_body(), limit));
+    let (parts, body) = request.into_parts();
+    let connection = request_extensions(parts);
+    let reading = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, limit));
     let Ok(body) = reading.await else {
         return error_response(
             StatusCode::REQUEST_TIMEOUT,
@@ -270,15 +279,15 @@ async fn read_body(mut body: HttpBody, limit: usize) -> Result<Bytes, BodyError>
 
 /// What a handler can learn about an HTTP request: the connection info and
 /// the request headers.
-fn request_extensions<B>(request: &Request<B>) -> Extensions {
+fn request_extensions(mut request: http::request::Parts) -> Extensions {
     let mut extensions = Extensions::new();
-    let peer_addr = request.extensions().get::<ClientAddr>().and_then(|a| a.0.clone());
+    let peer_addr = request.extensions.remove::<ClientAddr>().and_then(|a| a.0);
     extensions.insert(ConnectionInfo {
         transport: "http",
         peer_addr,
         local_addr: None,
     });
-    extensions.insert(request.headers().clone());
+    extensions.insert(request.headers);
     extensions
 }
 
@@ -308,7 +317,8 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
     let Some(options) = settings.websocket else {
         return method_not_allowed("POST");
     };
-    let mut extensions = request_extensions(request);
+    let mut extensions = Extensions::new();
+    extensions.insert(request.headers().clone());
     extensions.insert(ConnectionInfo {
         transport: "websocket",
         peer_addr: request.extensions().get::<ClientAddr>().and_then(|a| a.0.clone()),
