@@ -9,6 +9,7 @@
 //! each of its servers in turn, `--runs` times, with a fresh server process
 //! per run, and the table shows medians. See `BENCHMARKS.md` for results.
 
+mod inprocess;
 mod load;
 mod servers;
 
@@ -276,6 +277,20 @@ async fn compare(options: Options, pinned: bool) -> io::Result<()> {
             rows.push((case.name.clone(), *kind, case.unit, median_sample(&runs)));
         }
     }
+    let inprocess = if options.wants("in-process") {
+        let mut timings = Vec::new();
+        for run in 0..options.runs {
+            let (ours, theirs, floor) = inprocess::time_once().await;
+            eprintln!(
+                "  in-process | run {}: jrpc {ours:.0} ns, jsonrpsee {theirs:.0} ns, serde_json floor {floor:.0} ns",
+                run + 1
+            );
+            timings.push((ours, theirs, floor));
+        }
+        Some(timings)
+    } else {
+        None
+    };
     let idle = if options.idle_connections > 0 && options.wants("idle") {
         let mut results = vec![Vec::new(), Vec::new()];
         for _ in 0..options.runs {
@@ -294,7 +309,7 @@ async fn compare(options: Options, pinned: bool) -> io::Result<()> {
     } else {
         None
     };
-    print_tables(&rows, idle.as_deref(), &options);
+    print_tables(&rows, inprocess.as_deref(), idle.as_deref(), &options);
     Ok(())
 }
 
@@ -482,12 +497,25 @@ fn format_latency(us: f64) -> String {
     }
 }
 
-fn print_tables(rows: &[(String, Kind, Unit, Sample)], idle: Option<&[Vec<(f64, f64)>]>, options: &Options) {
+fn print_tables(
+    rows: &[(String, Kind, Unit, Sample)],
+    inprocess: Option<&[(f64, f64, f64)]>,
+    idle: Option<&[Vec<(f64, f64)>]>,
+    options: &Options,
+) {
     println!(
         "\nMedians of {} runs x {:.0} s; servers pinned to core {SERVER_CPU}, load generator to core {LOAD_CPU}.\n",
         options.runs,
         options.duration.as_secs_f64()
     );
+    print_case_tables(rows);
+    print_other_tables(inprocess, idle, options);
+}
+
+fn print_case_tables(rows: &[(String, Kind, Unit, Sample)]) {
+    if rows.is_empty() {
+        return;
+    }
     println!("| case | jrpc | jsonrpsee | jrpc / jsonrpsee | ceiling | jrpc / ceiling | CPU/op jrpc | CPU/op jsonrpsee | CPU jrpc / jsonrpsee |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut names: Vec<&String> = Vec::new();
@@ -539,6 +567,25 @@ fn print_tables(rows: &[(String, Kind, Unit, Sample)], idle: Option<&[Vec<(f64, 
             s.peak_rss / 1e6,
             s.fairness,
             s.errors
+        );
+    }
+}
+
+fn print_other_tables(
+    inprocess: Option<&[(f64, f64, f64)]>,
+    idle: Option<&[Vec<(f64, f64)>]>,
+    options: &Options,
+) {
+    if let Some(timings) = inprocess {
+        let ours = median(timings.iter().map(|t| t.0).collect());
+        let theirs = median(timings.iter().map(|t| t.1).collect());
+        let floor = median(timings.iter().map(|t| t.2).collect());
+        println!("\n| in-process `add`, one core | jrpc | jsonrpsee | serde_json floor | jrpc / floor | jsonrpsee / jrpc |");
+        println!("|---|---:|---:|---:|---:|---:|");
+        println!(
+            "| ns per request → response | {ours:.0} | {theirs:.0} | {floor:.0} | {:.2}× | {:.2}× |",
+            ours / floor,
+            theirs / ours
         );
     }
     if let Some(idle) = idle {

@@ -118,35 +118,40 @@ fn announce(local_addr: &str) -> SocketAddr {
     addr
 }
 
-fn jrpc_router() -> jrpc::Router {
+pub fn jrpc_router() -> jrpc::Router {
     jrpc::Router::new()
         .sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
         .sync_method("echo", |(s,): (String,)| Ok(s))
 }
 
 async fn jsonrpsee_server() -> io::Result<SocketAddr> {
-    use jsonrpsee::server::{RpcModule, Server, ServerConfig};
-    use jsonrpsee::types::ErrorObjectOwned;
+    use jsonrpsee::server::{Server, ServerConfig};
 
     let config = ServerConfig::builder().max_connections(MAX_CONNECTIONS).build();
     let server = Server::builder().set_config(config).build("127.0.0.1:0").await?;
-    let mut module = RpcModule::new(());
+    let addr = server.local_addr()?;
+    let handle = server.start(jsonrpsee_module());
+    std::mem::forget(handle);
+    Ok(addr)
+}
+
+pub fn jsonrpsee_module() -> jsonrpsee::RpcModule<()> {
+    use jsonrpsee::types::ErrorObjectOwned;
+
+    let mut module = jsonrpsee::RpcModule::new(());
     module
         .register_method("add", |params, _, _| {
             let (a, b): (i64, i64) = params.parse()?;
             Ok::<i64, ErrorObjectOwned>(a + b)
         })
-        .map_err(io::Error::other)?;
+        .expect("a new name");
     module
         .register_method("echo", |params, _, _| {
             let (s,): (String,) = params.parse()?;
             Ok::<String, ErrorObjectOwned>(s)
         })
-        .map_err(io::Error::other)?;
-    let addr = server.local_addr()?;
-    let handle = server.start(module);
-    std::mem::forget(handle);
-    Ok(addr)
+        .expect("a new name");
+    module
 }
 
 async fn accept_raw(listener: TcpListener, kind: Kind) {
