@@ -262,6 +262,22 @@ async fn gzip_both_ways() {
     assert_eq!(small.header("content-encoding"), None);
     assert_eq!(small.body, br#"{"jsonrpc":"2.0","result":19,"id":1}"#);
 
+    // With compression off, a compressed body is refused, not parsed.
+    let (plain_serving, plain_url) = serve(HttpServer::new(jrpc::demo::router()).compression(false)).await;
+    let refused = raw(
+        &plain_url,
+        "POST",
+        "/",
+        &[JSON, ("Content-Encoding", "gzip")],
+        &gz,
+    )
+    .await;
+    assert_eq!(
+        refused.status, 415,
+        "a server without compression cannot read gzip"
+    );
+    plain_serving.shutdown().await;
+
     // The client compresses large requests and decodes gzip replies.
     let client = Client::builder()
         .compress_requests(true)

@@ -365,9 +365,10 @@ async fn serve_connection<I>(
     let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
         request.extensions_mut().insert(client.clone());
         let headers = request.headers();
-        let plain = !(compression
-            && (headers.contains_key(http::header::ACCEPT_ENCODING)
-                || headers.contains_key(http::header::CONTENT_ENCODING)))
+        // An encoded body always goes through the decompression layer: it
+        // decodes it, or refuses it (415) when compression is off.
+        let plain = !headers.contains_key(http::header::CONTENT_ENCODING)
+            && !(compression && headers.contains_key(http::header::ACCEPT_ENCODING))
             && !(cors.is_some() && headers.contains_key(http::header::ORIGIN));
         // One small boxed future per request: hyper moves the future it
         // holds several times, and the layered one is kilobytes large.

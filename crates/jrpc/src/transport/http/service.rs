@@ -102,19 +102,15 @@ fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    let essence = value.split(';').next().unwrap_or("").trim();
-    [
-        "application/json",
-        "application/json-rpc",
-        "application/jsonrequest",
-    ]
-    .iter()
-    .any(|json| essence.eq_ignore_ascii_case(json))
-        || essence
-            .len()
-            .checked_sub(5)
-            .and_then(|at| essence.get(at..))
-            .is_some_and(|suffix| suffix.eq_ignore_ascii_case("+json"))
+    // Compared without lowercasing a copy: this runs on every request.
+    let essence = value.split(';').next().unwrap_or("").trim().as_bytes();
+    let json_types: [&[u8]; 3] = [
+        b"application/json",
+        b"application/json-rpc",
+        b"application/jsonrequest",
+    ];
+    json_types.iter().any(|json| essence.eq_ignore_ascii_case(json))
+        || essence.len() >= 5 && essence[essence.len() - 5..].eq_ignore_ascii_case(b"+json")
 }
 
 fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
