@@ -166,29 +166,29 @@ struct Case {
 fn cases() -> Vec<Case> {
     let add = Payload::single("add", "[1,2]");
     let mut cases = Vec::new();
-    for connections in [1, 16, 256] {
-        cases.push(Case {
-            name: format!("HTTP add, {connections} conn"),
-            proto: Proto::Http,
-            connections,
-            in_flight: 1,
-            payload: add.clone(),
-            servers: vec![Kind::Jrpc, Kind::Jsonrpsee, Kind::RawHttp],
-            unit: Unit::Requests,
-            expect: Expect::Sum,
-        });
-    }
-    for connections in [1, 16, 256] {
-        cases.push(Case {
-            name: format!("WS add, {connections} conn x 64"),
-            proto: Proto::Ws,
-            connections,
-            in_flight: 64,
-            payload: add.clone(),
-            servers: vec![Kind::Jrpc, Kind::Jsonrpsee, Kind::RawWs],
-            unit: Unit::Requests,
-            expect: Expect::Sum,
-        });
+    // HTTP keeps one request in flight per connection (as wrk does);
+    // WebSocket keeps 64.
+    for (proto, label, in_flight, ceiling) in [
+        (Proto::Http, "HTTP", 1, Kind::RawHttp),
+        (Proto::Ws, "WS", 64, Kind::RawWs),
+    ] {
+        for connections in [1, 16, 256] {
+            let pipelined = if in_flight > 1 {
+                format!(" x {in_flight}")
+            } else {
+                String::new()
+            };
+            cases.push(Case {
+                name: format!("{label} add, {connections} conn{pipelined}"),
+                proto,
+                connections,
+                in_flight,
+                payload: add.clone(),
+                servers: vec![Kind::Jrpc, Kind::Jsonrpsee, ceiling],
+                unit: Unit::Requests,
+                expect: Expect::Sum,
+            });
+        }
     }
     cases.push(Case {
         name: "HTTP batch of 100, 16 conn".into(),

@@ -73,49 +73,41 @@ impl Kind {
 
 /// Binds 127.0.0.1:0, prints `PORT n` on stdout, and serves until killed.
 pub async fn serve(kind: Kind) -> io::Result<()> {
-    let addr = match kind {
+    let port = match kind {
         Kind::Jrpc => {
             let server = jrpc::transport::http::HttpServer::new(jrpc_router())
                 .max_connections(MAX_CONNECTIONS as usize);
-            let serving = server.bind("127.0.0.1:0").await?;
-            let addr = announce(serving.local_addr());
-            std::mem::forget(serving);
-            addr
+            keep_serving(server.bind("127.0.0.1:0").await?)
         }
         Kind::JrpcTcp => {
             let server =
                 jrpc::transport::Server::new(jrpc_router()).max_connections(MAX_CONNECTIONS as usize);
-            let serving = server.bind_tcp("127.0.0.1:0").await?;
-            let addr = announce(serving.local_addr());
-            std::mem::forget(serving);
-            addr
+            keep_serving(server.bind_tcp("127.0.0.1:0").await?)
         }
-        Kind::Jsonrpsee => {
-            let addr = jsonrpsee_server().await?;
-            println!("PORT {}", addr.port());
-            addr
-        }
+        Kind::Jsonrpsee => jsonrpsee_server().await?.port(),
         Kind::RawHttp | Kind::RawWs | Kind::RawLine => {
             let listener = TcpListener::bind("127.0.0.1:0").await?;
-            let addr = listener.local_addr()?;
-            println!("PORT {}", addr.port());
+            let port = listener.local_addr()?.port();
             tokio::spawn(accept_raw(listener, kind));
-            addr
+            port
         }
     };
-    let _ = addr;
+    println!("PORT {port}");
     std::future::pending::<()>().await;
     Ok(())
 }
 
-fn announce(local_addr: &str) -> SocketAddr {
-    let addr: SocketAddr = local_addr
+/// The port a jrpc server listens on; the server runs until the process
+/// is killed.
+fn keep_serving(serving: jrpc::transport::Serving) -> u16 {
+    let addr: SocketAddr = serving
+        .local_addr()
         .rsplit("://")
         .next()
         .and_then(|a| a.parse().ok())
         .expect("jrpc reports tcp://host:port or http://host:port");
-    println!("PORT {}", addr.port());
-    addr
+    std::mem::forget(serving);
+    addr.port()
 }
 
 pub fn jrpc_router() -> jrpc::Router {
