@@ -367,17 +367,17 @@ async fn serve_connection<I>(
         let headers = request.headers();
         // An encoded body always goes through the decompression layer: it
         // decodes it, or refuses it (415) when compression is off.
-        let plain = !headers.contains_key(http::header::CONTENT_ENCODING)
-            && !(compression && headers.contains_key(http::header::ACCEPT_ENCODING))
-            && !(cors.is_some() && headers.contains_key(http::header::ORIGIN));
+        let needs_layers = headers.contains_key(http::header::CONTENT_ENCODING)
+            || (compression && headers.contains_key(http::header::ACCEPT_ENCODING))
+            || (cors.is_some() && headers.contains_key(http::header::ORIGIN));
         // One small boxed future per request: hyper moves the future it
         // holds several times, and the layered one is kilobytes large.
-        let reply: BoxFuture<Response<ReplyBody>> = if plain {
-            let reply = rpc.call(request);
-            Box::pin(reply.map(|r| r.map(|r| r.map(ReplyBody::Plain))))
-        } else {
+        let reply: BoxFuture<Response<ReplyBody>> = if needs_layers {
             let reply = layered.clone().oneshot(request);
             Box::pin(reply.map(|r| r.map(|r| r.map(|b| ReplyBody::Layered(b.boxed_unsync())))))
+        } else {
+            let reply = rpc.call(request);
+            Box::pin(reply.map(|r| r.map(|r| r.map(ReplyBody::Plain))))
         };
         reply
     });
