@@ -9,6 +9,7 @@ use clap::Args;
 use jrpc::client::{Client, Retry, StderrMode};
 use jrpc::codec::Framing;
 use jrpc::message::RawValue;
+use jrpc::peer::CancelProtocol;
 use jrpc::CallError;
 use serde::Deserialize;
 
@@ -88,9 +89,16 @@ pub struct CallArgs {
 /// How to reach the server: shared by `jrpc call` and `jrpc bench`.
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
-    /// How long to wait for a response: 500ms, 10s, 2m, or seconds.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    /// How long to wait for a response: 500ms, 10s, 2m, or seconds. When it
+    /// runs out, the call is cancelled on the server too (see --cancel).
+    #[arg(long, default_value = "30s", value_parser = parse_timeout)]
     pub(crate) timeout: Duration,
+
+    /// The cancel notification sent when --timeout runs out: lsp
+    /// ($/cancelRequest), mcp (notifications/cancelled) or none. Default: lsp
+    /// with content-length framing, none otherwise.
+    #[arg(long, value_name = "PROTOCOL")]
+    cancel: Option<Cancel>,
 
     /// The framing for tcp:, unix: and spawned commands: ndjson or
     /// content-length.
@@ -128,6 +136,39 @@ pub struct ParamArgs {
     /// The whole params value: JSON text, @FILE, or - for stdin.
     #[arg(long, value_name = "JSON|@FILE|-", conflicts_with_all = ["named"])]
     raw: Option<String>,
+}
+
+/// A duration that bounds waiting: zero would never let anything through.
+pub(crate) fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        d if d.is_zero() => Err(format!("{text:?}: a timeout must be more than zero")),
+        d => Ok(d),
+    }
+}
+
+/// Which cancellation protocol a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Cancel {
+    /// MCP: notifications/cancelled with {"requestId", "reason"}.
+    Mcp,
+    /// LSP: $/cancelRequest with {"id"}; cancelled requests get -32800.
+    Lsp,
+    /// No cancellation.
+    None,
+}
+
+/// The protocol for `choice`, defaulting by framing: LSP's on
+/// `Content-Length` framing (the LSP world), none otherwise.
+pub(crate) fn cancel_protocol(choice: Option<Cancel>, framing: Framing) -> Option<CancelProtocol> {
+    let default = match framing {
+        Framing::ContentLength => Cancel::Lsp,
+        _ => Cancel::None,
+    };
+    match choice.unwrap_or(default) {
+        Cancel::Mcp => Some(CancelProtocol::mcp()),
+        Cancel::Lsp => Some(CancelProtocol::lsp()),
+        Cancel::None => None,
+    }
 }
 
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -232,6 +273,9 @@ impl Target {
         if args.retries > 0 {
             builder = builder.retry(Retry::attempts(args.retries));
         }
+        if let Some(protocol) = cancel_protocol(args.cancel, args.framing) {
+            builder = builder.cancellation(protocol);
+        }
         let timeout = args.timeout;
         let connecting = async {
             match self {
@@ -332,7 +376,12 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
         client.close().await;
         return Ok(());
     }
-    let result = client.call_raw(&method, &params, args.connect.timeout).await?;
+    let result = client.call_raw(&method, &params, args.connect.timeout).await;
+    if matches!(result, Err(CallError::Timeout(_))) {
+        // The cancel notification is queued: let it reach the server.
+        let _ = tokio::time::timeout(Duration::from_secs(2), client.clone().close()).await;
+    }
+    let result = result?;
     println!("{}", format_json(result.get(), !args.compact));
     Ok(())
 }

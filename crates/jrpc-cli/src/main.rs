@@ -8,6 +8,9 @@ mod serve;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// JSON-RPC 2.0 from the command line.
 #[derive(Debug, Parser)]
@@ -36,11 +39,21 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse_from(std::env::args_os().map(shield_negative_numbers));
-    // Logs go to stderr only: stdout may be the JSON-RPC stream.
+    // Logs go to stderr only: stdout may be the JSON-RPC stream. Call log
+    // lines are INFO events of their own target, shown whatever the level.
+    let logs_calls = matches!(&cli.command, Command::Serve(args) if args.logs_calls());
+    let mut filter = Targets::new().with_default(cli.log_level);
+    if logs_calls {
+        filter = filter.with_target(
+            jrpc::middleware::CALL_LOG_TARGET,
+            tracing::Level::INFO.max(cli.log_level),
+        );
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(cli.log_level)
         .with_ansi(false)
+        .finish()
+        .with(filter)
         .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -2,13 +2,18 @@
 
 use std::sync::Arc;
 
-use anyhow::Context as _;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
 use clap::Args;
 use jrpc::codec::Framing;
 use jrpc::message::Limits;
-use jrpc::transport::http::{HttpServer, RateLimit};
+use jrpc::middleware::{Authorize, CallLog, CallTimeout, LogDetail, Metrics, RateLimit, Redaction};
+use jrpc::transport::http::{AuthLayer, HttpServer};
 use jrpc::transport::Server;
 use jrpc::Router;
+
+use crate::call::{cancel_protocol, parse_timeout, Cancel};
 
 /// Where `jrpc serve` listens when given no transport at all.
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:4000";
@@ -35,14 +40,63 @@ pub struct ServeArgs {
     tls_key: Option<std::path::PathBuf>,
 
     /// Require this bearer token (Authorization: Bearer TOKEN, or
-    /// X-Api-Key: TOKEN) on HTTP and WebSocket. May be given several times.
+    /// X-Api-Key: TOKEN) on HTTP and WebSocket. May be given several times;
+    /// the first token's identity is token1, the second's token2, ...
     #[arg(long, value_name = "TOKEN")]
     auth_token: Vec<String>,
 
-    /// Limit each client (by IP) to N requests a second on HTTP and
-    /// WebSocket, with bursts of 2N.
+    /// A bearer token on HTTP and WebSocket that identifies its caller as
+    /// NAME (for --allow), NAME=TOKEN. May be given several times.
+    #[arg(long, value_name = "NAME=TOKEN")]
+    auth_user: Vec<String>,
+
+    /// Only these identities (from --auth-user or --auth-token) may call
+    /// METHOD (a name, or a prefix ending in *): METHOD=NAME[,NAME...].
+    /// Others get error -32004. May be given several times.
+    #[arg(long, value_name = "METHOD=NAMES")]
+    allow: Vec<String>,
+
+    /// Limit each client (by IP) to N calls a second, with bursts of 2N, on
+    /// every transport. Each call counts, batch entries each; a call over
+    /// the limit gets error -32005 at once (over HTTP, a request whose every
+    /// call is refused gets 429 with Retry-After).
     #[arg(long, value_name = "N")]
     rate_limit: Option<u32>,
+
+    /// Cancel a handler still running after DURATION (e.g. 300ms, 10s); its
+    /// caller gets error -32006. On every transport.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    call_timeout: Option<Duration>,
+
+    /// Log one line per call on stderr (method, id, transport, duration,
+    /// outcome), on every transport. --log-calls=full also logs params and
+    /// results, with secrets redacted (see --redact).
+    #[arg(long, value_name = "full", num_args = 0..=1, require_equals = true, default_missing_value = "brief")]
+    log_calls: Option<LogCalls>,
+
+    /// Also redact members named NAME (case-insensitive) in logged params
+    /// and results and in error replies that echo params, beside password,
+    /// passwd, secret, token, api_key, apikey, authorization, cookie and
+    /// private_key. May be given several times.
+    #[arg(long, value_name = "NAME")]
+    redact: Vec<String>,
+
+    /// Serve Prometheus metrics (calls by method and outcome, latency,
+    /// calls in flight, open connections) at GET /metrics on the HTTP
+    /// listeners.
+    #[arg(long)]
+    metrics: bool,
+
+    /// Serve the Prometheus metrics at http://ADDR/metrics, a port of their
+    /// own (for servers without an HTTP listener).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<String>,
+
+    /// Cancellation of requests in flight: lsp ($/cancelRequest, answered
+    /// -32800), mcp (notifications/cancelled, no answer) or none. Default:
+    /// lsp with --framing content-length, none otherwise.
+    #[arg(long, value_name = "PROTOCOL")]
+    cancel: Option<Cancel>,
 
     /// Allow cross-origin requests from any origin (CORS).
     #[arg(long)]
@@ -94,35 +148,124 @@ pub struct ServeArgs {
     expose_internal_errors: bool,
 }
 
+/// How much `--log-calls` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogCalls {
+    /// Method, id, transport, duration and outcome.
+    Brief,
+    /// Also params and results, redacted.
+    Full,
+}
+
 impl ServeArgs {
-    fn router(&self) -> Router {
-        jrpc::demo::router()
+    /// Whether call log lines must reach stderr.
+    pub fn logs_calls(&self) -> bool {
+        self.log_calls.is_some()
+    }
+
+    fn redaction(&self) -> Redaction {
+        Redaction::default().with_all(self.redact.iter().map(String::as_str))
+    }
+
+    fn authorize(&self) -> anyhow::Result<Option<Authorize>> {
+        let mut rules = Authorize::new();
+        for rule in &self.allow {
+            let Some((method, names)) = rule.split_once('=').filter(|(m, _)| !m.is_empty()) else {
+                bail!("--allow {rule:?}: expected METHOD=NAME[,NAME...]");
+            };
+            rules = rules.allow(method, names.split(',').map(str::trim).filter(|n| !n.is_empty()));
+        }
+        Ok((!rules.is_empty()).then_some(rules))
+    }
+
+    /// The demo methods with the limits and the call middleware asked for.
+    /// The layer added last runs first: the log sees every call, refused
+    /// ones included, then metrics, authorization, the rate limit and the
+    /// deadline.
+    fn router(&self, rate: Option<&RateLimit>, metrics: Option<&Metrics>) -> anyhow::Result<Router> {
+        let mut router = jrpc::demo::router()
             .max_frame_len(self.max_frame_len)
             .max_batch_len(self.max_batch_len)
             .max_depth(self.max_depth)
             .batch_concurrency(self.batch_concurrency)
             .accept_v1(self.accept_v1)
             .expose_internal_errors(self.expose_internal_errors)
+            .redaction(self.redaction());
+        if let Some(limit) = self.call_timeout {
+            router = router.layer(CallTimeout::new(limit));
+        }
+        if let Some(rate) = rate {
+            router = router.layer(rate.layer());
+        }
+        if let Some(rules) = self.authorize()? {
+            router = router.layer(rules);
+        }
+        if let Some(metrics) = metrics {
+            router = router.layer(metrics.layer());
+        }
+        if let Some(detail) = self.log_calls {
+            let detail = match detail {
+                LogCalls::Brief => LogDetail::Brief,
+                LogCalls::Full => LogDetail::Full,
+            };
+            router = router.layer(CallLog::new().detail(detail).redaction(self.redaction()));
+        }
+        Ok(router)
+    }
+
+    fn auth(&self, rate: Option<&RateLimit>) -> anyhow::Result<Option<AuthLayer>> {
+        if self.auth_token.is_empty() && self.auth_user.is_empty() {
+            return Ok(None);
+        }
+        let mut named: Vec<(String, String)> = self
+            .auth_token
+            .iter()
+            .enumerate()
+            .map(|(i, token)| (format!("token{}", i + 1), token.clone()))
+            .collect();
+        for user in &self.auth_user {
+            let Some((name, token)) = user
+                .split_once('=')
+                .filter(|(n, t)| !n.is_empty() && !t.is_empty())
+            else {
+                bail!("--auth-user {user:?}: expected NAME=TOKEN");
+            };
+            named.push((name.to_owned(), token.to_owned()));
+        }
+        let auth = AuthLayer::named(named);
+        Ok(Some(match rate {
+            // Refused requests spend the same budget as calls.
+            Some(rate) => auth.charge_refusals(rate.clone()),
+            None => auth,
+        }))
     }
 }
 
-fn http_server(args: &ServeArgs, router: Router) -> anyhow::Result<HttpServer> {
-    let mut server = HttpServer::new(router).max_connections(args.max_connections);
+fn http_server(
+    args: &ServeArgs,
+    server: &Server,
+    router: Router,
+    rate: Option<&RateLimit>,
+    metrics: Option<&Metrics>,
+) -> anyhow::Result<HttpServer> {
+    let mut http = HttpServer::new(router)
+        .max_connections(args.max_connections)
+        .peer_settings(server.clone());
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        server = server
+        http = http
             .tls_pem(cert, key)
             .context("loading the TLS certificate and key")?;
     }
-    if !args.auth_token.is_empty() {
-        server = server.auth_tokens(args.auth_token.clone());
-    }
-    if let Some(n) = args.rate_limit {
-        server = server.rate_limit(RateLimit::per_second(n, n.saturating_mul(2)));
+    if let Some(auth) = args.auth(rate)? {
+        http = http.auth(auth);
     }
     if args.cors {
-        server = server.cors(tower_http::cors::CorsLayer::permissive());
+        http = http.cors(tower_http::cors::CorsLayer::permissive());
     }
-    Ok(server)
+    if let Some(metrics) = metrics.filter(|_| args.metrics) {
+        http = http.metrics(metrics.clone());
+    }
+    Ok(http)
 }
 
 pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
@@ -132,22 +275,42 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
     }
     let http_only = [
         (!args.auth_token.is_empty(), "--auth-token"),
+        (!args.auth_user.is_empty(), "--auth-user"),
         (args.tls_cert.is_some(), "--tls-cert/--tls-key"),
-        (args.rate_limit.is_some(), "--rate-limit"),
         (args.cors, "--cors"),
     ];
     if args.http.is_empty() {
         if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
-            anyhow::bail!("{flag} applies to --http listeners only, and none is given");
+            bail!("{flag} applies to --http listeners only, and none is given");
+        }
+        if args.metrics {
+            bail!("--metrics serves /metrics on the --http listeners, and none is given: use --metrics-addr ADDR");
         }
     }
-    let router = args.router();
-    let server = Server::new(router.clone())
+    let rate = args
+        .rate_limit
+        .map(|n| RateLimit::per_second(n, n.saturating_mul(2)));
+    let metrics = (args.metrics || args.metrics_addr.is_some()).then(Metrics::new);
+    let router = args.router(rate.as_ref(), metrics.as_ref())?;
+    let mut server = Server::new(router.clone())
         .framing(args.framing)
         .max_connections(args.max_connections);
+    if let Some(protocol) = cancel_protocol(args.cancel, args.framing) {
+        server = server.cancellation(protocol);
+    }
+    if let Some(metrics) = &metrics {
+        server = server.metrics(metrics.clone());
+    }
     let mut listeners = Vec::new();
+    if let (Some(addr), Some(metrics)) = (&args.metrics_addr, &metrics) {
+        let serving = jrpc::transport::http::serve_metrics(addr.as_str(), metrics.clone())
+            .await
+            .with_context(|| format!("listening on --metrics-addr {addr}"))?;
+        eprintln!("jrpc: metrics at {}/metrics", serving.local_addr());
+        listeners.push(serving);
+    }
     if !args.http.is_empty() {
-        let http = http_server(&args, router)?;
+        let http = http_server(&args, &server, router, rate.as_ref(), metrics.as_ref())?;
         for addr in &args.http {
             let serving = http
                 .bind(addr.as_str())
@@ -174,7 +337,7 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         #[cfg(not(unix))]
         anyhow::bail!("--unix {path}: Unix sockets are not available on this platform");
     }
-    for serving in &listeners {
+    for serving in listeners.iter().skip(usize::from(args.metrics_addr.is_some())) {
         // The addresses go to stderr (stdout may carry JSON-RPC) in the
         // form `jrpc call` takes as a target.
         let addr = serving.local_addr();
@@ -195,7 +358,7 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!(%reason, "stdio closed");
         }
     };
-    if listeners.is_empty() {
+    if listeners.is_empty() || (args.stdio && listeners.len() == usize::from(args.metrics_addr.is_some())) {
         stdio_done.await;
         return Ok(());
     }

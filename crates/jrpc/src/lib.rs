@@ -8,7 +8,9 @@
 //! | module | job |
 //! |---|---|
 //! | [`message`] | ids, error objects, requests and responses; parse a frame into classified items; serialize replies |
-//! | [`router`] | the method table; typed params; run handlers; build the reply frame |
+//! | [`router`] | the method table; typed params; send each call through the middleware to its handler; build the reply frame |
+//! | [`middleware`] | tower layers around every call: call logs with redaction, metrics, deadlines, concurrency and rate limits, authorization |
+//! | [`context`] | what is known about a call and its connection |
 //! | `codec` | split a byte stream into frames: newline-delimited JSON or `Content-Length` headers |
 //! | `peer` | one live connection carrying both roles: serve incoming requests, call the other side |
 //! | `transport` | stdio, TCP, Unix sockets, child processes; the accept loop with graceful shutdown |
@@ -27,7 +29,9 @@
 
 #![warn(missing_docs)]
 
+pub mod context;
 pub mod message;
+pub mod middleware;
 pub mod router;
 
 #[cfg(feature = "runtime")]

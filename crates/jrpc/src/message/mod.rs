@@ -24,7 +24,9 @@ pub use error::{codes, Error};
 pub use id::Id;
 pub use parse::{parse_frame, Frame};
 pub use write::{encode_call, to_raw};
-pub(crate) use write::{result_prefix, result_suffix, write_error, write_json_str, write_result};
+pub(crate) use write::{
+    result_prefix, result_suffix, serialize_into, write_error, write_json_str, write_result,
+};
 
 /// Which protocol an item speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -99,3 +99,13 @@ pub fn encode_call<P: Serialize + ?Sized>(
     out.push(b'}');
     Ok(out)
 }
+
+/// Serializes a handler's result into `out`; a value that does not
+/// serialize is an internal error.
+pub(crate) fn serialize_into<T: serde::Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), super::Error> {
+    serde_json::to_writer(out, value)
+        .map_err(|e| super::Error::internal_error().with_data(&format!("result does not serialize: {e}")))
+}

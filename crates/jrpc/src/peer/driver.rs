@@ -30,10 +30,8 @@ use super::shared::{InFlight, Shared};
 use super::CallError;
 use crate::codec::Inbound;
 use crate::message::{
-    codes, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Response, ResponseRef,
-    Version,
+    self, codes, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Response, Version,
 };
-use crate::router::Responses;
 
 /// A future giving a better reason than "end of stream" once the stream
 /// ends (a child process's exit status, say).
@@ -306,63 +304,36 @@ impl Reader {
         let shared = Arc::clone(&self.shared);
         match parse_frame(&frame, shared.router.parse_limits()) {
             Err(error) => self.send_error(Id::NULL, error).await,
-            Ok(Frame::Single(item)) => self.on_item(item).await,
+            Ok(Frame::Single(item)) => self.on_item(item, ReplyTo::Direct).await,
+            // Each entry is served as if it came alone (bounded, cancellable,
+            // ordered, through the middleware); their replies are gathered
+            // into one frame, sent once the last is in.
             Ok(Frame::Batch(items)) => {
-                let mut to_serve = false;
+                let batch = Arc::new(BatchReply::default());
                 for item in items {
-                    match item {
-                        Incoming::Response(response) => {
-                            to_serve |= shared.is_stray(&response);
-                            shared.deliver(response);
-                        }
-                        _ => to_serve = true,
-                    }
+                    self.on_item(item, ReplyTo::Batch(Arc::clone(&batch), usize::MAX))
+                        .await;
                 }
-                if !to_serve {
-                    return;
+                if let Some(reply) = batch.seal() {
+                    self.send(reply).await;
                 }
-                if self.draining {
-                    let refusal = crate::message::refuse_frame(
-                        &frame,
-                        shared.router.parse_limits(),
-                        &busy("the connection is closing"),
-                    );
-                    if let Some(refusal) = refusal {
-                        self.send(refusal).await;
-                    }
-                    return;
-                }
-                let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
-                    let limits = shared.router.parse_limits();
-                    let error = busy("too many requests in flight on this connection");
-                    if let Some(refusal) = crate::message::refuse_frame(&frame, limits, &error) {
-                        self.send(refusal).await;
-                    }
-                    return;
-                };
-                // The batch is answered as one frame by its own task.
-                let running = Arc::clone(&self.running);
-                self.tasks.spawn(async move {
-                    let _queued = queued;
-                    let _running = running.acquire_owned().await;
-                    let stray = |r: &ResponseRef<'_>| shared.is_stray(r);
-                    if let Some(reply) = shared
-                        .router
-                        .handle_batch_frame(&frame, &shared.connection, &stray)
-                        .await
-                    {
-                        let _ = shared.outbox.send(reply).await;
-                    }
-                });
             }
         }
     }
 
-    async fn on_item(&mut self, item: Incoming<'_>) {
+    /// Handles one incoming item; a reply to it goes where `reply` says.
+    async fn on_item(&mut self, item: Incoming<'_>, reply: ReplyTo) {
         match item {
             Incoming::Response(response) => {
                 if self.shared.is_stray(&response) {
-                    self.send_error(response.id, Error::invalid_request()).await;
+                    let mut out = Vec::new();
+                    message::write_error(
+                        &mut out,
+                        response.version,
+                        &response.id,
+                        &Error::invalid_request(),
+                    );
+                    self.reply(reply.slot(), out).await;
                 } else {
                     self.shared.deliver(response);
                 }
@@ -387,8 +358,8 @@ impl Reader {
                 }
             }
             Incoming::Request(request) if self.draining => {
-                self.send_error(request.id, busy("the connection is closing"))
-                    .await;
+                let out = error_reply(request.version, &request.id, &busy("the connection is closing"));
+                self.reply(reply.slot(), out).await;
             }
             Incoming::Request(request)
                 if self.ordered && *self.notifications_handled.borrow() < self.notifications_queued =>
@@ -396,34 +367,41 @@ impl Reader {
                 // Earlier notifications are still being handled: this
                 // request waits for them, on its own task.
                 let barrier = self.notifications_queued;
-                self.spawn_request(OwnedCall::request(request), Some(barrier))
+                self.spawn_request(OwnedCall::request(request), Some(barrier), reply.slot())
                     .await;
             }
             item => {
                 let mut out = Vec::new();
                 let shared = Arc::clone(&self.shared);
-                let left = shared
-                    .router
-                    .handle_inline(item, &shared.connection, &mut out, Responses::Reject);
-                if !out.is_empty() {
-                    self.send(out.into()).await;
-                }
-                if let Some(Incoming::Request(request)) = left {
-                    self.spawn_request(OwnedCall::request(request), None).await;
+                let left = shared.router.handle_inline(item, &shared.connection, &mut out);
+                match left {
+                    Some(Incoming::Request(request)) => {
+                        self.spawn_request(OwnedCall::request(request), None, reply.slot())
+                            .await;
+                    }
+                    // Handled inline: a request's reply is in `out`.
+                    None if !out.is_empty() => self.reply(reply.slot(), out).await,
+                    _ => {}
                 }
             }
+        }
+    }
+
+    /// Sends `out` where `reply` says (once a batch is whole, for an entry).
+    async fn reply(&self, reply: ReplyTo, out: Vec<u8>) {
+        if let Some(frame) = reply.frame(out) {
+            self.send(frame).await;
         }
     }
 
     /// Runs a request's async handler on its own task, within the bounds.
     /// With a `barrier`, the handler first waits until that many
     /// notifications have been handled.
-    async fn spawn_request(&mut self, call: OwnedCall, barrier: Option<u64>) {
+    async fn spawn_request(&mut self, call: OwnedCall, barrier: Option<u64>, reply: ReplyTo) {
         let id = call.id.clone().unwrap_or(Id::NULL);
         let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
-            return self
-                .send_error(id, busy("too many requests in flight on this connection"))
-                .await;
+            let busy = busy("too many requests in flight on this connection");
+            return self.reply(reply, error_reply(call.version, &id, &busy)).await;
         };
         let (shared, running) = (Arc::clone(&self.shared), Arc::clone(&self.running));
         let answered = Arc::new(AtomicBool::new(false));
@@ -433,6 +411,8 @@ impl Reader {
             shared.serving().entry(id.clone()).or_default().push(InFlight {
                 answered: Arc::clone(&answered),
                 abort: None,
+                version: call.version,
+                reply: reply.clone(),
             });
         }
         let task_answered = Arc::clone(&answered);
@@ -444,12 +424,9 @@ impl Reader {
             }
             let _running = running.acquire_owned().await;
             let mut out = Vec::new();
-            let left = shared.router.handle_inline(
-                call.as_incoming(),
-                &shared.connection,
-                &mut out,
-                Responses::Reject,
-            );
+            let left = shared
+                .router
+                .handle_inline(call.as_incoming(), &shared.connection, &mut out);
             if let Some(item) = left {
                 shared
                     .router
@@ -458,7 +435,9 @@ impl Reader {
             }
             // A cancellation that got here first has answered already.
             if !task_answered.swap(true, Ordering::AcqRel) {
-                let _ = shared.outbox.send(out.into()).await;
+                if let Some(frame) = reply.frame(out) {
+                    let _ = shared.outbox.send(frame).await;
+                }
             }
             if cancellable {
                 forget_in_flight(&shared, call.id.as_ref().unwrap_or(&Id::NULL), &task_answered);
@@ -496,11 +475,122 @@ impl Reader {
                 handle.abort();
             }
             tracing::debug!(%id, "incoming request cancelled");
-            if let Some(error) = &protocol.reply {
-                self.send_error(id.clone(), error.clone()).await;
-            }
+            // No reply at all when the protocol says so (but a batch entry
+            // still takes its place, empty, so that the batch completes).
+            let out = match &protocol.reply {
+                Some(error) => error_reply(entry.version, &id, error),
+                None => Vec::new(),
+            };
+            self.reply(entry.reply, out).await;
         }
     }
+}
+
+fn error_reply(version: Version, id: &Id, error: &Error) -> Vec<u8> {
+    let mut out = Vec::new();
+    message::write_error(&mut out, version, id, error);
+    out
+}
+
+/// Where the reply to a request goes.
+#[derive(Clone)]
+pub(crate) enum ReplyTo {
+    /// Straight out, as its own frame.
+    Direct,
+    /// Into a place of a batch reply (`usize::MAX` until a place is taken
+    /// with [`slot`](Self::slot)).
+    Batch(Arc<BatchReply>, usize),
+}
+
+impl ReplyTo {
+    /// Takes this entry's place in its batch reply (a no-op for `Direct`).
+    fn slot(self) -> ReplyTo {
+        match self {
+            ReplyTo::Batch(batch, _) => {
+                let at = batch.take_place();
+                ReplyTo::Batch(batch, at)
+            }
+            direct => direct,
+        }
+    }
+
+    /// The frame to send now that `out` (empty: no reply) is ready.
+    fn frame(self, out: Vec<u8>) -> Option<Bytes> {
+        match self {
+            ReplyTo::Direct => (!out.is_empty()).then(|| out.into()),
+            ReplyTo::Batch(batch, at) => batch.fill(at, out),
+        }
+    }
+}
+
+/// The replies to one batch's entries, gathered in entry order; whoever
+/// fills the last place (after the reader has seen the whole batch) sends it.
+#[derive(Default)]
+pub(crate) struct BatchReply {
+    state: std::sync::Mutex<BatchState>,
+}
+
+#[derive(Default)]
+struct BatchState {
+    /// Each place's reply, once in (an empty one: no reply).
+    places: Vec<Option<Vec<u8>>>,
+    waiting: usize,
+    /// The reader has seen every entry.
+    sealed: bool,
+}
+
+impl BatchReply {
+    fn state(&self) -> std::sync::MutexGuard<'_, BatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take_place(&self) -> usize {
+        let mut state = self.state();
+        state.places.push(None);
+        state.waiting += 1;
+        state.places.len() - 1
+    }
+
+    /// Puts a reply in its place; the whole batch reply when it was the last.
+    fn fill(&self, at: usize, out: Vec<u8>) -> Option<Bytes> {
+        let mut state = self.state();
+        let place = state.places.get_mut(at)?;
+        if place.replace(out).is_some() {
+            return None;
+        }
+        state.waiting -= 1;
+        (state.sealed && state.waiting == 0)
+            .then(|| join(&mut state.places))
+            .flatten()
+    }
+
+    /// Marks the batch seen whole; the batch reply when every place is in.
+    fn seal(&self) -> Option<Bytes> {
+        let mut state = self.state();
+        state.sealed = true;
+        (state.waiting == 0).then(|| join(&mut state.places)).flatten()
+    }
+}
+
+/// The batch reply: the non-empty replies as one array; `None` when there
+/// are none (a batch of notifications gets no reply at all).
+fn join(places: &mut [Option<Vec<u8>>]) -> Option<Bytes> {
+    let mut out = vec![b'['];
+    for reply in places
+        .iter_mut()
+        .filter_map(Option::take)
+        .filter(|r| !r.is_empty())
+    {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&reply);
+    }
+    if out.len() == 1 {
+        return None;
+    }
+    out.push(b']');
+    Some(out.into())
 }
 
 /// Drops a finished request's cancellation entry.
@@ -523,9 +613,7 @@ async fn notification_worker(
     while let Some(call) = queue.recv().await {
         let mut out = Vec::new();
         let item = call.as_incoming();
-        let left = shared
-            .router
-            .handle_inline(item, &shared.connection, &mut out, Responses::Reject);
+        let left = shared.router.handle_inline(item, &shared.connection, &mut out);
         if let Some(item) = left {
             shared
                 .router

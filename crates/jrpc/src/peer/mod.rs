@@ -47,8 +47,9 @@ pub(crate) use shared::Outcome;
 use shared::Shared;
 
 use crate::codec::{Framing, Inbound};
+pub use crate::context::ConnectionInfo;
+use crate::context::{Extensions, RequestContext};
 use crate::message::{encode_call, write_json_str, Id};
-use crate::router::{Extensions, RequestContext};
 use crate::{Error, Router};
 
 /// How calls are cancelled across the connection: which notification is
@@ -109,18 +110,6 @@ impl CancelProtocol {
     }
 }
 
-/// What is known about a connection: recorded by its transport, read by
-/// handlers through [`RequestContext::connection_info`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectionInfo {
-    /// The transport: `"stdio"`, `"tcp"`, `"unix"`, `"child"`, ...
-    pub transport: &'static str,
-    /// The other side's address, where there is one.
-    pub peer_addr: Option<String>,
-    /// This side's address, where there is one.
-    pub local_addr: Option<String>,
-}
-
 /// A weak link from a connection's extensions back to its peer, so that a
 /// handler can call the other side without keeping the connection alive.
 #[derive(Clone)]
@@ -133,11 +122,6 @@ impl RequestContext {
     pub fn peer(&self) -> Option<Peer> {
         let shared = self.get::<PeerLink>()?.0.upgrade()?;
         Some(Peer { shared })
-    }
-
-    /// What the transport recorded about the connection.
-    pub fn connection_info(&self) -> Option<&ConnectionInfo> {
-        self.get::<ConnectionInfo>()
     }
 }
 

@@ -12,8 +12,8 @@ use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{CallError, CancelProtocol};
+use crate::context::Extensions;
 use crate::message::{Id, ResponseRef};
-use crate::router::Extensions;
 use crate::Router;
 
 /// What a pending call is waiting for.
@@ -44,6 +44,9 @@ pub(crate) struct InFlight {
     /// Set by whichever answers first: the handler, or a cancellation.
     pub(crate) answered: Arc<std::sync::atomic::AtomicBool>,
     pub(crate) abort: Option<AbortHandle>,
+    /// The form a cancellation's reply takes, and where it goes.
+    pub(crate) version: crate::message::Version,
+    pub(crate) reply: super::driver::ReplyTo,
 }
 
 /// The outgoing calls awaiting a response, and whether the connection can

@@ -1,38 +1,20 @@
-//! Serving one frame: parse it, run each item's handler, and build the reply
-//! frame.
+//! Serving one frame: parse it, send each item through the call middleware
+//! (when any) to its handler, and build the reply frame.
 
 use std::any::Any;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::stream::FuturesOrdered;
 use futures_util::{FutureExt, StreamExt};
+use serde_json::value::RawValue;
 
 use super::handler::{CallInfo, ErasedMethod, ErasedNotification};
-use super::{Extensions, Router};
-use crate::message::{
-    self, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, ResponseRef, Version,
-};
-
-/// What to do with a response object found among incoming items.
-#[derive(Clone, Copy)]
-pub(crate) enum Responses<'s> {
-    /// Answer it `-32600`: a plain server makes no calls to be answered.
-    Reject,
-    /// A peer has routed it already; answer `-32600` only if this says so
-    /// (a response to nothing the peer ever asked).
-    RejectIf(&'s (dyn Fn(&ResponseRef<'_>) -> bool + Sync)),
-}
-
-impl Responses<'_> {
-    fn reject(&self, response: &ResponseRef<'_>) -> bool {
-        match self {
-            Responses::Reject => true,
-            Responses::RejectIf(stray) => stray(response),
-        }
-    }
-}
+use super::{Extensions, Router, Table};
+use crate::message::{self, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Version};
+use crate::middleware::{Call, CallFuture, RawResult};
 
 impl Router {
     /// Serves one whole frame (a single message or a batch) and returns the
@@ -47,7 +29,7 @@ impl Router {
     /// [`batch_concurrency`](Self::batch_concurrency) at a time, and their
     /// replies come in request order.
     pub async fn handle(&self, frame: &[u8]) -> Option<Bytes> {
-        self.handle_with(frame, &empty_connection()).await
+        self.handle_with(frame, &crate::context::empty_connection()).await
     }
 
     /// As [`handle`](Self::handle), with what the transport knows about the
@@ -61,31 +43,12 @@ impl Router {
             }
             Ok(Frame::Single(item)) => {
                 let mut out = Vec::with_capacity(128);
-                if let Some(item) = self.handle_inline(item, connection, &mut out, Responses::Reject) {
+                if let Some(item) = self.handle_inline(item, connection, &mut out) {
                     self.handle_async(item, connection, &mut out).await;
                 }
                 (!out.is_empty()).then(|| out.into())
             }
-            Ok(Frame::Batch(items)) => self.handle_batch(items, connection, Responses::Reject).await,
-        }
-    }
-
-    /// Serves a batch frame for a peer, which has already routed the
-    /// batch's responses to its own calls: only those `stray` picks out are
-    /// answered (`-32600`).
-    pub(crate) async fn handle_batch_frame(
-        &self,
-        frame: &[u8],
-        connection: &Arc<Extensions>,
-        stray: &(dyn Fn(&ResponseRef<'_>) -> bool + Sync),
-    ) -> Option<Bytes> {
-        match parse_frame(frame, &self.inner.limits) {
-            Ok(Frame::Batch(items)) => {
-                self.handle_batch(items, connection, Responses::RejectIf(stray))
-                    .await
-            }
-            // The caller parsed this frame as a batch already.
-            Ok(Frame::Single(_)) | Err(_) => None,
+            Ok(Frame::Batch(items)) => self.handle_batch(items, connection).await,
         }
     }
 
@@ -93,12 +56,7 @@ impl Router {
     /// invalid entries) are answered inline, straight into the reply; the
     /// others run concurrently, at most `batch_concurrency` at a time, and
     /// their replies are spliced in at their entries' places.
-    async fn handle_batch(
-        &self,
-        items: Vec<Incoming<'_>>,
-        connection: &Arc<Extensions>,
-        responses: Responses<'_>,
-    ) -> Option<Bytes> {
+    async fn handle_batch(&self, items: Vec<Incoming<'_>>, connection: &Arc<Extensions>) -> Option<Bytes> {
         let mut out = Vec::with_capacity(items.len() * 48 + 2);
         out.push(b'[');
         let mut wrote_any = false;
@@ -111,7 +69,7 @@ impl Router {
                 out.push(b',');
             }
             let start = out.len();
-            let Some(item) = self.handle_inline(item, connection, &mut out, responses) else {
+            let Some(item) = self.handle_inline(item, connection, &mut out) else {
                 if out.len() == start {
                     out.truncate(mark);
                 } else {
@@ -162,108 +120,105 @@ impl Router {
     }
 
     /// Serves `item` on the spot if that needs no awaiting, appending its
-    /// reply (if any) to `out`. Gives the item back when its handler is async.
+    /// reply (if any) to `out`. Gives the item back when it must be awaited:
+    /// its handler is async, or call middleware is installed.
+    ///
+    /// A response among incoming items is answered `-32600`: a router only
+    /// serves (a peer, which also makes calls, routes responses before this).
     pub(crate) fn handle_inline<'a>(
         &self,
         item: Incoming<'a>,
         connection: &Arc<Extensions>,
         out: &mut Vec<u8>,
-        responses: Responses<'_>,
     ) -> Option<Incoming<'a>> {
+        let table = &self.inner.table;
         match item {
-            Incoming::Request(request) => match self.inner.methods.get(&*request.method) {
-                Some(ErasedMethod::Sync(f)) => {
-                    let RequestRef {
-                        version,
-                        id,
-                        method,
-                        params,
-                    } = request;
-                    let info = CallInfo {
-                        id: Some(&id),
-                        connection,
-                    };
-                    // Serialize the result straight into the reply.
-                    let start = out.len();
-                    message::result_prefix(out, version);
-                    let error = match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info, out))) {
-                        Ok(Ok(())) => {
-                            message::result_suffix(out, version, &id);
-                            return None;
-                        }
-                        Ok(Err(error)) => error,
-                        Err(panic) => self.panic_error(&method, panic),
-                    };
-                    out.truncate(start);
-                    message::write_error(out, version, &id, &error);
-                    None
-                }
-                Some(ErasedMethod::Async(_)) => Some(Incoming::Request(request)),
-                // A request to a notification handler: run it, answer null.
-                None => match self.inner.notifications.get(&*request.method) {
-                    Some(ErasedNotification::Sync(f)) => {
-                        let info = CallInfo {
-                            id: Some(&request.id),
-                            connection,
-                        };
-                        let outcome =
-                            match std::panic::catch_unwind(AssertUnwindSafe(|| f(request.params, &info))) {
-                                Ok(outcome) => outcome,
-                                Err(panic) => Err(self.panic_error(&request.method, panic)),
-                            };
-                        match outcome {
-                            Ok(()) => message::write_result(out, request.version, &request.id, b"null"),
-                            Err(error) => message::write_error(out, request.version, &request.id, &error),
-                        }
-                        None
-                    }
-                    Some(ErasedNotification::Async(_)) => Some(Incoming::Request(request)),
-                    None => {
-                        message::write_error(out, request.version, &request.id, &Error::method_not_found());
-                        None
-                    }
-                },
-            },
-            Incoming::Notification(notification) => {
-                let info = CallInfo { id: None, connection };
-                let NotificationRef { method, params, .. } = &notification;
-                let outcome = match (
-                    self.inner.notifications.get(&**method),
-                    self.inner.methods.get(&**method),
-                ) {
-                    (Some(ErasedNotification::Sync(f)), _) => catch(|| f(*params, &info)),
-                    // A notification to a method: run it, drop the result.
-                    (None, Some(ErasedMethod::Sync(f))) => catch(|| f(*params, &info, &mut Vec::new())),
-                    (None, None) => Err("no handler".to_owned()),
-                    _ => return Some(Incoming::Notification(notification)),
-                };
-                if let Err(reason) = outcome {
-                    tracing::debug!(method = %method, %reason, "notification dropped");
-                }
-                None
-            }
             Incoming::Invalid(invalid) => {
                 message::write_error(out, invalid.version, &invalid.id, &invalid.error);
                 None
             }
-            // A router only serves: a response is not a valid request here.
-            // (A peer, which also makes calls, routes responses before this.)
             Incoming::Response(response) => {
-                if responses.reject(&response) {
-                    message::write_error(out, response.version, &response.id, &Error::invalid_request());
+                message::write_error(out, response.version, &response.id, &Error::invalid_request());
+                None
+            }
+            item if self.has_layers() => Some(item),
+            Incoming::Request(request) => {
+                let info = CallInfo {
+                    id: Some(&request.id),
+                    connection,
+                    call: None,
+                };
+                let RequestRef {
+                    version,
+                    ref id,
+                    ref method,
+                    params,
+                } = request;
+                match (table.methods.get(&**method), table.notifications.get(&**method)) {
+                    (Some(ErasedMethod::Sync(f)), _) => {
+                        // Serialize the result straight into the reply.
+                        let start = out.len();
+                        message::result_prefix(out, version);
+                        match table.guard(method, || f(params, &info, out)) {
+                            Ok(()) => message::result_suffix(out, version, id),
+                            Err(error) => {
+                                out.truncate(start);
+                                table.write_error(out, version, id, error, params);
+                            }
+                        }
+                        None
+                    }
+                    // A request to a notification handler: run it, answer null.
+                    (None, Some(ErasedNotification::Sync(f))) => {
+                        match table.guard(method, || f(params, &info)) {
+                            Ok(()) => message::write_result(out, version, id, b"null"),
+                            Err(error) => table.write_error(out, version, id, error, params),
+                        }
+                        None
+                    }
+                    (None, None) => {
+                        message::write_error(out, version, id, &Error::method_not_found());
+                        None
+                    }
+                    _ => Some(Incoming::Request(request)),
+                }
+            }
+            Incoming::Notification(notification) => {
+                let info = CallInfo {
+                    id: None,
+                    connection,
+                    call: None,
+                };
+                let NotificationRef { method, params, .. } = &notification;
+                let outcome = match (table.notifications.get(&**method), table.methods.get(&**method)) {
+                    (Some(ErasedNotification::Sync(f)), _) => table.guard(method, || f(*params, &info)),
+                    // A notification to a method: run it, drop the result.
+                    (None, Some(ErasedMethod::Sync(f))) => {
+                        table.guard(method, || f(*params, &info, &mut Vec::new()))
+                    }
+                    (None, None) => Err(Error::method_not_found()),
+                    _ => return Some(Incoming::Notification(notification)),
+                };
+                if let Err(error) = outcome {
+                    notification_dropped(method, &error);
                 }
                 None
             }
         }
     }
 
-    /// Serves an item whose handler is async (as left by `handle_inline`).
+    /// Serves an item that needs awaiting (as left by `handle_inline`),
+    /// appending its reply (if any) to `out`.
     pub(crate) async fn handle_async(
         &self,
         item: Incoming<'_>,
         connection: &Arc<Extensions>,
         out: &mut Vec<u8>,
     ) {
+        if self.has_layers() {
+            return self.handle_layered(item, connection, out).await;
+        }
+        let table = &self.inner.table;
         match item {
             Incoming::Request(RequestRef {
                 version,
@@ -274,73 +229,177 @@ impl Router {
                 let info = CallInfo {
                     id: Some(&id),
                     connection,
+                    call: None,
                 };
-                let f = match (
-                    self.inner.methods.get(&*method),
-                    self.inner.notifications.get(&*method),
-                ) {
-                    (Some(ErasedMethod::Async(f)), _) => f,
+                let outcome = match (table.methods.get(&*method), table.notifications.get(&*method)) {
+                    (Some(ErasedMethod::Async(f)), _) => match table.guard(&method, || f(params, &info)) {
+                        Ok(future) => table.guard_async(&method, future).await,
+                        Err(error) => Err(error),
+                    },
                     (None, Some(ErasedNotification::Async(f))) => {
-                        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info))) {
-                            Ok(Ok(future)) => AssertUnwindSafe(future)
-                                .catch_unwind()
+                        match table.guard(&method, || f(params, &info)) {
+                            Ok(future) => table
+                                .guard_async(&method, unit(future))
                                 .await
-                                .map_err(|panic| self.panic_error(&method, panic)),
-                            Ok(Err(error)) => Err(error),
-                            Err(panic) => Err(self.panic_error(&method, panic)),
-                        };
-                        return match outcome {
-                            Ok(()) => message::write_result(out, version, &id, b"null"),
-                            Err(error) => message::write_error(out, version, &id, &error),
-                        };
+                                .map(|()| b"null".to_vec()),
+                            Err(error) => Err(error),
+                        }
                     }
                     _ => return,
                 };
-                let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| f(params, &info))) {
-                    Ok(Ok(future)) => match AssertUnwindSafe(future).catch_unwind().await {
-                        Ok(outcome) => outcome,
-                        Err(panic) => Err(self.panic_error(&method, panic)),
-                    },
-                    Ok(Err(error)) => Err(error),
-                    Err(panic) => Err(self.panic_error(&method, panic)),
-                };
                 match outcome {
                     Ok(result) => message::write_result(out, version, &id, &result),
-                    Err(error) => message::write_error(out, version, &id, &error),
+                    Err(error) => table.write_error(out, version, &id, error, params),
                 }
             }
             Incoming::Notification(NotificationRef { method, params, .. }) => {
-                let info = CallInfo { id: None, connection };
-                let outcome = match (
-                    self.inner.notifications.get(&*method),
-                    self.inner.methods.get(&*method),
-                ) {
-                    (Some(ErasedNotification::Async(f)), _) => match catch(|| f(params, &info)) {
-                        Ok(future) => AssertUnwindSafe(future).catch_unwind().await.map_err(panic_text),
-                        Err(e) => Err(e),
-                    },
-                    (None, Some(ErasedMethod::Async(f))) => match catch(|| f(params, &info)) {
-                        Ok(future) => match AssertUnwindSafe(future).catch_unwind().await {
-                            Ok(result) => result.map(drop).map_err(|e| e.to_string()),
-                            Err(panic) => Err(panic_text(panic)),
-                        },
-                        Err(e) => Err(e),
+                let info = CallInfo {
+                    id: None,
+                    connection,
+                    call: None,
+                };
+                let outcome = match (table.notifications.get(&*method), table.methods.get(&*method)) {
+                    (Some(ErasedNotification::Async(f)), _) => {
+                        match table.guard(&method, || f(params, &info)) {
+                            Ok(future) => table.guard_async(&method, unit(future)).await,
+                            Err(error) => Err(error),
+                        }
+                    }
+                    (None, Some(ErasedMethod::Async(f))) => match table.guard(&method, || f(params, &info)) {
+                        Ok(future) => table.guard_async(&method, future).await.map(drop),
+                        Err(error) => Err(error),
                     },
                     _ => Ok(()),
                 };
-                if let Err(reason) = outcome {
-                    tracing::debug!(method = %method, %reason, "notification dropped");
+                if let Err(error) = outcome {
+                    notification_dropped(&method, &error);
                 }
             }
             Incoming::Invalid(_) | Incoming::Response(_) => {}
         }
     }
 
+    /// Serves a request or notification through the call middleware.
+    async fn handle_layered(&self, item: Incoming<'_>, connection: &Arc<Extensions>, out: &mut Vec<u8>) {
+        let owned = |method: std::borrow::Cow<'_, str>, params: Option<&RawValue>| {
+            (Box::<str>::from(method), params.map(RawValue::to_owned))
+        };
+        match item {
+            Incoming::Request(request) => {
+                let (method, params) = owned(request.method, request.params);
+                let call = Call::new(Some(request.id.clone()), method, params, Arc::clone(connection));
+                match self.call(call).await {
+                    Ok(result) => message::write_result(out, request.version, &request.id, result.as_bytes()),
+                    Err(error) => message::write_error(out, request.version, &request.id, &error),
+                }
+            }
+            Incoming::Notification(notification) => {
+                let (method, params) = owned(notification.method, notification.params);
+                let call = Call::new(None, method.clone(), params, Arc::clone(connection));
+                if let Err(error) = self.call(call).await {
+                    notification_dropped(&method, &error);
+                }
+            }
+            Incoming::Invalid(_) | Incoming::Response(_) => {}
+        }
+    }
+}
+
+impl Table {
+    /// The innermost call service: runs the call's handler.
+    pub(crate) fn dispatch(self: &Arc<Self>, call: Call) -> CallFuture {
+        let parts = call.into_parts();
+        let info = CallInfo {
+            id: parts.id.as_ref(),
+            connection: &parts.connection,
+            call: parts.extensions.as_ref(),
+        };
+        let (method, params) = (parts.method, parts.params);
+        let raw = params.as_deref();
+        let ready = |outcome: Result<RawResult, Error>| -> CallFuture {
+            let outcome = outcome.map_err(|error| self.redaction.scrub_error(error, raw));
+            Box::pin(std::future::ready(outcome))
+        };
+        match (self.methods.get(&*method), self.notifications.get(&*method)) {
+            (Some(ErasedMethod::Sync(f)), _) => {
+                let mut out = Vec::new();
+                ready(
+                    self.guard(&method, || f(raw, &info, &mut out))
+                        .map(|()| RawResult::from_serialized(out)),
+                )
+            }
+            (Some(ErasedMethod::Async(f)), _) => match self.guard(&method, || f(raw, &info)) {
+                Ok(future) => {
+                    let table = Arc::clone(self);
+                    Box::pin(async move {
+                        let outcome = table.guard_async(&method, future).await;
+                        outcome
+                            .map(RawResult::from_serialized)
+                            .map_err(|error| table.redaction.scrub_error(error, params.as_deref()))
+                    })
+                }
+                Err(error) => ready(Err(error)),
+            },
+            // A request to a notification handler is answered null.
+            (None, Some(ErasedNotification::Sync(f))) => {
+                ready(self.guard(&method, || f(raw, &info)).map(|()| RawResult::null()))
+            }
+            (None, Some(ErasedNotification::Async(f))) => match self.guard(&method, || f(raw, &info)) {
+                Ok(future) => {
+                    let table = Arc::clone(self);
+                    Box::pin(async move {
+                        table
+                            .guard_async(&method, unit(future))
+                            .await
+                            .map(|()| RawResult::null())
+                    })
+                }
+                Err(error) => ready(Err(error)),
+            },
+            (None, None) => ready(Err(Error::method_not_found())),
+        }
+    }
+
+    /// Runs a handler step, turning a panic into the `-32603` error.
+    fn guard<T>(&self, method: &str, step: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        std::panic::catch_unwind(AssertUnwindSafe(step))
+            .unwrap_or_else(|panic| Err(self.panic_error(method, panic)))
+    }
+
+    /// Awaits a handler's future, turning a panic into the `-32603` error.
+    async fn guard_async<T>(
+        &self,
+        method: &str,
+        future: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        AssertUnwindSafe(future)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| Err(self.panic_error(method, panic)))
+    }
+
+    /// Writes an error reply, without the secrets of `params` it may quote.
+    fn write_error(
+        &self,
+        out: &mut Vec<u8>,
+        version: Version,
+        id: &Id,
+        error: Error,
+        params: Option<&RawValue>,
+    ) {
+        let error = if error.data().is_some() || params.is_some() {
+            self.redaction.scrub_error(error, params)
+        } else {
+            error
+        };
+        message::write_error(out, version, id, &error);
+    }
+
     fn panic_error(&self, method: &str, panic: Box<dyn Any + Send>) -> Error {
         let text = panic_text(panic);
         tracing::error!(method, panic = %text, "handler panicked");
         let error = Error::internal_error();
-        if self.inner.expose_internal_errors {
+        if self.expose_internal_errors {
             error.with_data(&format!("handler panicked: {text}"))
         } else {
             error
@@ -348,14 +407,14 @@ impl Router {
     }
 }
 
-/// Runs a plain notification step, turning an error or a panic into text for
-/// the log.
-fn catch<T>(f: impl FnOnce() -> Result<T, Error>) -> Result<T, String> {
-    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(error.to_string()),
-        Err(panic) => Err(panic_text(panic)),
-    }
+/// A notification handler's future as a fallible one.
+async fn unit(future: impl Future<Output = ()>) -> Result<(), Error> {
+    future.await;
+    Ok(())
+}
+
+fn notification_dropped(method: &str, error: &Error) {
+    tracing::debug!(method, %error, "notification dropped");
 }
 
 fn panic_text(panic: Box<dyn Any + Send>) -> String {
@@ -380,9 +439,4 @@ fn splice(out: Vec<u8>, replies: Vec<(usize, Vec<u8>)>) -> Vec<u8> {
     }
     joined.extend_from_slice(&out[copied..]);
     joined
-}
-
-fn empty_connection() -> Arc<Extensions> {
-    static EMPTY: std::sync::OnceLock<Arc<Extensions>> = std::sync::OnceLock::new();
-    Arc::clone(EMPTY.get_or_init(|| Arc::new(Extensions::new())))
 }

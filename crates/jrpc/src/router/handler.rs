@@ -14,8 +14,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::context::{Extensions, RequestContext};
 use super::params;
+use crate::context::{Extensions, RequestContext};
+use crate::message::serialize_into;
 use crate::{Error, Id};
 
 /// What a handler sees of the call besides its params: erased handlers build
@@ -24,11 +25,13 @@ use crate::{Error, Id};
 pub struct CallInfo<'a> {
     pub(crate) id: Option<&'a Id>,
     pub(crate) connection: &'a Arc<Extensions>,
+    /// What middleware recorded about this call, if anything.
+    pub(crate) call: Option<&'a Arc<Extensions>>,
 }
 
 impl CallInfo<'_> {
     fn context(&self) -> RequestContext {
-        RequestContext::new(self.id, self.connection)
+        RequestContext::new(self.id, self.connection, self.call)
     }
 }
 
@@ -57,11 +60,6 @@ pub enum ErasedMethod {
 pub enum ErasedNotification {
     Sync(Arc<SyncNotifyFn>),
     Async(Arc<AsyncNotifyFn>),
-}
-
-fn serialize_into<T: Serialize>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
-    serde_json::to_writer(out, value)
-        .map_err(|e| Error::internal_error().with_data(&format!("result does not serialize: {e}")))
 }
 
 /// An async function that can serve a method: `async fn()`, `async fn(P)` or

@@ -23,22 +23,23 @@
 //! # });
 //! ```
 
-mod context;
 mod dispatch;
-#[cfg(feature = "runtime")]
-pub(crate) use dispatch::Responses;
 mod handler;
 mod params;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-pub use context::{Extensions, RequestContext};
+pub use crate::context::{ConnectionInfo, Extensions, Identity, RequestContext};
 pub use handler::{AsyncMethod, AsyncNotification, SyncMethod, SyncNotification};
 use handler::{ErasedMethod, ErasedNotification};
 
 use crate::message::Limits;
+use crate::middleware::{
+    into_rpc_error, BoxCallService, BoxCloneSyncService, BoxError, Call, RawResult, Redaction,
+};
+use tower::{Layer, Service, ServiceExt};
 
 /// Why a handler could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,21 +65,36 @@ pub struct Router {
 
 #[derive(Clone)]
 struct Inner {
-    methods: HashMap<Box<str>, ErasedMethod>,
-    notifications: HashMap<Box<str>, ErasedNotification>,
+    table: Arc<Table>,
     limits: Limits,
     batch_concurrency: usize,
+    /// Call middleware, innermost first.
+    layers: Vec<LayerFn>,
+    /// The handlers wrapped in `layers`, built on first use (and built
+    /// again after any change).
+    stack: OnceLock<BoxCallService>,
+}
+
+/// Wraps the call stack built so far in one more layer.
+type LayerFn = Arc<dyn Fn(BoxCallService) -> BoxCallService + Send + Sync>;
+
+/// The handlers, and how their failures are reported.
+#[derive(Clone, Default)]
+pub(crate) struct Table {
+    methods: HashMap<Box<str>, ErasedMethod>,
+    notifications: HashMap<Box<str>, ErasedNotification>,
     expose_internal_errors: bool,
+    redaction: Redaction,
 }
 
 impl Default for Inner {
     fn default() -> Self {
         Inner {
-            methods: HashMap::new(),
-            notifications: HashMap::new(),
+            table: Arc::new(Table::default()),
             limits: Limits::default(),
             batch_concurrency: Router::DEFAULT_BATCH_CONCURRENCY,
-            expose_internal_errors: false,
+            layers: Vec::new(),
+            stack: OnceLock::new(),
         }
     }
 }
@@ -93,14 +109,22 @@ impl Router {
     }
 
     fn inner_mut(&mut self) -> &mut Inner {
-        Arc::make_mut(&mut self.inner)
+        let inner = Arc::make_mut(&mut self.inner);
+        // Whatever changes, the stack is built anew from the new state.
+        inner.stack = OnceLock::new();
+        inner
+    }
+
+    fn table_mut(&mut self) -> &mut Table {
+        Arc::make_mut(&mut self.inner_mut().table)
     }
 
     fn check_name(&self, name: &str) -> Result<(), RegisterError> {
         if name.starts_with("rpc.") {
             return Err(RegisterError::Reserved(name.to_owned()));
         }
-        if self.inner.methods.contains_key(name) || self.inner.notifications.contains_key(name) {
+        let table = &self.inner.table;
+        if table.methods.contains_key(name) || table.notifications.contains_key(name) {
             return Err(RegisterError::Duplicate(name.to_owned()));
         }
         Ok(())
@@ -108,14 +132,77 @@ impl Router {
 
     fn add_method(mut self, name: &str, handler: ErasedMethod) -> Result<Self, RegisterError> {
         self.check_name(name)?;
-        self.inner_mut().methods.insert(name.into(), handler);
+        self.table_mut().methods.insert(name.into(), handler);
         Ok(self)
     }
 
     fn add_notification(mut self, name: &str, handler: ErasedNotification) -> Result<Self, RegisterError> {
         self.check_name(name)?;
-        self.inner_mut().notifications.insert(name.into(), handler);
+        self.table_mut().notifications.insert(name.into(), handler);
         Ok(self)
+    }
+
+    /// Wraps every handler of this router in a call middleware layer: each
+    /// incoming request and notification, on every transport, single or a
+    /// batch entry, passes through it exactly once (see
+    /// [`middleware`](crate::middleware)).
+    ///
+    /// Each call wraps everything added before it, so the layer added last
+    /// runs first. Handlers registered after the layer are wrapped too. A
+    /// layer may fail with any error: a [`jrpc::Error`](crate::Error) is
+    /// sent as it is, anything else as `-32603 Internal error`.
+    ///
+    /// ```
+    /// use jrpc::middleware::CallTimeout;
+    /// use jrpc::Router;
+    /// use std::time::Duration;
+    ///
+    /// let router = Router::new()
+    ///     .method("slow", |(): ()| async { Ok(()) })
+    ///     .layer(CallTimeout::new(Duration::from_secs(5)));
+    /// assert!(router.has_layers());
+    /// ```
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<BoxCallService> + Send + Sync + 'static,
+        L::Service: Service<Call, Response = RawResult> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Call>>::Error: Into<BoxError>,
+        <L::Service as Service<Call>>::Future: Send + 'static,
+    {
+        let wrap: LayerFn = Arc::new(move |inner| {
+            let service = layer.layer(inner).map_err(|e| into_rpc_error(e.into()));
+            BoxCloneSyncService::new(service)
+        });
+        self.inner_mut().layers.push(wrap);
+        self
+    }
+
+    /// Whether any call middleware is installed.
+    pub fn has_layers(&self) -> bool {
+        !self.inner.layers.is_empty()
+    }
+
+    /// The call stack: the handlers inside every layer.
+    pub(crate) fn stack(&self) -> &BoxCallService {
+        self.inner.stack.get_or_init(|| {
+            let table = Arc::clone(&self.inner.table);
+            let dispatch = tower::service_fn(move |call: Call| table.dispatch(call));
+            let mut stack = BoxCloneSyncService::new(dispatch);
+            for wrap in &self.inner.layers {
+                stack = wrap(stack);
+            }
+            stack
+        })
+    }
+
+    /// Serves one call through the middleware (when any is installed) and
+    /// its handler.
+    pub async fn call(&self, call: Call) -> Result<RawResult, crate::Error> {
+        if self.has_layers() {
+            self.stack().clone().oneshot(call).await
+        } else {
+            self.inner.table.dispatch(call).await
+        }
     }
 
     /// Registers an async method handler.
@@ -198,12 +285,12 @@ impl Router {
     /// When both routers have a handler of the same name.
     #[track_caller]
     pub fn merge(mut self, other: Router) -> Self {
-        for (name, handler) in &other.inner.methods {
+        for (name, handler) in &other.inner.table.methods {
             self = self
                 .add_method(name, handler.clone())
                 .unwrap_or_else(|e| panic!("{e}"));
         }
-        for (name, handler) in &other.inner.notifications {
+        for (name, handler) in &other.inner.table.notifications {
             self = self
                 .add_notification(name, handler.clone())
                 .unwrap_or_else(|e| panic!("{e}"));
@@ -263,7 +350,15 @@ impl Router {
     /// Put a panicking handler's message into the `data` of the `-32603`
     /// reply (off by default, so internals never leak to callers).
     pub fn expose_internal_errors(mut self, on: bool) -> Self {
-        self.inner_mut().expose_internal_errors = on;
+        self.table_mut().expose_internal_errors = on;
+        self
+    }
+
+    /// Which params members are secret (default: [`Redaction::default`]).
+    /// An error reply that quotes one of them (a decoding error naming a bad
+    /// password, say) has it replaced by `"[REDACTED]"`.
+    pub fn redaction(mut self, redaction: Redaction) -> Self {
+        self.table_mut().redaction = redaction;
         self
     }
 
@@ -275,12 +370,12 @@ impl Router {
 
     /// Whether a method of that name is registered.
     pub fn has_method(&self, name: &str) -> bool {
-        self.inner.methods.contains_key(name)
+        self.inner.table.methods.contains_key(name)
     }
 
     /// The registered method names, sorted.
     pub fn method_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self.inner.methods.keys().map(|k| &**k).collect();
+        let mut names: Vec<&str> = self.inner.table.methods.keys().map(|k| &**k).collect();
         names.sort_unstable();
         names
     }
@@ -288,13 +383,14 @@ impl Router {
 
 impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut notifications: Vec<&str> = self.inner.notifications.keys().map(|k| &**k).collect();
+        let mut notifications: Vec<&str> = self.inner.table.notifications.keys().map(|k| &**k).collect();
         notifications.sort_unstable();
         f.debug_struct("Router")
             .field("methods", &self.method_names())
             .field("notifications", &notifications)
             .field("limits", &self.inner.limits)
             .field("batch_concurrency", &self.inner.batch_concurrency)
+            .field("layers", &self.inner.layers.len())
             .finish()
     }
 }

@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::codec::Framing;
+use crate::context::Extensions;
 use crate::peer::{CancelProtocol, ConnectionInfo, Peer, PeerBuilder};
-use crate::router::Extensions;
 use crate::Router;
 
 /// A listener the accept loop can take connections from.
@@ -52,6 +52,8 @@ pub struct Server {
     max_in_flight: usize,
     ordered: bool,
     shutdown_grace: Duration,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::middleware::Metrics>,
 }
 
 impl Server {
@@ -72,7 +74,23 @@ impl Server {
             max_in_flight: Peer::DEFAULT_MAX_IN_FLIGHT,
             ordered: false,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
+    }
+
+    /// Counts open connections (by transport) in `metrics`. Calls are
+    /// counted by the router's [`Metrics::layer`](crate::middleware::Metrics::layer).
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, metrics: crate::middleware::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Keeps a connection counted in the metrics while the guard lives.
+    fn count_connection(&self, _transport: &str) -> impl Send + 'static {
+        #[cfg(feature = "metrics")]
+        return self.metrics.as_ref().map(|m| m.connection(_transport));
     }
 
     /// Requests wait for the notifications that arrived before them on their
@@ -147,9 +165,14 @@ impl Server {
     /// A peer builder with this server's settings and the given connection
     /// extensions.
     pub(crate) fn peer_builder_with(&self, extensions: Extensions) -> PeerBuilder {
+        self.peer_builder_for(self.router.clone(), extensions)
+    }
+
+    /// As [`peer_builder_with`](Self::peer_builder_with), serving `router`.
+    pub(crate) fn peer_builder_for(&self, router: Router, extensions: Extensions) -> PeerBuilder {
         let builder = Peer::builder()
             .extensions(extensions)
-            .router(self.router.clone())
+            .router(router)
             .call_timeout(self.call_timeout)
             .max_in_flight(self.max_in_flight)
             .ordered(self.ordered);
@@ -162,6 +185,7 @@ impl Server {
     /// Serves stdin/stdout until stdin ends and every reply is written;
     /// returns why the connection closed.
     pub async fn serve_stdio(&self) -> Arc<str> {
+        let _counted = self.count_connection("stdio");
         let builder = self.peer_builder(super::stdio::info());
         let peer = builder.start(tokio::io::stdin(), tokio::io::stdout(), self.framing);
         peer.closed().await
@@ -213,10 +237,12 @@ impl Server {
             scheme,
             self.max_connections,
             move |conn, info, shutdown| {
+                let counted = server.count_connection(info.transport);
                 let (read, write) = tokio::io::split(conn);
                 let peer = server.peer_builder(info).start(read, write, server.framing);
                 let server = server.clone();
                 async move {
+                    let _counted = counted;
                     tokio::select! {
                         reason = peer.closed() => tracing::debug!(%reason, "connection closed"),
                         () = shutdown.cancelled() => server.close_peer(&peer).await,

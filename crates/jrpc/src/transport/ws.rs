@@ -80,7 +80,6 @@ impl Stream for Incoming {
 pub(crate) fn pump<S>(
     ws: WebSocketStream<S>,
     options: WsOptions,
-    limit: Option<Limit>,
 ) -> (
     Incoming,
     impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
@@ -91,7 +90,7 @@ where
     let (in_tx, in_rx) = mpsc::channel(32);
     let (out_tx, out_rx) = mpsc::channel(32);
     tokio::spawn(async move {
-        if let Err(e) = run(ws, options, limit, in_tx, out_rx).await {
+        if let Err(e) = run(ws, options, in_tx, out_rx).await {
             tracing::debug!(error = %e, "websocket closed with an error");
         }
     });
@@ -99,27 +98,9 @@ where
     (Incoming(in_rx), sink)
 }
 
-/// A rate limit on a WebSocket's incoming messages: the budget and whose.
-pub(crate) struct Limit {
-    pub(crate) rate: crate::transport::http::RateLimit,
-    pub(crate) client: String,
-    pub(crate) parse: crate::message::Limits,
-}
-
-impl Limit {
-    /// The reply refusing `frame` when the client is over its rate; `None`
-    /// when the frame may go on.
-    fn refuse(&self, frame: &[u8]) -> Option<Option<Bytes>> {
-        let wait = self.rate.check(&self.client).err()?;
-        let error = crate::transport::http::RateLimit::error(wait);
-        Some(crate::message::refuse_frame(frame, &self.parse, &error))
-    }
-}
-
 async fn run<S>(
     mut ws: WebSocketStream<S>,
     options: WsOptions,
-    limit: Option<Limit>,
     incoming: mpsc::Sender<io::Result<Inbound>>,
     mut outgoing: mpsc::Receiver<Bytes>,
 ) -> Result<(), tungstenite::Error>
@@ -148,11 +129,7 @@ where
                     other => (None, other),
                 };
                 if let Some(frame) = frame {
-                    match limit.as_ref().and_then(|l| l.refuse(&frame)) {
-                        Some(Some(refusal)) => timed(idle, ws.send(text(refusal)?)).await?,
-                        Some(None) => {}
-                        None => held = Some(Inbound::Frame(frame)),
-                    }
+                    held = Some(Inbound::Frame(frame));
                     continue;
                 }
                 match message {
@@ -343,6 +320,6 @@ pub(crate) async fn connect(
             ),
             other => io::Error::other(other.to_string()),
         })?;
-    let (frames_in, frames_out) = pump(socket, options, None);
+    let (frames_in, frames_out) = pump(socket, options);
     Ok((frames_in, frames_out, info))
 }

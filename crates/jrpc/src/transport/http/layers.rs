@@ -4,25 +4,23 @@
 //! request through untouched. Compose them with `tower::ServiceBuilder` or
 //! through [`HttpServer`](super::HttpServer)'s settings.
 
-use std::collections::HashSet;
 use std::convert::Infallible;
 use std::future::Future;
-use std::num::NonZeroU32;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota};
 use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use tower::{Layer, Service};
 
 use super::service::{error_response, ClientAddr};
+use crate::context::Identity;
 use crate::message::{codes, Error};
+pub use crate::middleware::RateLimit;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send>>;
 
@@ -31,6 +29,10 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send>>;
 pub trait Gate: Clone + Send + Sync + 'static {
     /// `None` lets the request through; `Some` is the response refusing it.
     fn refuse<B>(&self, request: &Request<B>) -> Option<Response<Full<Bytes>>>;
+
+    /// Records what the gate learned about a request it let through (who
+    /// the caller is, say) in the request's extensions.
+    fn admit<B>(&self, _request: &mut Request<B>) {}
 }
 
 /// A service behind a [`Gate`]: what [`AuthLayer`] and [`RateLimitLayer`]
@@ -55,9 +57,12 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
         match self.gate.refuse(&request) {
-            None => Box::pin(self.inner.call(request)),
+            None => {
+                self.gate.admit(&mut request);
+                Box::pin(self.inner.call(request))
+            }
             Some(refusal) => Box::pin(async move { Ok(refusal) }),
         }
     }
@@ -74,18 +79,44 @@ pub type RateLimited<S> = Gated<S, RateLimit>;
 /// one of the configured tokens; anything else is answered `401` with a
 /// `WWW-Authenticate: Bearer` header and a `-32004 Unauthorized` error body.
 /// Paths listed with [`exempt`](Self::exempt) (a health check, say) pass.
+///
+/// A request let through carries the token's [`Identity`] in its
+/// extensions, and so does every call it makes (for per-method
+/// authorization, see [`Authorize`](crate::middleware::Authorize)).
 #[derive(Debug, Clone)]
 pub struct AuthLayer {
-    tokens: Arc<HashSet<String>>,
+    /// Each accepted token and whose it is.
+    tokens: Arc<Vec<(String, Identity)>>,
     exempt: Arc<Vec<String>>,
+    /// Refused requests are charged to the client here, so that tokens
+    /// cannot be guessed at line rate.
+    charge: Option<RateLimit>,
 }
 
 impl AuthLayer {
-    /// Accepts any of `tokens`.
+    /// Accepts any of `tokens`; the first one's identity is `token1`, the
+    /// second's `token2`, and so on (never the token itself, which would
+    /// then show in logs). Use [`named`](Self::named) to name them.
     pub fn bearer(tokens: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let named = tokens
+            .into_iter()
+            .enumerate()
+            .map(|(i, token)| (format!("token{}", i + 1), token.into()));
+        Self::named(named)
+    }
+
+    /// Accepts each token, as the identity it is paired with:
+    /// `[(name, token), ...]`.
+    pub fn named(pairs: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>) -> Self {
         AuthLayer {
-            tokens: Arc::new(tokens.into_iter().map(Into::into).collect()),
+            tokens: Arc::new(
+                pairs
+                    .into_iter()
+                    .map(|(name, token)| (token.into(), Identity::new(name.into())))
+                    .collect(),
+            ),
             exempt: Arc::new(Vec::new()),
+            charge: None,
         }
     }
 
@@ -95,10 +126,17 @@ impl AuthLayer {
         self
     }
 
-    fn allows<B>(&self, request: &Request<B>) -> bool {
-        if self.exempt.iter().any(|p| p == request.uri().path()) {
-            return true;
-        }
+    /// Charges every refused request to its client's budget in `limit`,
+    /// answering `429` instead of `401` once it is spent: no token guessing
+    /// at line rate.
+    pub fn charge_refusals(mut self, limit: RateLimit) -> Self {
+        self.charge = Some(limit);
+        self
+    }
+
+    /// The identity of the token a request carries; `None` when it carries
+    /// no accepted token.
+    fn identify<B>(&self, request: &Request<B>) -> Option<&Identity> {
         let headers = request.headers();
         let bearer = headers
             .get(header::AUTHORIZATION)
@@ -112,18 +150,32 @@ impl AuthLayer {
             .get("x-api-key")
             .and_then(|v| v.to_str().ok())
             .map(str::trim);
-        [bearer, api_key].into_iter().flatten().any(|given| {
-            self.tokens
-                .iter()
-                .any(|token| constant_time_eq(token.as_bytes(), given.as_bytes()))
-        })
+        let mut found = None;
+        for given in [bearer, api_key].into_iter().flatten() {
+            // Every token is compared, so that timing tells nothing.
+            for (token, identity) in self.tokens.iter() {
+                if constant_time_eq(token.as_bytes(), given.as_bytes()) {
+                    found = found.or(Some(identity));
+                }
+            }
+        }
+        found
+    }
+
+    fn exempted<B>(&self, request: &Request<B>) -> bool {
+        self.exempt.iter().any(|p| p == request.uri().path())
     }
 }
 
 impl Gate for AuthLayer {
     fn refuse<B>(&self, request: &Request<B>) -> Option<Response<Full<Bytes>>> {
-        if self.allows(request) {
+        if self.exempted(request) || self.identify(request).is_some() {
             return None;
+        }
+        if let Some(limit) = &self.charge {
+            if let Some(refusal) = limit.refuse(request) {
+                return Some(refusal);
+            }
         }
         let mut response = error_response(
             StatusCode::UNAUTHORIZED,
@@ -134,6 +186,12 @@ impl Gate for AuthLayer {
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         Some(response)
+    }
+
+    fn admit<B>(&self, request: &mut Request<B>) {
+        if let Some(identity) = self.identify(request).cloned() {
+            request.extensions_mut().insert(identity);
+        }
     }
 }
 
@@ -159,56 +217,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 // ---- rate limit ----
 
-/// A per-client request budget (the client is its IP address): `per_second`
-/// requests each second on average, with bursts up to `burst`.
-#[derive(Clone)]
-pub struct RateLimit {
-    limiter: Arc<DefaultKeyedRateLimiter<String>>,
-    checks: Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl std::fmt::Debug for RateLimit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RateLimit").finish_non_exhaustive()
-    }
-}
-
-impl RateLimit {
-    /// `per_second` requests a second per client, bursts up to `burst`.
-    /// Zero values are taken as one.
-    pub fn per_second(per_second: u32, burst: u32) -> Self {
-        let one = NonZeroU32::MIN;
-        let quota = Quota::per_second(NonZeroU32::new(per_second).unwrap_or(one))
-            .allow_burst(NonZeroU32::new(burst).unwrap_or(one));
-        RateLimit {
-            limiter: Arc::new(governor::RateLimiter::keyed(quota)),
-            checks: Arc::new(std::sync::atomic::AtomicU64::new(0)),
-        }
-    }
-
-    /// Takes one request from `client`'s budget, or says how long until the
-    /// next is allowed.
-    pub fn check(&self, client: &str) -> Result<(), Duration> {
-        let key = client_key(client);
-        // Forget clients whose budget has refilled, now and then, so that
-        // the table does not grow with every address ever seen.
-        if self.checks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4096 == 4095 {
-            self.limiter.retain_recent();
-            self.limiter.shrink_to_fit();
-        }
-        self.limiter
-            .check_key(&key)
-            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
-    }
-
-    /// The error a refused request gets (over WebSocket, as its response).
-    pub fn error(retry_after: Duration) -> Error {
-        Error::new(codes::RATE_LIMITED, "Rate limited").with_data(&serde_json::json!({
-            "retry_after_ms": u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX).max(1)
-        }))
-    }
-}
-
 impl Gate for RateLimit {
     fn refuse<B>(&self, request: &Request<B>) -> Option<Response<Full<Bytes>>> {
         let client = request
@@ -217,32 +225,26 @@ impl Gate for RateLimit {
             .and_then(|a| a.0.as_deref())
             .unwrap_or_default();
         let wait = self.check(client).err()?;
-        let mut response = error_response(StatusCode::TOO_MANY_REQUESTS, RateLimit::error(wait));
-        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-        Some(response)
+        Some(too_many_requests(wait))
     }
 }
 
-/// The client part of an address: the IP without the port; for IPv6, the
-/// /64 network (one host usually holds a whole /64, so per-address keys
-/// would hand out a fresh budget per address).
-fn client_key(addr: &str) -> String {
-    match addr.parse::<std::net::SocketAddr>().map(|s| s.ip()) {
-        Ok(std::net::IpAddr::V6(ip)) => {
-            let s = ip.segments();
-            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
-        }
-        Ok(ip) => ip.to_string(),
-        Err(_) => addr.to_owned(),
-    }
+/// `429 Too Many Requests` with `Retry-After` (whole seconds, rounded up)
+/// and a `-32005 Rate limited` error body.
+pub(crate) fn too_many_requests(wait: Duration) -> Response<Full<Bytes>> {
+    let mut response = error_response(StatusCode::TOO_MANY_REQUESTS, RateLimit::error(wait));
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    response
 }
 
-/// Applies a [`RateLimit`] per client address; a refused request is
-/// answered `429` with `Retry-After` (whole seconds, rounded up) and a
-/// `-32005 Rate limited` error body.
+/// Applies a [`RateLimit`] per HTTP request and client address (whatever
+/// the request carries); a refused request is answered `429` with
+/// `Retry-After` (whole seconds, rounded up) and a `-32005 Rate limited`
+/// error body. [`HttpServer::rate_limit`](super::HttpServer::rate_limit)
+/// charges each call instead, on HTTP and WebSocket alike.
 #[derive(Debug, Clone)]
 pub struct RateLimitLayer {
     limit: RateLimit,

@@ -36,6 +36,8 @@
 //! ```
 
 mod layers;
+#[cfg(feature = "metrics")]
+mod metrics_server;
 mod service;
 
 use std::convert::Infallible;
@@ -63,6 +65,8 @@ use tower_http::decompression::RequestDecompressionLayer;
 pub use layers::{
     Auth, AuthLayer, Gate, Gated, RateLimit, RateLimitLayer, RateLimited, RequestTimeout, RequestTimeoutLayer,
 };
+#[cfg(feature = "metrics")]
+pub use metrics_server::serve_metrics;
 pub use service::{error_response, ClientAddr, RpcService};
 
 use crate::peer::ConnectionInfo;
@@ -102,6 +106,8 @@ pub struct HttpServer {
     layers: Vec<Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>>,
     peer: Server,
     max_connections: usize,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::middleware::Metrics>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -136,7 +142,18 @@ impl HttpServer {
             request_timeout: None,
             layers: Vec::new(),
             max_connections: Server::DEFAULT_MAX_CONNECTIONS,
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
+    }
+
+    /// Serves `metrics` at `GET /metrics` (Prometheus text format) and counts
+    /// open HTTP and WebSocket connections in them. Calls are counted by the
+    /// router's [`Metrics::layer`](crate::middleware::Metrics::layer).
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, metrics: crate::middleware::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The path JSON-RPC is served on (default `/`).
@@ -158,7 +175,7 @@ impl HttpServer {
     }
 
     /// Settings for WebSocket connections' peers (call timeout,
-    /// cancellation, requests in flight).
+    /// cancellation, requests in flight). Their router is this server's.
     pub fn peer_settings(mut self, server: Server) -> Self {
         self.peer = server;
         self
@@ -194,13 +211,24 @@ impl HttpServer {
 
     /// Requires one of `tokens` as a bearer token or API key on every
     /// request but the health check; see [`AuthLayer`].
-    pub fn auth_tokens(mut self, tokens: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.auth = Some(AuthLayer::bearer(tokens));
+    pub fn auth_tokens(self, tokens: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.auth(AuthLayer::bearer(tokens))
+    }
+
+    /// Requires a token `auth` accepts on every request but the health
+    /// check (e.g. [`AuthLayer::named`], whose tokens carry identities for
+    /// per-method authorization).
+    pub fn auth(mut self, auth: AuthLayer) -> Self {
+        self.auth = Some(auth);
         self
     }
 
-    /// Limits each client (by IP address): over HTTP a refused request gets
-    /// `429`; over WebSocket each refused request gets a `-32005` error.
+    /// Limits each client (by IP address) to a budget of calls, charged per
+    /// call (each batch entry counts): a call over it is answered at once
+    /// with `-32005 Rate limited`, on HTTP and WebSocket alike; an HTTP
+    /// request whose every call was refused is answered `429` with
+    /// `Retry-After`. Requests refused for a missing or wrong token are
+    /// charged too.
     pub fn rate_limit(mut self, limit: RateLimit) -> Self {
         self.rate_limit = Some(limit);
         self
@@ -247,12 +275,17 @@ impl HttpServer {
     }
 
     fn build(&self, connections: TaskTracker, shutdown: CancellationToken) -> Stack {
+        let router = match &self.rate_limit {
+            Some(limit) => self.router.clone().layer(limit.layer()),
+            None => self.router.clone(),
+        };
         let settings = Arc::new(service::Settings {
-            router: self.router.clone(),
+            router,
             path: self.path.clone(),
             health_path: self.health_path.clone(),
             websocket: self.websocket,
-            ws_rate_limit: self.rate_limit.clone(),
+            #[cfg(feature = "metrics")]
+            metrics: self.metrics.clone(),
             any_origin: self.cors.is_some(),
             ws_slots: Arc::new(tokio::sync::Semaphore::new(self.max_connections)),
             peer: self.peer.clone(),
@@ -260,11 +293,7 @@ impl HttpServer {
             shutdown,
         });
         let bare = RpcService { settings };
-        if self.layers.is_empty()
-            && self.request_timeout.is_none()
-            && self.auth.is_none()
-            && self.rate_limit.is_none()
-        {
+        if self.layers.is_empty() && self.request_timeout.is_none() && self.auth.is_none() {
             return Stack::Bare(bare);
         }
         let mut service: HttpService = BoxCloneSyncService::new(bare);
@@ -275,16 +304,16 @@ impl HttpServer {
             service = BoxCloneSyncService::new(RequestTimeoutLayer::new(limit).layer(service));
         }
         if let Some(auth) = &self.auth {
-            let auth = match &self.health_path {
-                Some(path) => auth.clone().exempt(path.clone()),
-                None => auth.clone(),
-            };
+            let mut auth = auth.clone();
+            if let Some(path) = &self.health_path {
+                auth = auth.exempt(path.clone());
+            }
+            // Refused (401) requests count against the client's budget
+            // too: no token guessing at line rate.
+            if let Some(limit) = &self.rate_limit {
+                auth = auth.charge_refusals(limit.clone());
+            }
             service = BoxCloneSyncService::new(auth.layer(service));
-        }
-        // Outermost, so that refused (401) requests count against the
-        // client's budget too: no token guessing at line rate.
-        if let Some(limit) = &self.rate_limit {
-            service = BoxCloneSyncService::new(RateLimitLayer::new(limit.clone()).layer(service));
         }
         Stack::Layered(service)
     }
@@ -301,13 +330,19 @@ impl HttpServer {
         let cors = self.cors.clone();
         let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let scheme = if tls.is_some() { "https" } else { "http" };
+        #[cfg(feature = "metrics")]
+        let metrics = self.metrics.clone();
         let mut serving = Serving::start(
             listener,
             scheme,
             self.max_connections,
             move |stream, info, stop| {
                 let (rpc, cors, tls) = (rpc.clone(), cors.clone(), tls.clone());
+                #[cfg(feature = "metrics")]
+                let gauge = metrics.as_ref().map(|m| m.connection("http"));
                 async move {
+                    #[cfg(feature = "metrics")]
+                    let _gauge = gauge;
                     match tls {
                         None => serve_connection(stream, info, rpc, (compression, grace), cors, stop).await,
                         Some(acceptor) => {

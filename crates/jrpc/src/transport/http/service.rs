@@ -13,9 +13,11 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
 use super::HttpBody;
+use crate::context::Extensions;
+use crate::context::Identity;
 use crate::message::{codes, Error, Id, Response as RpcResponse};
+use crate::middleware::Refusals;
 use crate::peer::{ConnectionInfo, Peer};
-use crate::router::Extensions;
 use crate::transport::ws::{self, WsOptions};
 use crate::Router;
 
@@ -26,7 +28,8 @@ pub(crate) struct Settings {
     pub(crate) path: String,
     pub(crate) health_path: Option<String>,
     pub(crate) websocket: Option<WsOptions>,
-    pub(crate) ws_rate_limit: Option<super::RateLimit>,
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics: Option<crate::middleware::Metrics>,
     /// Whether browsers on any origin may call (CORS is configured);
     /// otherwise only pages served from this machine may.
     pub(crate) any_origin: bool,
@@ -45,6 +48,10 @@ impl crate::RequestContext {
         self.get::<HeaderMap>()
     }
 }
+
+/// Where an [`HttpServer`](super::HttpServer) with metrics serves them.
+#[cfg(feature = "metrics")]
+pub(crate) const METRICS_PATH: &str = "/metrics";
 
 /// The peer address of the connection a request came on, put in the
 /// request's extensions by the server.
@@ -156,6 +163,10 @@ fn method_not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
 
 async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<Full<Bytes>> {
     let path = request.uri().path();
+    #[cfg(feature = "metrics")]
+    if let Some(metrics) = settings.metrics.as_ref().filter(|_| path == METRICS_PATH) {
+        return super::metrics_server::page(metrics, &request);
+    }
     if settings.health_path.as_deref() == Some(path) {
         return match *request.method() {
             Method::GET | Method::HEAD => respond(StatusCode::OK, "application/json", r#"{"status":"ok"}"#),
@@ -212,7 +223,11 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
         return too_large();
     }
     let (parts, body) = request.into_parts();
-    let connection = request_extensions(parts);
+    let mut connection = request_extensions(parts);
+    if settings.router.has_layers() {
+        // A rate limit among the layers counts here what it refuses.
+        connection.insert(Refusals::default());
+    }
     let reading = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, limit));
     let Ok(body) = reading.await else {
         return error_response(
@@ -230,7 +245,12 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
             )
         }
     };
-    match settings.router.handle_with(&body, &Arc::new(connection)).await {
+    let connection = Arc::new(connection);
+    let reply = settings.router.handle_with(&body, &connection).await;
+    if let Some(wait) = connection.get::<Refusals>().and_then(Refusals::all_refused) {
+        return super::layers::too_many_requests(wait);
+    }
+    match reply {
         Some(reply) => respond(StatusCode::OK, "application/json", reply),
         // Notifications only: nothing to say, and never `null`.
         None => {
@@ -283,6 +303,9 @@ fn request_extensions(mut request: http::request::Parts) -> Extensions {
         peer_addr,
         local_addr: None,
     });
+    if let Some(identity) = request.extensions.remove::<Identity>() {
+        extensions.insert(identity);
+    }
     extensions.insert(request.headers);
     extensions
 }
@@ -320,20 +343,19 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
         peer_addr: request.extensions().get::<ClientAddr>().and_then(|a| a.0.clone()),
         local_addr: None,
     });
-    let limit = settings.ws_rate_limit.clone().map(|rate| ws::Limit {
-        rate,
-        client: request
-            .extensions()
-            .get::<ClientAddr>()
-            .and_then(|a| a.0.clone())
-            .unwrap_or_default(),
-        parse: settings.router.parse_limits().clone(),
-    });
+    if let Some(identity) = request.extensions_mut().remove::<Identity>() {
+        extensions.insert(identity);
+    }
     let on_upgrade = hyper::upgrade::on(request);
     let server = settings.peer.clone();
+    let router = settings.router.clone();
     let shutdown = settings.shutdown.clone();
+    #[cfg(feature = "metrics")]
+    let gauge = settings.metrics.as_ref().map(|m| m.connection("websocket"));
     settings.connections.spawn(async move {
         let _slot = slot;
+        #[cfg(feature = "metrics")]
+        let _gauge = gauge;
         let upgraded = match on_upgrade.await {
             Ok(upgraded) => upgraded,
             Err(e) => return tracing::debug!(error = %e, "websocket upgrade failed"),
@@ -345,9 +367,9 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
             Some(options.config()),
         )
         .await;
-        let (frames_in, frames_out) = ws::pump(socket, options, limit);
+        let (frames_in, frames_out) = ws::pump(socket, options);
         let peer: Peer = server
-            .peer_builder_with(extensions)
+            .peer_builder_for(router, extensions)
             .start_framed(frames_in, frames_out);
         tokio::select! {
             reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),

@@ -1,4 +1,7 @@
-//! What a handler can know about the call it is serving.
+//! What is known about a call and its connection: the transport's facts
+//! ([`ConnectionInfo`], request headers, an authenticated identity), facts
+//! that middleware adds per call, and the [`RequestContext`] a handler reads
+//! them from.
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -48,6 +51,11 @@ impl Extensions {
         }
     }
 
+    /// Whether the map holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
     /// The value of type `T`, if any.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
         let key = TypeId::of::<T>();
@@ -66,18 +74,59 @@ impl fmt::Debug for Extensions {
     }
 }
 
+/// The facts of a connection nobody recorded anything about.
+pub(crate) fn empty_connection() -> Arc<Extensions> {
+    static EMPTY: std::sync::OnceLock<Arc<Extensions>> = std::sync::OnceLock::new();
+    Arc::clone(EMPTY.get_or_init(|| Arc::new(Extensions::new())))
+}
+
+/// What is known about a connection: recorded by its transport, read by
+/// handlers through [`RequestContext::connection_info`] and by middleware
+/// through [`Call::connection_info`](crate::middleware::Call::connection_info).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The transport: `"stdio"`, `"tcp"`, `"unix"`, `"child"`, `"http"`,
+    /// `"websocket"`, ...
+    pub transport: &'static str,
+    /// The other side's address, where there is one.
+    pub peer_addr: Option<String>,
+    /// This side's address, where there is one.
+    pub local_addr: Option<String>,
+}
+
+/// Who the caller is, as established by an authentication layer (the HTTP
+/// bearer-token check puts one in each request's extensions); read by
+/// per-method authorization.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Identity(pub Arc<str>);
+
+impl Identity {
+    /// An identity of that name.
+    pub fn new(name: impl Into<Arc<str>>) -> Self {
+        Identity(name.into())
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
 /// The context of one incoming call, handed to handlers that ask for it.
 #[derive(Clone, Debug)]
 pub struct RequestContext {
     id: Option<Id>,
     connection: Arc<Extensions>,
+    /// What middleware recorded about this call alone, if anything.
+    call: Option<Arc<Extensions>>,
 }
 
 impl RequestContext {
-    pub(crate) fn new(id: Option<&Id>, connection: &Arc<Extensions>) -> Self {
+    pub(crate) fn new(id: Option<&Id>, connection: &Arc<Extensions>, call: Option<&Arc<Extensions>>) -> Self {
         RequestContext {
             id: id.cloned(),
             connection: Arc::clone(connection),
+            call: call.cloned(),
         }
     }
 
@@ -86,9 +135,23 @@ impl RequestContext {
         self.id.as_ref()
     }
 
-    /// A value the transport recorded about the connection.
+    /// A value recorded about this call (by middleware) or, failing that,
+    /// about its connection (by the transport).
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.connection.get()
+        self.call
+            .as_deref()
+            .and_then(Extensions::get)
+            .or_else(|| self.connection.get())
+    }
+
+    /// What the transport recorded about the connection.
+    pub fn connection_info(&self) -> Option<&ConnectionInfo> {
+        self.get::<ConnectionInfo>()
+    }
+
+    /// Who the caller is, when an authentication layer said so.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.get::<Identity>()
     }
 
     /// Everything the transport recorded about the connection.
