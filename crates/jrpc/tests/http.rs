@@ -859,3 +859,74 @@ async fn upgrade_status(url: &str, origin: &str) -> u16 {
         .parse()
         .unwrap()
 }
+
+#[tokio::test]
+async fn http_rate_limits_charge_each_call_and_429_only_when_all_are_refused() {
+    let (serving, url) =
+        serve(HttpServer::new(jrpc::demo::router()).rate_limit(RateLimit::per_second(1, 2))).await;
+    let batch = br#"[{"jsonrpc":"2.0","method":"add","params":[1,1],"id":1},{"jsonrpc":"2.0","method":"add","params":[2,2],"id":2},{"jsonrpc":"2.0","method":"add","params":[3,3],"id":3}]"#;
+    let partly = raw(&url, "POST", "/", &[JSON], batch).await;
+    assert_eq!(partly.status, 200, "some calls went through");
+    let entries = partly.json();
+    assert_eq!(entries[0]["result"], 2);
+    assert_eq!(entries[1]["result"], 4);
+    assert_eq!(entries[2]["error"]["code"], -32005, "each batch entry is charged");
+    let refused = raw(&url, "POST", "/", &[JSON], batch).await;
+    assert_eq!(refused.status, 429, "every call refused");
+    assert!(refused.header("retry-after").is_some());
+    assert_eq!(refused.json()["error"]["code"], -32005);
+    let notes = br#"{"jsonrpc":"2.0","method":"update","params":[1]}"#;
+    assert_eq!(raw(&url, "POST", "/", &[JSON], notes).await.status, 429);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn token_identities_reach_per_method_authorization_over_http_and_websocket() {
+    use jrpc::middleware::Authorize;
+    use jrpc::transport::http::AuthLayer;
+    let router = jrpc::demo::router()
+        .method("whoami", |(): (), ctx: jrpc::RequestContext| async move {
+            Ok(ctx.identity().map(|i| i.name().to_owned()))
+        })
+        .layer(Authorize::new().allow("sum", ["alice"]));
+    let auth = AuthLayer::named([("alice", "a-token"), ("bob", "b-token")]);
+    let (serving, url) = serve(HttpServer::new(router).auth(auth)).await;
+    let ws = url.replacen("http", "ws", 1);
+    for target in [url.as_str(), ws.as_str()] {
+        for (token, who, may_sum) in [("a-token", "alice", true), ("b-token", "bob", false)] {
+            let client = Client::builder()
+                .header("Authorization", &format!("Bearer {token}"))
+                .unwrap()
+                .connect(target)
+                .await
+                .unwrap();
+            let me: Option<String> = client.call("whoami", ()).await.unwrap();
+            assert_eq!(me.as_deref(), Some(who), "{target}");
+            let sum = client.call::<i64>("sum", [1, 2]).await;
+            match sum {
+                Ok(3) if may_sum => {}
+                Err(CallError::Rpc(e)) if !may_sum && e.code() == -32004 => {}
+                other => panic!("{who} calling sum over {target}: {other:?}"),
+            }
+        }
+    }
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn refused_tokens_spend_the_rate_budget() {
+    let (serving, url) = serve(
+        HttpServer::new(jrpc::demo::router())
+            .auth_tokens(["s3cret"])
+            .rate_limit(RateLimit::per_second(1, 2)),
+    )
+    .await;
+    let call = br#"{"jsonrpc":"2.0","method":"get_data","id":1}"#;
+    let wrong = [JSON, ("Authorization", "Bearer guess")];
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(raw(&url, "POST", "/", &wrong, call).await.status);
+    }
+    assert_eq!(statuses, [401, 401, 429], "no token guessing at line rate");
+    serving.shutdown().await;
+}
