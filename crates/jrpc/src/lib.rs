@@ -35,6 +35,8 @@ pub mod middleware;
 pub mod router;
 
 #[cfg(feature = "runtime")]
+pub mod caller;
+#[cfg(feature = "runtime")]
 pub mod client;
 #[cfg(feature = "runtime")]
 pub mod codec;

@@ -64,8 +64,11 @@ fn handlers() -> Router {
         })
 }
 
+/// The calls a layer must see for a frame: method, and id as JSON text.
+type Expected = Vec<(&'static str, Option<&'static str>)>;
+
 /// Frames covering every kind of item; for each, the calls a layer must see.
-fn corpus() -> Vec<(&'static str, Vec<(&'static str, Option<&'static str>)>)> {
+fn corpus() -> Vec<(&'static str, Expected)> {
     vec![
         (
             r#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}"#,
@@ -629,4 +632,108 @@ async fn tcp_and_http_calls_pass_the_same_layers() {
     );
     tcp.shutdown().await;
     http.shutdown().await;
+}
+
+// ---- the calling side ----
+
+/// An outgoing layer that records each call (method, notification?) and
+/// passes it on.
+#[derive(Clone)]
+struct RecordingOut(Arc<Mutex<Vec<(String, bool)>>>);
+
+impl tower::Layer<jrpc::caller::BoxOutgoingService> for RecordingOut {
+    type Service = jrpc::caller::BoxOutgoingService;
+
+    fn layer(&self, inner: jrpc::caller::BoxOutgoingService) -> Self::Service {
+        let seen = Arc::clone(&self.0);
+        jrpc::caller::BoxOutgoingService::new(service_fn(move |call: jrpc::caller::Outgoing| {
+            seen.lock()
+                .unwrap()
+                .push((call.method().to_owned(), call.is_notification()));
+            inner.clone().oneshot(call)
+        }))
+    }
+}
+
+#[tokio::test]
+async fn outgoing_layers_see_every_call_and_notification_on_every_transport() {
+    let tcp = jrpc::transport::Server::new(jrpc::demo::router())
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let http = jrpc::transport::http::HttpServer::new(jrpc::demo::router())
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let ws_url = http.local_addr().replacen("http", "ws", 1);
+    for url in [tcp.local_addr(), http.local_addr(), ws_url.as_str()] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let client = Client::builder()
+            .layer(RecordingOut(Arc::clone(&seen)))
+            .connect(url)
+            .await
+            .unwrap();
+        let sum: i64 = bounded("add", client.call("add", (2, 3))).await.unwrap();
+        assert_eq!(sum, 5);
+        let err = bounded("nope", client.call::<Value>("nope", ()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.rpc().map(Error::code), Some(-32601), "{url}: {err}");
+        bounded("notify", client.notify("update", [1])).await.unwrap();
+        let bad = client.call::<Value>("add", 5).await.unwrap_err();
+        assert!(matches!(bad, jrpc::CallError::Encode(_)), "{bad}");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ("add".to_owned(), false),
+                ("nope".to_owned(), false),
+                ("update".to_owned(), true)
+            ],
+            "{url}"
+        );
+    }
+    tcp.shutdown().await;
+    http.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_outgoing_layer_can_retry_a_call() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&attempts);
+    let router = Router::new().sync_method("flaky", move || {
+        if counted.fetch_add(1, Ordering::SeqCst) < 2 {
+            Err(Error::new(-32050, "try again"))
+        } else {
+            Ok("done")
+        }
+    });
+    let serving = jrpc::transport::Server::new(router)
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let retry = layer_fn(|inner: jrpc::caller::BoxOutgoingService| {
+        service_fn(move |call: jrpc::caller::Outgoing| {
+            let inner = inner.clone();
+            async move {
+                let mut last = None;
+                for _ in 0..3 {
+                    match inner.clone().oneshot(call.clone()).await {
+                        Err(jrpc::CallError::Rpc(e)) if e.code() == -32050 => last = Some(e),
+                        other => return other,
+                    }
+                }
+                Err(jrpc::CallError::Rpc(last.expect("three attempts")))
+            }
+        })
+    });
+    let client = Client::builder()
+        .layer(retry)
+        .connect(serving.local_addr())
+        .await
+        .unwrap();
+    let result: String = bounded("flaky", client.call("flaky", ())).await.unwrap();
+    assert_eq!(result, "done");
+    assert_eq!(attempts.load(Ordering::SeqCst), 3);
+    drop(client);
+    serving.shutdown().await;
 }

@@ -213,7 +213,7 @@ impl HttpTransport {
     pub(crate) async fn send_batch(
         self: Arc<Self>,
         frame: Bytes,
-        waiters: Vec<(u64, oneshot::Sender<crate::peer::Outcome>)>,
+        waiters: Vec<(u64, oneshot::Sender<crate::caller::Outcome>)>,
     ) -> Result<(), CallError> {
         let timeout = self.options.timeout;
         let reply = match tokio::time::timeout(timeout, self.post(frame)).await {

@@ -36,6 +36,7 @@ use tokio::task::JoinHandle;
 
 #[cfg(feature = "http")]
 pub use self::http::Retry;
+use crate::caller::{BoxOutgoingService, Outgoing};
 use crate::codec::Framing;
 use crate::peer::{Batch, CallError, CancelProtocol, Peer, PeerBuilder};
 pub use crate::transport::child::StderrMode;
@@ -80,6 +81,20 @@ impl Default for ClientBuilder {
 }
 
 impl ClientBuilder {
+    /// Wraps every call and notification this client makes (batches go
+    /// out past it) in a layer, on every transport: see
+    /// [`caller`](crate::caller). The layer added last runs first.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<BoxOutgoingService> + Send + Sync + 'static,
+        L::Service: tower::Service<Outgoing, Response = Box<RawValue>> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<Outgoing>>::Error: Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<Outgoing>>::Future: Send + 'static,
+    {
+        self.peer = self.peer.layer(layer);
+        self
+    }
+
     /// The framing on byte streams (default newline-delimited JSON).
     pub fn framing(mut self, framing: Framing) -> Self {
         self.framing = framing;
@@ -254,9 +269,28 @@ impl ClientBuilder {
             tls: self.http.tls,
         };
         let transport = Arc::new(self::http::HttpTransport::new(url, options)?);
+        let layers = self.peer.outgoing_layers();
+        let outgoing = (!layers.is_empty()).then(|| {
+            let http = Arc::clone(&transport);
+            let innermost = tower::service_fn(move |call: Outgoing| {
+                let http = Arc::clone(&http);
+                async move {
+                    let (method, params, notification, timeout) = call.into_parts();
+                    if notification {
+                        http.notify(&method, &params)
+                            .await
+                            .map(|()| crate::caller::null())
+                    } else {
+                        http.call_raw(&method, &params, timeout).await
+                    }
+                }
+            });
+            crate::caller::build_stack(BoxOutgoingService::new(innermost), layers)
+        });
         Ok(Client {
             inner: Inner::Http(transport),
             owner: None,
+            outgoing,
         })
     }
 
@@ -284,6 +318,7 @@ impl ClientBuilder {
                 reconnecting: tokio::sync::Mutex::new(()),
             })),
             owner: None,
+            outgoing: None,
         })
     }
 
@@ -306,6 +341,7 @@ impl ClientBuilder {
         }
         // The child may die while something else (a grandchild) keeps its
         // stdout open, so the stream never ends: fail the calls anyway.
+        #[allow(irrefutable_let_patterns)]
         if let Inner::Peer(peer) = &client.inner {
             let peer = peer.clone();
             tokio::spawn(async move {
@@ -442,6 +478,10 @@ impl Drop for Reconnecting {
 pub struct Client {
     inner: Inner,
     owner: Option<Arc<Owner>>,
+    /// Outgoing middleware of a client that is not a peer (HTTP); a peer
+    /// has its own.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    outgoing: Option<BoxOutgoingService>,
 }
 
 impl std::fmt::Debug for Client {
@@ -466,6 +506,7 @@ impl Client {
                 pid: None,
             })),
             inner: Inner::Peer(peer),
+            outgoing: None,
         }
     }
 
@@ -488,7 +529,7 @@ impl Client {
         match &self.inner {
             Inner::Peer(peer) => peer.call(method, params).await,
             #[cfg(feature = "http")]
-            Inner::Http(http) => crate::peer::decode(&http.call_raw(method, params, http.timeout()).await?),
+            Inner::Http(http) => crate::peer::decode(&self.call_raw(method, params, http.timeout()).await?),
             #[cfg(feature = "http")]
             Inner::Ws(ws) => ws.peer().await?.call(method, params).await,
         }
@@ -514,7 +555,13 @@ impl Client {
         match &self.inner {
             Inner::Peer(peer) => peer.call_raw(method, params, timeout).await,
             #[cfg(feature = "http")]
-            Inner::Http(http) => http.call_raw(method, params, timeout).await,
+            Inner::Http(http) => match &self.outgoing {
+                Some(stack) => {
+                    let call = Outgoing::call(method, crate::caller::encode_params(params)?, timeout);
+                    tower::ServiceExt::oneshot(stack.clone(), call).await
+                }
+                None => http.call_raw(method, params, timeout).await,
+            },
             #[cfg(feature = "http")]
             Inner::Ws(ws) => ws.peer().await?.call_raw(method, params, timeout).await,
         }
@@ -525,7 +572,14 @@ impl Client {
         match &self.inner {
             Inner::Peer(peer) => peer.notify(method, params).await,
             #[cfg(feature = "http")]
-            Inner::Http(http) => http.notify(method, params).await,
+            Inner::Http(http) => match &self.outgoing {
+                Some(stack) => {
+                    let params = crate::caller::encode_params(params)?;
+                    let call = Outgoing::notification(method, params, http.timeout());
+                    tower::ServiceExt::oneshot(stack.clone(), call).await.map(drop)
+                }
+                None => http.notify(method, params).await,
+            },
             #[cfg(feature = "http")]
             Inner::Ws(ws) => ws.peer().await?.notify(method, params).await,
         }

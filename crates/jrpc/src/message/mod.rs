@@ -24,6 +24,7 @@ pub use error::{codes, Error};
 pub use id::Id;
 pub use parse::{parse_frame, Frame};
 pub use write::{encode_call, to_raw};
+#[cfg_attr(not(feature = "runtime"), allow(unused_imports))]
 pub(crate) use write::{
     result_prefix, result_suffix, serialize_into, write_error, write_json_str, write_result,
 };

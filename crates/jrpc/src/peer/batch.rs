@@ -4,6 +4,7 @@
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
+#[cfg(feature = "http")]
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use super::shared::Outcome;
 use super::{decode, CallError, CallGuard, Peer};
+use crate::caller::Outcome;
 use crate::message::{encode_call, Id};
 
 /// Where a batch goes.

@@ -22,7 +22,6 @@
 
 mod batch;
 mod driver;
-mod error;
 mod shared;
 
 use std::borrow::Cow;
@@ -40,10 +39,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
+pub use crate::caller::CallError;
+use crate::caller::{
+    build_stack, encode_params, erase_layer, null, BoxOutgoingService, Outgoing, OutgoingLayerFn,
+};
 pub use batch::{Batch, BatchCall};
 pub(crate) use driver::EofReason;
-pub use error::CallError;
-pub(crate) use shared::Outcome;
 use shared::Shared;
 
 use crate::codec::{Framing, Inbound};
@@ -134,6 +135,8 @@ pub struct PeerBuilder {
     ordered: bool,
     extensions: Extensions,
     eof_reason: Option<EofReason>,
+    /// Middleware for outgoing calls, innermost first.
+    outgoing: Vec<OutgoingLayerFn>,
 }
 
 impl Default for PeerBuilder {
@@ -146,6 +149,7 @@ impl Default for PeerBuilder {
             ordered: false,
             extensions: Extensions::new(),
             eof_reason: None,
+            outgoing: Vec::new(),
         }
     }
 }
@@ -184,6 +188,7 @@ impl PeerBuilder {
 
     /// A builder with the same settings (router, timeouts, cancellation,
     /// bounds) and nothing recorded about a connection, for a reconnection.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn settings_clone(&self) -> PeerBuilder {
         PeerBuilder {
             router: self.router.clone(),
@@ -193,7 +198,27 @@ impl PeerBuilder {
             ordered: self.ordered,
             extensions: Extensions::new(),
             eof_reason: None,
+            outgoing: self.outgoing.clone(),
         }
+    }
+
+    /// Wraps every call and notification this side makes (with `call`,
+    /// `call_raw` and `notify`; batches go out past it) in a layer: see
+    /// [`caller`](crate::caller). The layer added last runs first.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<BoxOutgoingService> + Send + Sync + 'static,
+        L::Service: tower::Service<Outgoing, Response = Box<RawValue>> + Clone + Send + Sync + 'static,
+        <L::Service as tower::Service<Outgoing>>::Error: Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<Outgoing>>::Future: Send + 'static,
+    {
+        self.outgoing.push(erase_layer(layer));
+        self
+    }
+
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn outgoing_layers(&self) -> &[OutgoingLayerFn] {
+        &self.outgoing
     }
 
     /// Replaces everything recorded about the connection.
@@ -255,10 +280,24 @@ impl PeerBuilder {
             ordered,
             mut extensions,
             eof_reason,
+            outgoing,
         } = self;
-        let shared = Arc::new_cyclic(|weak| {
+        let shared = Arc::new_cyclic(|weak: &Weak<Shared>| {
             extensions.insert(PeerLink(weak.clone()));
-            Shared::new(outbox, router, Arc::new(extensions), call_timeout, cancel)
+            let stack = (!outgoing.is_empty()).then(|| {
+                let weak = weak.clone();
+                let innermost = tower::service_fn(move |call: Outgoing| {
+                    let shared = weak.upgrade();
+                    async move {
+                        match shared {
+                            Some(shared) => Peer { shared }.send_outgoing(call).await,
+                            None => Err(CallError::Closed("connection closed".into())),
+                        }
+                    }
+                });
+                build_stack(BoxOutgoingService::new(innermost), &outgoing)
+            });
+            Shared::new(outbox, router, Arc::new(extensions), call_timeout, cancel, stack)
         });
         let bounds = driver::Bounds {
             running: max_in_flight,
@@ -340,6 +379,34 @@ impl Peer {
         params: impl Serialize,
         timeout: Duration,
     ) -> Result<Box<RawValue>, CallError> {
+        match &self.shared.outgoing {
+            Some(stack) => {
+                let call = Outgoing::call(method, encode_params(params)?, timeout);
+                tower::ServiceExt::oneshot(stack.clone(), call).await
+            }
+            None => self.call_direct(method, &params, timeout).await,
+        }
+    }
+
+    /// The innermost outgoing service: sends the call on this connection.
+    async fn send_outgoing(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
+        let (method, params, notification, timeout) = call.into_parts();
+        if notification {
+            self.notify_direct(&method, &params, timeout)
+                .await
+                .map(|()| null())
+        } else {
+            self.call_direct(&method, &params, timeout).await
+        }
+    }
+
+    /// Sends a call past the outgoing layers and waits for its outcome.
+    async fn call_direct(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, CallError> {
         let (id, mut rx) = self.shared.register()?;
         let mut guard = CallGuard {
             shared: &self.shared,
@@ -347,7 +414,7 @@ impl Peer {
             armed: true,
             sent: false,
         };
-        let frame = match encode_call(method, &params, Some(&Id::from(id))) {
+        let frame = match encode_call(method, params, Some(&Id::from(id))) {
             Ok(frame) => frame,
             Err(e) => {
                 guard.armed = false;
@@ -381,8 +448,23 @@ impl Peer {
 
     /// Sends a notification: no response will come.
     pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
-        let frame = encode_call(method, &params, None).map_err(|e| CallError::Encode(e.into()))?;
         let timeout = self.shared.call_timeout;
+        match &self.shared.outgoing {
+            Some(stack) => {
+                let call = Outgoing::notification(method, encode_params(params)?, timeout);
+                tower::ServiceExt::oneshot(stack.clone(), call).await.map(drop)
+            }
+            None => self.notify_direct(method, &params, timeout).await,
+        }
+    }
+
+    async fn notify_direct(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+        timeout: Duration,
+    ) -> Result<(), CallError> {
+        let frame = encode_call(method, params, None).map_err(|e| CallError::Encode(e.into()))?;
         tokio::time::timeout(timeout, self.send(frame.into()))
             .await
             .unwrap_or(Err(CallError::Timeout(timeout)))
@@ -440,6 +522,7 @@ impl Peer {
     }
 
     /// Whether new calls are refused: the connection is closing or closed.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn is_refusing(&self) -> bool {
         self.shared.is_refusing()
     }

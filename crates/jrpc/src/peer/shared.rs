@@ -12,12 +12,10 @@ use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{CallError, CancelProtocol};
+use crate::caller::{BoxOutgoingService, Outcome};
 use crate::context::Extensions;
 use crate::message::{Id, ResponseRef};
 use crate::Router;
-
-/// What a pending call is waiting for.
-pub(crate) type Outcome = Result<Box<RawValue>, CallError>;
 
 pub(crate) struct Shared {
     /// Frames to write, in order.
@@ -26,6 +24,8 @@ pub(crate) struct Shared {
     pub(crate) connection: Arc<Extensions>,
     pub(crate) call_timeout: Duration,
     pub(crate) cancel: Option<CancelProtocol>,
+    /// Middleware around this side's calls, when any is installed.
+    pub(crate) outgoing: Option<BoxOutgoingService>,
     next_id: AtomicU64,
     calls: Mutex<Calls>,
     /// Incoming requests being served by async handlers, for cancellation
@@ -64,6 +64,7 @@ impl Shared {
         connection: Arc<Extensions>,
         call_timeout: Duration,
         cancel: Option<CancelProtocol>,
+        outgoing: Option<BoxOutgoingService>,
     ) -> Self {
         Shared {
             outbox,
@@ -71,6 +72,7 @@ impl Shared {
             connection,
             call_timeout,
             cancel,
+            outgoing,
             next_id: AtomicU64::new(1),
             calls: Mutex::new(Calls {
                 pending: HashMap::new(),

@@ -107,6 +107,7 @@ impl Server {
         self
     }
 
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn grace(&self) -> Duration {
         self.shutdown_grace
     }
@@ -348,6 +349,7 @@ impl Serving {
     }
 
     /// Makes shutdown also stop `token` and wait for `tasks`.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn also_wait_for(&mut self, tasks: TaskTracker, token: CancellationToken) {
         self.also = Some((tasks, token));
     }
