@@ -4,6 +4,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use tower::{Layer, Service};
+use tracing::field::display;
 
 use super::{Call, CallFuture, RawResult, Redaction};
 use crate::message::Error;
@@ -22,7 +23,8 @@ pub enum LogDetail {
 /// Logs every call as one `tracing` event at `INFO` level with target
 /// `jrpc::call`: the method, the id (none for a notification), the
 /// transport, the caller's identity when known, the duration and the outcome
-/// (`ok`, or the error code and message). With [`LogDetail::Full`] also the
+/// (`ok`; `error` with the `code` and the `error` message; or `cancelled`
+/// for a call dropped before it ended). With [`LogDetail::Full`] also the
 /// params and the result, with the members a [`Redaction`] names replaced.
 ///
 /// ```
@@ -101,11 +103,10 @@ where
             transport: call.connection_info().map(|info| info.transport),
             identity: call.identity().map(|who| who.name().into()),
             started: Instant::now(),
-            params: full.then(|| {
-                call.params()
-                    .map(|p| self.log.redaction.redact_json(p.get()))
-                    .unwrap_or_default()
-            }),
+            params: call
+                .params()
+                .filter(|_| full)
+                .map(|p| self.log.redaction.redact_json(p.get())),
             redaction: full.then(|| self.log.redaction.clone()),
             logged: false,
         };
@@ -137,13 +138,15 @@ impl Line {
         self.logged = true;
         let elapsed = self.started.elapsed();
         let redacted = |json: &str| self.redaction.as_ref().map(|r| r.redact_json(json));
+        let (method, id) = (display(&*self.method), self.id.as_deref().map(display));
+        let (transport, identity) = (self.transport.map(display), self.identity.as_deref().map(display));
         match outcome {
             Ok(result) => tracing::info!(
                 target: TARGET,
-                method = &*self.method,
-                id = self.id.as_deref(),
-                transport = self.transport,
-                identity = self.identity.as_deref(),
+                method,
+                id,
+                transport,
+                identity,
                 duration = ?elapsed,
                 outcome = "ok",
                 params = self.params.as_deref(),
@@ -152,14 +155,14 @@ impl Line {
             ),
             Err(error) => tracing::info!(
                 target: TARGET,
-                method = &*self.method,
-                id = self.id.as_deref(),
-                transport = self.transport,
-                identity = self.identity.as_deref(),
+                method,
+                id,
+                transport,
+                identity,
                 duration = ?elapsed,
                 outcome = "error",
                 code = error.code(),
-                message = error.message(),
+                error = error.message(),
                 params = self.params.as_deref(),
                 data = error.data().and_then(|d| redacted(d.get())).as_deref(),
                 "call"
@@ -173,10 +176,10 @@ impl Drop for Line {
         if !self.logged {
             tracing::info!(
                 target: TARGET,
-                method = &*self.method,
-                id = self.id.as_deref(),
-                transport = self.transport,
-                identity = self.identity.as_deref(),
+                method = display(&*self.method),
+                id = self.id.as_deref().map(display),
+                transport = self.transport.map(display),
+                identity = self.identity.as_deref().map(display),
                 duration = ?self.started.elapsed(),
                 outcome = "cancelled",
                 params = self.params.as_deref(),
