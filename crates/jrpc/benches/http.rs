@@ -17,11 +17,14 @@ use jrpc::client::Client;
 use jrpc::transport::http::HttpServer;
 use jrpc::Router;
 
-fn spawn_server() -> String {
+fn add_router() -> Router {
+    Router::new()
+        .sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
+        .max_batch_len(1000)
+}
+
+fn spawn_server(router: Router) -> String {
     common::spawn_server(|ready| async move {
-        let router = Router::new()
-            .sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
-            .max_batch_len(1000);
         let serving = HttpServer::new(router)
             .compression(false)
             .bind("127.0.0.1:0")
@@ -97,14 +100,21 @@ async fn load(url: &str, connections: usize, batch: Option<usize>, duration: Dur
 
 fn main() {
     let duration = common::seconds_from_args();
-    let http = spawn_server();
+    let http = spawn_server(add_router());
     let ws = http.replacen("http", "ws", 1);
+    // The same server with `--log-calls --metrics`'s layers (built with
+    // `--features metrics`).
+    #[cfg(feature = "metrics")]
+    let layered = spawn_server(common::with_log_and_metrics(add_router()));
+    #[cfg(feature = "metrics")]
+    let layered_ws = layered.replacen("http", "ws", 1);
     let load_runtime = common::runtime();
     println!(
         "{:<32} {:>12} {:>12} {:>10} {:>10}",
         "case", "requests/s", "items/s", "p50", "p99"
     );
-    let cases: Vec<(String, &str, usize, Option<usize>)> = vec![
+    #[allow(unused_mut)]
+    let mut cases: Vec<(String, &str, usize, Option<usize>)> = vec![
         ("HTTP, 1 connection".into(), &http, 1, None),
         ("HTTP, 16 connections".into(), &http, 16, None),
         ("HTTP, 256 connections".into(), &http, 256, None),
@@ -113,6 +123,22 @@ fn main() {
         ("WebSocket, 256 connections".into(), &ws, 256, None),
         ("HTTP batch of 100, 16 conns".into(), &http, 16, Some(100)),
     ];
+    #[cfg(feature = "metrics")]
+    cases.extend([
+        ("HTTP, 16 conns, log + metrics".into(), layered.as_str(), 16, None),
+        (
+            "WebSocket, 16 conns, log + metrics".into(),
+            layered_ws.as_str(),
+            16,
+            None,
+        ),
+        (
+            "HTTP batch of 100, log + metrics".into(),
+            layered.as_str(),
+            16,
+            Some(100),
+        ),
+    ]);
     for (name, url, connections, batch) in cases {
         let mut f = load_runtime.block_on(load(url, connections, batch, duration));
         let secs = f.elapsed.as_secs_f64();

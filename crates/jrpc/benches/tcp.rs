@@ -95,8 +95,11 @@ async fn raw_echo_server(ready: tokio::sync::oneshot::Sender<String>) {
     }
 }
 
-async fn jrpc_server(ready: tokio::sync::oneshot::Sender<String>) {
-    let router = Router::new().sync_method("add", |(a, b): (i64, i64)| Ok(a + b));
+fn add_router() -> Router {
+    Router::new().sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
+}
+
+async fn jrpc_server(router: Router, ready: tokio::sync::oneshot::Sender<String>) {
     let serving = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
     ready
         .send(serving.local_addr().trim_start_matches("tcp://").to_owned())
@@ -143,7 +146,12 @@ async fn jrpc_load(addr: &str, in_flight: usize, duration: Duration) -> Figures 
 fn main() {
     let duration = common::seconds_from_args();
     let raw_addr = common::spawn_server(raw_echo_server);
-    let jrpc_addr = common::spawn_server(jrpc_server);
+    let jrpc_addr = common::spawn_server(|ready| jrpc_server(add_router(), ready));
+    // The same server with `--log-calls --metrics`'s layers (built with
+    // `--features metrics`).
+    #[cfg(feature = "metrics")]
+    let layered_addr =
+        common::spawn_server(|ready| jrpc_server(common::with_log_and_metrics(add_router()), ready));
     let load = common::runtime();
     println!(
         "{:<34} {:>12} {:>10} {:>10} {:>10}",
@@ -178,5 +186,18 @@ fn main() {
             jrpc.percentile(0.5),
             jrpc.percentile(0.99)
         );
+        #[cfg(feature = "metrics")]
+        {
+            let mut layered = load.block_on(jrpc_load(&layered_addr, in_flight, duration));
+            println!(
+                "{:<34} {:>12.0} {:>10.2} {:>10.1?} {:>10.1?}   {:.3} of no layers",
+                format!("  + call log + metrics"),
+                layered.rate(),
+                layered.rate() / raw.rate(),
+                layered.percentile(0.5),
+                layered.percentile(0.99),
+                layered.rate() / jrpc.rate(),
+            );
+        }
     }
 }

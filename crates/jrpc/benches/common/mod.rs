@@ -43,3 +43,28 @@ pub fn seconds_from_args() -> Duration {
         .unwrap_or(3.0);
     Duration::from_secs_f64(seconds)
 }
+
+/// The call middleware `jrpc serve --log-calls --metrics` installs (brief
+/// call log lines and Prometheus metrics), around `router`. Log lines are
+/// formatted as on a terminal and written to a sink, so that their whole
+/// cost is counted.
+#[cfg(feature = "metrics")]
+pub fn with_log_and_metrics(router: jrpc::Router) -> jrpc::Router {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    static SUBSCRIBER: std::sync::Once = std::sync::Once::new();
+    SUBSCRIBER.call_once(|| {
+        let filter = tracing_subscriber::filter::Targets::new()
+            .with_default(tracing::Level::WARN)
+            .with_target(jrpc::middleware::CALL_LOG_TARGET, tracing::Level::INFO);
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(std::io::sink)
+            .with_ansi(false)
+            .finish()
+            .with(filter);
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+    });
+    let metrics = jrpc::middleware::Metrics::new();
+    router
+        .layer(metrics.layer())
+        .layer(jrpc::middleware::CallLog::new())
+}
