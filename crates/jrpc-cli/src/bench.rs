@@ -119,7 +119,7 @@ impl Errors {
             CallError::Rpc(_) => self.rpc += 1,
             CallError::Timeout(_) => self.timeout += 1,
             CallError::Closed(_) | CallError::Io(_) => self.transport += 1,
-            CallError::Http { .. } => self.http += 1,
+            e if e.transport_error::<jrpc::client::HttpError>().is_some() => self.http += 1,
             _ => self.other += 1,
         }
     }

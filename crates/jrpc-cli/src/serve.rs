@@ -302,12 +302,14 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         server = server.metrics(metrics.clone());
     }
     let mut listeners = Vec::new();
+    // The metrics page has a listener of its own, apart from the RPC ones.
+    let mut metrics_page = None;
     if let (Some(addr), Some(metrics)) = (&args.metrics_addr, &metrics) {
         let serving = jrpc::transport::http::serve_metrics(addr.as_str(), metrics.clone())
             .await
             .with_context(|| format!("listening on --metrics-addr {addr}"))?;
         eprintln!("jrpc: metrics at {}/metrics", serving.local_addr());
-        listeners.push(serving);
+        metrics_page = Some(serving);
     }
     if !args.http.is_empty() {
         let http = http_server(&args, &server, router, rate.as_ref(), metrics.as_ref())?;
@@ -337,7 +339,7 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         #[cfg(not(unix))]
         anyhow::bail!("--unix {path}: Unix sockets are not available on this platform");
     }
-    for serving in listeners.iter().skip(usize::from(args.metrics_addr.is_some())) {
+    for serving in &listeners {
         // The addresses go to stderr (stdout may carry JSON-RPC) in the
         // form `jrpc call` takes as a target.
         let addr = serving.local_addr();
@@ -358,14 +360,18 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!(%reason, "stdio closed");
         }
     };
-    if listeners.is_empty() || (args.stdio && listeners.len() == usize::from(args.metrics_addr.is_some())) {
+    if listeners.is_empty() {
         stdio_done.await;
+        if let Some(page) = metrics_page {
+            page.shutdown().await;
+        }
         return Ok(());
     }
     // With listeners, run until a signal; stdio ending does not stop them.
     tokio::join!(stdio_done, shutdown_signal());
     eprintln!("jrpc: shutting down: finishing requests in flight");
     // All listeners stop accepting at once; then each drains.
+    listeners.extend(metrics_page);
     for serving in &listeners {
         serving.shutdown_token().cancel();
     }

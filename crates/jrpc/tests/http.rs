@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
+use jrpc::client::HttpError;
 use jrpc::client::{Client, Retry, WsOptions};
 use jrpc::transport::http::{HttpServer, RateLimit};
 use jrpc::transport::Serving;
@@ -385,7 +386,7 @@ async fn bearer_auth() {
     let client = Client::builder().connect(&url).await.unwrap();
     let err = client.call::<Value>("get_data", ()).await.unwrap_err();
     assert!(
-        matches!(&err, CallError::Http { status: 401, error: Some(e), .. } if e.code() == -32004),
+        matches!(err.transport_error::<HttpError>(), Some(HttpError { status: 401, error: Some(e), .. }) if e.code() == -32004),
         "{err:?}"
     );
     let ws = url.replacen("http", "ws", 1);
@@ -686,7 +687,13 @@ async fn the_client_retries_a_server_that_fails_twice() {
     let (serving, url) = serve(server).await;
     let without = Client::connect(&url).await.unwrap();
     let err = without.call::<i64>("sum", [1]).await.unwrap_err();
-    assert!(matches!(err, CallError::Http { status: 503, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err.transport_error::<HttpError>(),
+            Some(HttpError { status: 503, .. })
+        ),
+        "{err:?}"
+    );
 
     left.store(2, Ordering::SeqCst);
     let client = Client::builder()

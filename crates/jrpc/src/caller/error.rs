@@ -8,6 +8,7 @@ use std::time::Duration;
 ///
 /// Every call ends: with its result, or with exactly one of these.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// The other side answered with an error object.
     #[error("the peer answered with an error: {0}")]
@@ -26,17 +27,12 @@ pub enum CallError {
     /// The result did not decode into the type asked for.
     #[error("cannot decode the result: {0}")]
     Decode(Arc<serde_json::Error>),
-    /// An HTTP server refused the request (`401`, `413`, `429`, ...); its
-    /// JSON-RPC error body, when it sent one, is in `error`.
-    #[error("HTTP {status}{}", match error { Some(e) => format!(": {e}"), None if body.is_empty() => String::new(), None => format!(": {body}") })]
-    Http {
-        /// The HTTP status code.
-        status: u16,
-        /// The JSON-RPC error in the body, if any.
-        error: Option<crate::Error>,
-        /// The start of the body.
-        body: Arc<str>,
-    },
+    /// The transport failed the call in a way of its own: an HTTP server's
+    /// refusal (`401`, `413`, `429`, ...) is a
+    /// [`client::HttpError`](crate::client::HttpError). Read it with
+    /// [`transport_error`](Self::transport_error).
+    #[error("{0}")]
+    Transport(Arc<dyn std::error::Error + Send + Sync>),
     /// The other side's reply was not a valid answer to the call.
     #[error("invalid reply: {0}")]
     Protocol(Arc<str>),
@@ -50,6 +46,22 @@ impl CallError {
     pub fn rpc(&self) -> Option<&crate::Error> {
         match self {
             CallError::Rpc(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The transport's own error, when it is an `E`.
+    ///
+    /// ```
+    /// # fn demo(err: jrpc::CallError) {
+    /// if let Some(http) = err.transport_error::<jrpc::client::HttpError>() {
+    ///     eprintln!("the server answered HTTP {}", http.status);
+    /// }
+    /// # }
+    /// ```
+    pub fn transport_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            CallError::Transport(error) => error.downcast_ref(),
             _ => None,
         }
     }

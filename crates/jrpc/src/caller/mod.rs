@@ -36,16 +36,21 @@
 //! # });
 //! ```
 
+mod batch;
 mod error;
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tower::Layer;
 
+pub use batch::{Batch, BatchCall};
+pub(crate) use batch::{BatchTarget, BoxFuture, Registered};
 pub use error::CallError;
 
 use crate::context::Extensions;
@@ -53,6 +58,86 @@ use crate::middleware::{BoxCloneSyncService, BoxError};
 
 /// What a pending call is waiting for.
 pub(crate) type Outcome = Result<Box<RawValue>, CallError>;
+
+/// The calling interface, one for every way of reaching the other side: a
+/// [`Peer`](crate::peer::Peer) (which is also what a handler gets from
+/// [`RequestContext::peer`](crate::RequestContext::peer) to call back its
+/// client), a [`Client`](crate::client::Client) over any transport, and the
+/// HTTP client. Code written against `Caller` works in both directions.
+///
+/// Implementors provide [`send`](Self::send), [`batch`](Self::batch) and
+/// [`call_timeout`](Self::call_timeout); the typed calls come with them.
+///
+/// ```
+/// use jrpc::caller::Caller;
+/// use jrpc::CallError;
+///
+/// /// Works with a client, a peer, or the peer a handler is called from.
+/// async fn total(caller: &impl Caller, numbers: &[i64]) -> Result<i64, CallError> {
+///     caller.call("sum", numbers).await
+/// }
+/// ```
+pub trait Caller: Send + Sync {
+    /// Sends one call or notification (through this caller's outgoing
+    /// middleware, if any) and waits for its raw result (`null` for a
+    /// notification, once it is sent).
+    fn send(&self, call: Outgoing) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send;
+
+    /// Starts a batch: several calls and notifications sent as one frame.
+    fn batch(&self) -> Batch;
+
+    /// The timeout of calls that do not set their own.
+    fn call_timeout(&self) -> Duration;
+
+    /// Calls `method` and decodes its result into `R`, within the default
+    /// timeout. `params` must serialize to a JSON array or object (a tuple,
+    /// a slice, a struct, a map), or to `null` (`()`) for none.
+    fn call<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> impl Future<Output = Result<R, CallError>> + Send {
+        self.call_with_timeout(method, params, self.call_timeout())
+    }
+
+    /// As [`call`](Self::call), with its own timeout.
+    fn call_with_timeout<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<R, CallError>> + Send {
+        let sent = self.call_raw(method, params, timeout);
+        async move { decode(&sent.await?) }
+    }
+
+    /// As [`call`](Self::call), returning the raw JSON result.
+    fn call_raw(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
+        let call = encode_params(params).map(|params| Outgoing::call(method, params, timeout));
+        async move { self.send(call?).await }
+    }
+
+    /// Sends a notification: no response will come.
+    fn notify(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
+        let call =
+            encode_params(params).map(|params| Outgoing::notification(method, params, self.call_timeout()));
+        async move { self.send(call?).await.map(drop) }
+    }
+}
+
+/// Decodes a raw result into the type asked for.
+pub(crate) fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, CallError> {
+    serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))
+}
 
 /// One outgoing call or notification on its way out.
 pub struct Outgoing {

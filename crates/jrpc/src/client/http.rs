@@ -19,8 +19,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 
+use crate::caller::{build_stack, null, BoxOutgoingService, CallError, Caller, Outgoing, OutgoingLayerFn};
 use crate::message::{encode_call, parse_frame, Frame, Id, Incoming, Limits};
-use crate::peer::CallError;
 
 /// When and how to retry a request that failed in a way that is safe to
 /// retry: the connection could not be made, or the server answered `429`
@@ -69,6 +69,61 @@ impl Retry {
 impl Default for Retry {
     fn default() -> Self {
         Retry::NEVER
+    }
+}
+
+/// The HTTP client: one POST per call (or batch) to one URL, over pooled
+/// keep-alive connections, through its outgoing middleware. Cheap to clone.
+/// Made by [`ClientBuilder::http`](super::ClientBuilder::http); a
+/// [`Client`](super::Client) for an `http(s)://` URL wraps one.
+#[derive(Clone)]
+pub struct HttpClient {
+    transport: Arc<HttpTransport>,
+    outgoing: Option<BoxOutgoingService>,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("url", &self.transport.uri)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpClient {
+    pub(crate) fn new(transport: Arc<HttpTransport>, layers: &[OutgoingLayerFn]) -> Self {
+        let outgoing = (!layers.is_empty()).then(|| {
+            let http = Arc::clone(&transport);
+            let innermost = tower::service_fn(move |call: Outgoing| {
+                let http = Arc::clone(&http);
+                async move { http.send(call).await }
+            });
+            build_stack(BoxOutgoingService::new(innermost), layers)
+        });
+        HttpClient { transport, outgoing }
+    }
+}
+
+impl Caller for HttpClient {
+    fn send(
+        &self,
+        call: Outgoing,
+    ) -> impl std::future::Future<Output = Result<Box<RawValue>, CallError>> + Send {
+        let stack = self.outgoing.clone();
+        async move {
+            match stack {
+                Some(stack) => tower::ServiceExt::oneshot(stack, call).await,
+                None => self.transport.send(call).await,
+            }
+        }
+    }
+
+    fn batch(&self) -> crate::caller::Batch {
+        crate::caller::Batch::new(Arc::clone(&self.transport) as Arc<dyn crate::caller::BatchTarget>)
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.transport.options.timeout
     }
 }
 
@@ -166,8 +221,14 @@ impl HttpTransport {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn timeout(&self) -> Duration {
-        self.options.timeout
+    /// Sends one call or notification, past any middleware.
+    async fn send(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
+        let (method, params, notification, timeout) = call.into_parts();
+        if notification {
+            self.notify(&method, &params).await.map(|()| null())
+        } else {
+            self.call_raw(&method, &params, timeout).await
+        }
     }
 
     /// Calls `method`, within `timeout`.
@@ -211,7 +272,7 @@ impl HttpTransport {
 
     /// Sends a batch and hands each response to the call it answers.
     pub(crate) async fn send_batch(
-        self: Arc<Self>,
+        &self,
         frame: Bytes,
         waiters: Vec<(u64, oneshot::Sender<crate::caller::Outcome>)>,
     ) -> Result<(), CallError> {
@@ -478,17 +539,30 @@ where
     }
 }
 
+/// An HTTP server refused a request (`401`, `413`, `429`, `503`, ...): the
+/// [`CallError::Transport`] of the HTTP client.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("HTTP {status}{}", match error { Some(e) => format!(": {e}"), None if body.is_empty() => String::new(), None => format!(": {body}") })]
+pub struct HttpError {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The JSON-RPC error in the body, if any.
+    pub error: Option<crate::Error>,
+    /// The start of the body.
+    pub body: Arc<str>,
+}
+
 fn http_error(status: StatusCode, body: &[u8]) -> CallError {
     // Servers such as jrpc put a JSON-RPC error in the body: show it.
     let error = match parse_frame(body, &reply_limits()) {
         Ok(Frame::Single(Incoming::Response(r))) => r.outcome.err(),
         _ => None,
     };
-    CallError::Http {
+    CallError::Transport(Arc::new(HttpError {
         status: status.as_u16(),
         error,
         body: String::from_utf8_lossy(&body[..body.len().min(500)]).into(),
-    }
+    }))
 }
 
 fn reply_limits() -> Limits {
@@ -497,4 +571,29 @@ fn reply_limits() -> Limits {
         max_batch_len: usize::MAX,
         ..Limits::default()
     }
+}
+
+impl crate::caller::BatchTarget for HttpTransport {
+    fn register(&self) -> Result<crate::caller::Registered, CallError> {
+        // The batch hands the outcomes out itself, from the reply frame.
+        let (tx, rx) = oneshot::channel();
+        Ok((self.next_id(), rx, Some(tx)))
+    }
+
+    fn forget(&self, _id: u64) {}
+
+    fn call_timeout(&self) -> Duration {
+        self.options.timeout
+    }
+
+    fn send(
+        &self,
+        frame: Bytes,
+        waiters: Vec<(u64, oneshot::Sender<crate::caller::Outcome>)>,
+    ) -> crate::caller::BoxFuture<'_, Result<(), CallError>> {
+        Box::pin(self.send_batch(frame, waiters))
+    }
+
+    // The request is out and cannot be called back.
+    fn cancel(&self, _id: u64, _reason: &str) {}
 }

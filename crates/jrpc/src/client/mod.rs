@@ -36,13 +36,17 @@ use tokio::task::JoinHandle;
 
 #[cfg(feature = "http")]
 pub use self::http::Retry;
-use crate::caller::{BoxOutgoingService, Outgoing};
+#[cfg(feature = "http")]
+pub use self::http::{HttpClient, HttpError};
+use crate::caller::{BoxOutgoingService, Caller, Outgoing};
 use crate::codec::Framing;
 use crate::peer::{Batch, CallError, CancelProtocol, Peer, PeerBuilder};
 pub use crate::transport::child::StderrMode;
 #[cfg(feature = "http")]
 pub use crate::transport::ws::WsOptions;
 use crate::Router;
+use futures_util::future::Either;
+use std::future::Future;
 
 /// Settings for a [`Client`], and the ways to connect one.
 pub struct ClientBuilder {
@@ -259,6 +263,16 @@ impl ClientBuilder {
     /// made until the first call; connections are pooled and kept alive.
     #[cfg(feature = "http")]
     pub fn connect_http(self, url: &str) -> io::Result<Client> {
+        Ok(Client {
+            inner: Inner::Http(self.http(url)?),
+            owner: None,
+        })
+    }
+
+    /// The HTTP client for `url` (`http://` or `https://`) on its own,
+    /// without the [`Client`] around it.
+    #[cfg(feature = "http")]
+    pub fn http(self, url: &str) -> io::Result<HttpClient> {
         let options = self::http::HttpOptions {
             headers: self.http.headers,
             http2: self.http.http2,
@@ -269,29 +283,7 @@ impl ClientBuilder {
             tls: self.http.tls,
         };
         let transport = Arc::new(self::http::HttpTransport::new(url, options)?);
-        let layers = self.peer.outgoing_layers();
-        let outgoing = (!layers.is_empty()).then(|| {
-            let http = Arc::clone(&transport);
-            let innermost = tower::service_fn(move |call: Outgoing| {
-                let http = Arc::clone(&http);
-                async move {
-                    let (method, params, notification, timeout) = call.into_parts();
-                    if notification {
-                        http.notify(&method, &params)
-                            .await
-                            .map(|()| crate::caller::null())
-                    } else {
-                        http.call_raw(&method, &params, timeout).await
-                    }
-                }
-            });
-            crate::caller::build_stack(BoxOutgoingService::new(innermost), layers)
-        });
-        Ok(Client {
-            inner: Inner::Http(transport),
-            owner: None,
-            outgoing,
-        })
+        Ok(HttpClient::new(transport, self.peer.outgoing_layers()))
     }
 
     /// Connects a WebSocket (`ws://` or `wss://`): a full peer, so the
@@ -318,7 +310,6 @@ impl ClientBuilder {
                 reconnecting: tokio::sync::Mutex::new(()),
             })),
             owner: None,
-            outgoing: None,
         })
     }
 
@@ -403,7 +394,7 @@ impl Drop for Owner {
 enum Inner {
     Peer(Peer),
     #[cfg(feature = "http")]
-    Http(Arc<self::http::HttpTransport>),
+    Http(HttpClient),
     #[cfg(feature = "http")]
     Ws(Arc<Reconnecting>),
 }
@@ -478,10 +469,50 @@ impl Drop for Reconnecting {
 pub struct Client {
     inner: Inner,
     owner: Option<Arc<Owner>>,
-    /// Outgoing middleware of a client that is not a peer (HTTP); a peer
-    /// has its own.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    outgoing: Option<BoxOutgoingService>,
+}
+
+impl Caller for Client {
+    async fn send(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
+        match &self.inner {
+            Inner::Peer(peer) => Caller::send(peer, call).await,
+            #[cfg(feature = "http")]
+            Inner::Http(http) => http.send(call).await,
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => Caller::send(&ws.peer().await?, call).await,
+        }
+    }
+
+    fn batch(&self) -> Batch {
+        Client::batch(self)
+    }
+
+    fn call_timeout(&self) -> Duration {
+        match &self.inner {
+            Inner::Peer(peer) => Caller::call_timeout(peer),
+            #[cfg(feature = "http")]
+            Inner::Http(http) => Caller::call_timeout(http),
+            #[cfg(feature = "http")]
+            Inner::Ws(ws) => Caller::call_timeout(&ws.current()),
+        }
+    }
+
+    // A client on one connection takes the peer's path, which encodes the
+    // params straight into the request frame.
+    fn call_raw(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
+        match &self.inner {
+            Inner::Peer(peer) => Either::Left(Caller::call_raw(peer, method, params, timeout)),
+            #[allow(unreachable_patterns)]
+            _ => {
+                let call = crate::caller::encode_params(params).map(|p| Outgoing::call(method, p, timeout));
+                Either::Right(async move { Caller::send(self, call?).await })
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -506,7 +537,6 @@ impl Client {
                 pid: None,
             })),
             inner: Inner::Peer(peer),
-            outgoing: None,
         }
     }
 
@@ -520,19 +550,14 @@ impl Client {
         Client::builder().connect(url).await
     }
 
-    /// Calls `method` and decodes the result into `R`. See [`Peer::call`].
+    /// Calls `method` and decodes the result into `R` (the same as
+    /// [`Caller::call`], without importing the trait). See [`Peer::call`].
     pub async fn call<R: DeserializeOwned>(
         &self,
         method: &str,
         params: impl Serialize,
     ) -> Result<R, CallError> {
-        match &self.inner {
-            Inner::Peer(peer) => peer.call(method, params).await,
-            #[cfg(feature = "http")]
-            Inner::Http(http) => crate::peer::decode(&self.call_raw(method, params, http.timeout()).await?),
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => ws.peer().await?.call(method, params).await,
-        }
+        Caller::call(self, method, params).await
     }
 
     /// Calls `method` with its own timeout.
@@ -542,7 +567,7 @@ impl Client {
         params: impl Serialize,
         timeout: Duration,
     ) -> Result<R, CallError> {
-        crate::peer::decode(&self.call_raw(method, params, timeout).await?)
+        Caller::call_with_timeout(self, method, params, timeout).await
     }
 
     /// Calls `method`, returning the raw JSON result.
@@ -552,45 +577,20 @@ impl Client {
         params: impl Serialize,
         timeout: Duration,
     ) -> Result<Box<RawValue>, CallError> {
-        match &self.inner {
-            Inner::Peer(peer) => peer.call_raw(method, params, timeout).await,
-            #[cfg(feature = "http")]
-            Inner::Http(http) => match &self.outgoing {
-                Some(stack) => {
-                    let call = Outgoing::call(method, crate::caller::encode_params(params)?, timeout);
-                    tower::ServiceExt::oneshot(stack.clone(), call).await
-                }
-                None => http.call_raw(method, params, timeout).await,
-            },
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => ws.peer().await?.call_raw(method, params, timeout).await,
-        }
+        Caller::call_raw(self, method, params, timeout).await
     }
 
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
-        match &self.inner {
-            Inner::Peer(peer) => peer.notify(method, params).await,
-            #[cfg(feature = "http")]
-            Inner::Http(http) => match &self.outgoing {
-                Some(stack) => {
-                    let params = crate::caller::encode_params(params)?;
-                    let call = Outgoing::notification(method, params, http.timeout());
-                    tower::ServiceExt::oneshot(stack.clone(), call).await.map(drop)
-                }
-                None => http.notify(method, params).await,
-            },
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => ws.peer().await?.notify(method, params).await,
-        }
+        Caller::notify(self, method, params).await
     }
 
-    /// Starts a batch. See [`Peer::batch`].
+    /// Starts a batch. See [`Batch`].
     pub fn batch(&self) -> Batch {
         match &self.inner {
             Inner::Peer(peer) => peer.batch(),
             #[cfg(feature = "http")]
-            Inner::Http(http) => Batch::for_http(Arc::clone(http)),
+            Inner::Http(http) => http.batch(),
             // A batch goes on the current connection; if it has dropped, the
             // batch fails and the next call reconnects.
             #[cfg(feature = "http")]

@@ -20,12 +20,12 @@
 //! # });
 //! ```
 
-mod batch;
 mod driver;
 mod shared;
 
 use std::borrow::Cow;
 use std::fmt;
+use std::future::Future;
 use std::io;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -36,14 +36,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-pub use crate::caller::CallError;
 use crate::caller::{
-    build_stack, encode_params, erase_layer, null, BoxOutgoingService, Outgoing, OutgoingLayerFn,
+    build_stack, encode_params, erase_layer, null, BatchTarget, BoxFuture, BoxOutgoingService, Outcome,
+    Outgoing, OutgoingLayerFn,
 };
-pub use batch::{Batch, BatchCall};
+pub use crate::caller::{Batch, BatchCall, CallError, Caller};
 pub(crate) use driver::EofReason;
 use shared::Shared;
 
@@ -351,14 +351,13 @@ impl Peer {
     ///
     /// Dropping the returned future cancels the call: it is forgotten
     /// locally and, when a [`CancelProtocol`] is set, a cancel notification
-    /// is sent.
+    /// is sent. (The same as [`Caller::call`], without importing the trait.)
     pub async fn call<R: DeserializeOwned>(
         &self,
         method: &str,
         params: impl Serialize,
     ) -> Result<R, CallError> {
-        self.call_with_timeout(method, params, self.shared.call_timeout)
-            .await
+        Caller::call(self, method, params).await
     }
 
     /// As [`call`](Self::call), with its own timeout.
@@ -368,8 +367,7 @@ impl Peer {
         params: impl Serialize,
         timeout: Duration,
     ) -> Result<R, CallError> {
-        let raw = self.call_raw(method, params, timeout).await?;
-        decode(&raw)
+        Caller::call_with_timeout(self, method, params, timeout).await
     }
 
     /// As [`call`](Self::call), returning the raw JSON result.
@@ -379,49 +377,60 @@ impl Peer {
         params: impl Serialize,
         timeout: Duration,
     ) -> Result<Box<RawValue>, CallError> {
-        match &self.shared.outgoing {
-            Some(stack) => {
-                let call = Outgoing::call(method, encode_params(params)?, timeout);
-                tower::ServiceExt::oneshot(stack.clone(), call).await
-            }
-            None => self.call_direct(method, &params, timeout).await,
-        }
+        Caller::call_raw(self, method, params, timeout).await
+    }
+
+    /// Sends a notification: no response will come.
+    pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
+        Caller::notify(self, method, params).await
+    }
+
+    /// Starts a batch: several calls and notifications sent as one frame
+    /// (see [`Batch`]).
+    pub fn batch(&self) -> Batch {
+        Batch::new(Arc::new(self.clone()))
     }
 
     /// The innermost outgoing service: sends the call on this connection.
     async fn send_outgoing(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
         let (method, params, notification, timeout) = call.into_parts();
         if notification {
-            self.notify_direct(&method, &params, timeout)
-                .await
-                .map(|()| null())
+            let frame = encode_call(&method, &params, None).map_err(|e| CallError::Encode(e.into()))?;
+            self.send_notification(frame, timeout).await.map(|()| null())
         } else {
-            self.call_direct(&method, &params, timeout).await
+            let (guard, rx, frame) = self.start_call(&method, &params)?;
+            self.exchange(guard, rx, frame, timeout).await
         }
     }
 
-    /// Sends a call past the outgoing layers and waits for its outcome.
-    async fn call_direct(
+    /// Registers a call and encodes its request; the guard forgets the call
+    /// if it ends before its answer.
+    fn start_call(
         &self,
         method: &str,
         params: &impl Serialize,
-        timeout: Duration,
-    ) -> Result<Box<RawValue>, CallError> {
-        let (id, mut rx) = self.shared.register()?;
-        let mut guard = CallGuard {
+    ) -> Result<(CallGuard<'_>, oneshot::Receiver<Outcome>, Vec<u8>), CallError> {
+        let (id, rx) = self.shared.register()?;
+        let guard = CallGuard {
             shared: &self.shared,
             id,
             armed: true,
             sent: false,
         };
-        let frame = match encode_call(method, params, Some(&Id::from(id))) {
-            Ok(frame) => frame,
-            Err(e) => {
-                guard.armed = false;
-                self.shared.forget(id);
-                return Err(CallError::Encode(e.into()));
-            }
-        };
+        // On failure the guard, dropped, forgets the call.
+        let frame =
+            encode_call(method, params, Some(&Id::from(id))).map_err(|e| CallError::Encode(e.into()))?;
+        Ok((guard, rx, frame))
+    }
+
+    /// Sends a registered call's request and waits for its outcome.
+    async fn exchange(
+        &self,
+        mut guard: CallGuard<'_>,
+        mut rx: oneshot::Receiver<Outcome>,
+        frame: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, CallError> {
         // One deadline for queueing the request and for its answer.
         let exchange = async {
             self.send(frame.into()).await?;
@@ -446,45 +455,10 @@ impl Peer {
         }
     }
 
-    /// Sends a notification: no response will come.
-    pub async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
-        let timeout = self.shared.call_timeout;
-        match &self.shared.outgoing {
-            Some(stack) => {
-                let call = Outgoing::notification(method, encode_params(params)?, timeout);
-                tower::ServiceExt::oneshot(stack.clone(), call).await.map(drop)
-            }
-            None => self.notify_direct(method, &params, timeout).await,
-        }
-    }
-
-    async fn notify_direct(
-        &self,
-        method: &str,
-        params: &impl Serialize,
-        timeout: Duration,
-    ) -> Result<(), CallError> {
-        let frame = encode_call(method, params, None).map_err(|e| CallError::Encode(e.into()))?;
+    async fn send_notification(&self, frame: Vec<u8>, timeout: Duration) -> Result<(), CallError> {
         tokio::time::timeout(timeout, self.send(frame.into()))
             .await
             .unwrap_or(Err(CallError::Timeout(timeout)))
-    }
-
-    /// Starts a batch: several calls and notifications sent as one frame.
-    ///
-    /// ```
-    /// # async fn demo(peer: jrpc::peer::Peer) -> Result<(), jrpc::peer::CallError> {
-    /// let mut batch = peer.batch();
-    /// let sum = batch.call::<i64>("sum", [1, 2, 3]);
-    /// let data = batch.call::<(String, u32)>("get_data", ());
-    /// batch.notify("update", [1]);
-    /// batch.send().await?;
-    /// assert_eq!(sum.await?, 6);
-    /// assert_eq!(data.await?.1, 5);
-    /// # Ok(()) }
-    /// ```
-    pub fn batch(&self) -> Batch {
-        Batch::for_peer(self.clone())
     }
 
     /// Closes the connection gracefully: stops reading, lets requests
@@ -545,6 +519,103 @@ impl Peer {
     }
 }
 
+impl Caller for Peer {
+    fn send(&self, call: Outgoing) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
+        let stack = self.shared.outgoing.clone();
+        async move {
+            match stack {
+                Some(stack) => tower::ServiceExt::oneshot(stack, call).await,
+                None => self.send_outgoing(call).await,
+            }
+        }
+    }
+
+    fn batch(&self) -> Batch {
+        Peer::batch(self)
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.shared.call_timeout
+    }
+
+    // Without outgoing layers, a call is encoded straight into its frame
+    // (no copy of the params on the way).
+    fn call_raw(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
+        let prepared = match self.shared.outgoing {
+            None => Ok(self.start_call(method, &params)),
+            Some(_) => Err(encode_params(params).map(|params| Outgoing::call(method, params, timeout))),
+        };
+        async move {
+            match prepared {
+                Ok(started) => {
+                    let (guard, rx, frame) = started?;
+                    self.exchange(guard, rx, frame, timeout).await
+                }
+                Err(call) => Caller::send(self, call?).await,
+            }
+        }
+    }
+
+    fn notify(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
+        let timeout = self.shared.call_timeout;
+        let prepared = match self.shared.outgoing {
+            None => Ok(encode_call(method, &params, None).map_err(|e| CallError::Encode(e.into()))),
+            Some(_) => {
+                Err(encode_params(params).map(|params| Outgoing::notification(method, params, timeout)))
+            }
+        };
+        async move {
+            match prepared {
+                Ok(frame) => self.send_notification(frame?, timeout).await,
+                Err(call) => Caller::send(self, call?).await.map(drop),
+            }
+        }
+    }
+}
+
+impl BatchTarget for Peer {
+    fn register(&self) -> Result<crate::caller::Registered, CallError> {
+        let (id, rx) = self.shared.register()?;
+        Ok((id, rx, None))
+    }
+
+    fn forget(&self, id: u64) {
+        self.shared.forget(id);
+    }
+
+    fn call_timeout(&self) -> Duration {
+        self.shared.call_timeout
+    }
+
+    fn send(
+        &self,
+        frame: Bytes,
+        _waiters: Vec<(u64, oneshot::Sender<Outcome>)>,
+    ) -> BoxFuture<'_, Result<(), CallError>> {
+        // Responses come back through the connection's own call table.
+        Box::pin(Peer::send(self, frame))
+    }
+
+    fn cancel(&self, id: u64, reason: &str) {
+        let mut guard = CallGuard {
+            shared: &self.shared,
+            id,
+            armed: true,
+            sent: true,
+        };
+        guard.cancel(reason);
+    }
+}
+
 /// Cleans up an outgoing call that ends without its response (dropped or
 /// timed out): forgets it and, where configured, tells the other side.
 pub(crate) struct CallGuard<'a> {
@@ -584,8 +655,4 @@ impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
         let _ = self.cancel("cancelled by the caller");
     }
-}
-
-pub(crate) fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, CallError> {
-    serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))
 }

@@ -1,58 +1,82 @@
 //! Batches: several calls and notifications sent as one frame, each call's
-//! result typed on its own. Works over a [`Peer`] and over HTTP.
+//! result typed on its own. Works over anything that can carry a batch (a
+//! [`Peer`](crate::peer::Peer), HTTP), through [`BatchTarget`].
 
 use std::future::{Future, IntoFuture};
 use std::marker::PhantomData;
 use std::pin::Pin;
-#[cfg(feature = "http")]
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use super::{decode, CallError, CallGuard, Peer};
-use crate::caller::Outcome;
+use super::{decode, CallError, Outcome};
 use crate::message::{encode_call, Id};
 
-/// Where a batch goes.
-enum Target {
-    Peer(Peer),
-    /// Request/response transports: the batch's own calls wait here for
-    /// the reply frame.
-    #[cfg(feature = "http")]
-    Http {
-        transport: Arc<crate::client::http::HttpTransport>,
+/// A boxed future, for the object-safe [`BatchTarget`].
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A registered batch call: its id, where its outcome arrives, and the
+/// sender when the batch itself must deliver it.
+pub(crate) type Registered = (u64, oneshot::Receiver<Outcome>, Option<oneshot::Sender<Outcome>>);
+
+/// Where a batch goes: a connection that matches responses itself (a peer),
+/// or a request/response carrier whose reply frame the batch hands out.
+pub(crate) trait BatchTarget: Send + Sync + 'static {
+    /// A new call id and where its outcome will arrive; with the sender
+    /// when the batch itself must deliver it (request/response carriers).
+    fn register(&self) -> Result<Registered, CallError>;
+
+    /// Forgets a call that will not be sent or awaited.
+    fn forget(&self, id: u64);
+
+    /// How long a call waits for its result.
+    fn call_timeout(&self) -> Duration;
+
+    /// Sends the batch frame; `waiters` are the senders `register` handed
+    /// out, to be given their outcomes.
+    fn send(
+        &self,
+        frame: Bytes,
         waiters: Vec<(u64, oneshot::Sender<Outcome>)>,
-    },
+    ) -> BoxFuture<'_, Result<(), CallError>>;
+
+    /// Gives up on a sent call whose result is no longer awaited (a peer
+    /// tells the other side, where cancellation is configured).
+    fn cancel(&self, id: u64, reason: &str);
 }
 
-/// Calls and notifications to send as one batch frame. See [`Peer::batch`].
+/// Calls and notifications to send as one batch frame: see
+/// [`Caller::batch`](super::Caller::batch).
+///
+/// ```
+/// # async fn demo(peer: jrpc::peer::Peer) -> Result<(), jrpc::CallError> {
+/// let mut batch = peer.batch();
+/// let sum = batch.call::<i64>("sum", [1, 2, 3]);
+/// let data = batch.call::<(String, u32)>("get_data", ());
+/// batch.notify("update", [1]);
+/// batch.send().await?;
+/// assert_eq!(sum.await?, 6);
+/// assert_eq!(data.await?.1, 5);
+/// # Ok(()) }
+/// ```
 pub struct Batch {
-    target: Target,
+    target: Arc<dyn BatchTarget>,
+    /// Outcomes this batch hands out itself, once its reply comes.
+    waiters: Vec<(u64, oneshot::Sender<Outcome>)>,
     frame: Vec<u8>,
     ids: Vec<u64>,
     sent: bool,
 }
 
 impl Batch {
-    pub(crate) fn for_peer(peer: Peer) -> Self {
+    pub(crate) fn new(target: Arc<dyn BatchTarget>) -> Self {
         Batch {
-            target: Target::Peer(peer),
-            frame: vec![b'['],
-            ids: Vec::new(),
-            sent: false,
-        }
-    }
-
-    #[cfg(feature = "http")]
-    pub(crate) fn for_http(transport: Arc<crate::client::http::HttpTransport>) -> Self {
-        Batch {
-            target: Target::Http {
-                transport,
-                waiters: Vec::new(),
-            },
+            target,
+            waiters: Vec::new(),
             frame: vec![b'['],
             ids: Vec::new(),
             sent: false,
@@ -68,26 +92,16 @@ impl Batch {
 
     /// A new call id and where its outcome will arrive.
     fn register(&mut self) -> Result<(u64, oneshot::Receiver<Outcome>), CallError> {
-        match &mut self.target {
-            Target::Peer(peer) => peer.shared.register(),
-            #[cfg(feature = "http")]
-            Target::Http { transport, waiters } => {
-                let id = transport.next_id();
-                let (tx, rx) = oneshot::channel();
-                waiters.push((id, tx));
-                Ok((id, rx))
-            }
+        let (id, rx, tx) = self.target.register()?;
+        if let Some(tx) = tx {
+            self.waiters.push((id, tx));
         }
+        Ok((id, rx))
     }
 
     fn forget(&mut self, id: u64) {
-        match &mut self.target {
-            Target::Peer(peer) => {
-                peer.shared.forget(id);
-            }
-            #[cfg(feature = "http")]
-            Target::Http { waiters, .. } => waiters.retain(|(w, _)| *w != id),
-        }
+        self.waiters.retain(|(w, _)| *w != id);
+        self.target.forget(id);
     }
 
     /// Adds a call; its result comes through the returned [`BatchCall`]
@@ -107,14 +121,9 @@ impl Batch {
                     }
                 },
             );
-        let (peer, timeout) = match &self.target {
-            Target::Peer(peer) => (Some(peer.clone()), peer.shared.call_timeout),
-            #[cfg(feature = "http")]
-            Target::Http { transport, .. } => (None, transport.timeout()),
-        };
         BatchCall {
-            peer,
-            timeout,
+            target: Arc::clone(&self.target),
+            timeout: self.target.call_timeout(),
             registered,
             _result: PhantomData,
         }
@@ -144,20 +153,13 @@ impl Batch {
         }
         let mut frame = std::mem::take(&mut self.frame);
         frame.push(b']');
-        match &mut self.target {
-            Target::Peer(peer) => {
-                let result = peer.send(frame.into()).await;
-                if result.is_err() {
-                    self.sent = false;
-                }
-                result
-            }
-            #[cfg(feature = "http")]
-            Target::Http { transport, waiters } => {
-                let waiters = std::mem::take(waiters);
-                Arc::clone(transport).send_batch(frame.into(), waiters).await
-            }
+        let waiters = std::mem::take(&mut self.waiters);
+        let result = self.target.send(frame.into(), waiters).await;
+        if result.is_err() {
+            // Nothing went out: the calls are forgotten on drop.
+            self.sent = false;
         }
+        result
     }
 }
 
@@ -173,8 +175,8 @@ impl Drop for Batch {
 
 /// The result of one call in a [`Batch`]: await it after the batch is sent.
 pub struct BatchCall<R> {
-    /// The peer to forget (and cancel) the call on, for peer batches.
-    peer: Option<Peer>,
+    /// Where to forget (and cancel) the call when its result is not awaited.
+    target: Arc<dyn BatchTarget>,
     timeout: Duration,
     registered: Result<(u64, oneshot::Receiver<Outcome>), CallError>,
     _result: PhantomData<fn() -> R>,
@@ -186,21 +188,23 @@ impl<R: DeserializeOwned + Send + 'static> IntoFuture for BatchCall<R> {
 
     fn into_future(mut self) -> Self::IntoFuture {
         let registered = std::mem::replace(&mut self.registered, Err(CallError::Closed("taken".into())));
-        let (peer, timeout) = (self.peer.take(), self.timeout);
+        let (target, timeout) = (Arc::clone(&self.target), self.timeout);
         Box::pin(async move {
             let (id, rx) = registered?;
-            let mut guard = peer.as_ref().map(|peer| CallGuard {
-                shared: &peer.shared,
-                id,
-                armed: true,
-                sent: true,
-            });
+            // Cancels the call if this future is dropped before its end.
+            struct Guard(Option<(Arc<dyn BatchTarget>, u64)>);
+            impl Drop for Guard {
+                fn drop(&mut self) {
+                    if let Some((target, id)) = self.0.take() {
+                        target.cancel(id, "cancelled by the caller");
+                    }
+                }
+            }
+            let mut guard = Guard(Some((target, id)));
             let outcome = tokio::time::timeout(timeout, rx).await;
-            if let Some(guard) = &mut guard {
-                if outcome.is_ok() {
-                    guard.armed = false;
-                } else {
-                    let _ = guard.cancel("timeout");
+            if let Some((target, id)) = guard.0.take() {
+                if outcome.is_err() {
+                    target.cancel(id, "timeout");
                 }
             }
             match outcome {
@@ -215,8 +219,8 @@ impl<R: DeserializeOwned + Send + 'static> IntoFuture for BatchCall<R> {
 impl<R> Drop for BatchCall<R> {
     fn drop(&mut self) {
         // Dropped without being awaited (awaiting takes the entry): forget it.
-        if let (Some(peer), Ok((id, _))) = (&self.peer, &self.registered) {
-            peer.shared.forget(*id);
+        if let Ok((id, _)) = &self.registered {
+            self.target.forget(*id);
         }
     }
 }
