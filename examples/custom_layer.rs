@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use jrpc::client::Client;
 use jrpc::middleware::{BoxCallService, Call, Layer, RawResult, Service, ServiceExt};
-use jrpc::transport::http::HttpServer;
-use jrpc::transport::Server;
+use jrpc::server::http::HttpServer;
+use jrpc::server::Server;
 use jrpc::{Error, RequestContext, Router};
 
 /// What the layer tells handlers about a call.

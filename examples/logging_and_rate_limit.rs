@@ -8,7 +8,7 @@
 
 use jrpc::client::Client;
 use jrpc::middleware::{CallLog, LogDetail, RateLimit};
-use jrpc::transport::Server;
+use jrpc::server::Server;
 use jrpc::Router;
 use serde::Deserialize;
 

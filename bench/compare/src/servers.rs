@@ -75,13 +75,13 @@ impl Kind {
 pub async fn serve(kind: Kind) -> io::Result<()> {
     let port = match kind {
         Kind::Jrpc => {
-            let server = jrpc::transport::http::HttpServer::new(jrpc_router())
+            let server = jrpc::server::http::HttpServer::new(jrpc_router())
                 .max_connections(MAX_CONNECTIONS as usize);
             keep_serving(server.bind("127.0.0.1:0").await?)
         }
         Kind::JrpcTcp => {
             let server =
-                jrpc::transport::Server::new(jrpc_router()).max_connections(MAX_CONNECTIONS as usize);
+                jrpc::server::Server::new(jrpc_router()).max_connections(MAX_CONNECTIONS as usize);
             keep_serving(server.bind_tcp("127.0.0.1:0").await?)
         }
         Kind::Jsonrpsee => jsonrpsee_server().await?.port(),
@@ -99,7 +99,7 @@ pub async fn serve(kind: Kind) -> io::Result<()> {
 
 /// The port a jrpc server listens on; the server runs until the process
 /// is killed.
-fn keep_serving(serving: jrpc::transport::Serving) -> u16 {
+fn keep_serving(serving: jrpc::server::Serving) -> u16 {
     let addr: SocketAddr = serving
         .local_addr()
         .rsplit("://")

@@ -9,8 +9,9 @@ use clap::Args;
 use jrpc::codec::Framing;
 use jrpc::message::Limits;
 use jrpc::middleware::{Authorize, CallLog, CallTimeout, LogDetail, Metrics, RateLimit, Redaction};
-use jrpc::transport::http::{AuthLayer, HttpServer};
-use jrpc::transport::Server;
+use jrpc::peer::ConnectionConfig;
+use jrpc::server::http::{AuthLayer, HttpServer};
+use jrpc::server::Server;
 use jrpc::Router;
 
 use crate::call::{cancel_protocol, parse_timeout, Cancel};
@@ -243,14 +244,14 @@ impl ServeArgs {
 
 fn http_server(
     args: &ServeArgs,
-    server: &Server,
+    config: &ConnectionConfig,
     router: Router,
     rate: Option<&RateLimit>,
     metrics: Option<&Metrics>,
 ) -> anyhow::Result<HttpServer> {
     let mut http = HttpServer::new(router)
         .max_connections(args.max_connections)
-        .peer_settings(server.clone());
+        .connection(config.clone());
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         http = http
             .tls_pem(cert, key)
@@ -292,12 +293,13 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         .map(|n| RateLimit::per_second(n, n.saturating_mul(2)));
     let metrics = (args.metrics || args.metrics_addr.is_some()).then(Metrics::new);
     let router = args.router(rate.as_ref(), metrics.as_ref())?;
-    let mut server = Server::new(router.clone())
-        .framing(args.framing)
-        .max_connections(args.max_connections);
+    let mut config = ConnectionConfig::default().framing(args.framing);
     if let Some(protocol) = cancel_protocol(args.cancel, args.framing) {
-        server = server.cancellation(protocol);
+        config = config.cancellation(protocol);
     }
+    let mut server = Server::new(router.clone())
+        .connection(config.clone())
+        .max_connections(args.max_connections);
     if let Some(metrics) = &metrics {
         server = server.metrics(metrics.clone());
     }
@@ -305,14 +307,14 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
     // The metrics page has a listener of its own, apart from the RPC ones.
     let mut metrics_page = None;
     if let (Some(addr), Some(metrics)) = (&args.metrics_addr, &metrics) {
-        let serving = jrpc::transport::http::serve_metrics(addr.as_str(), metrics.clone())
+        let serving = jrpc::server::http::serve_metrics(addr.as_str(), metrics.clone())
             .await
             .with_context(|| format!("listening on --metrics-addr {addr}"))?;
         eprintln!("jrpc: metrics at {}/metrics", serving.local_addr());
         metrics_page = Some(serving);
     }
     if !args.http.is_empty() {
-        let http = http_server(&args, &server, router, rate.as_ref(), metrics.as_ref())?;
+        let http = http_server(&args, &config, router, rate.as_ref(), metrics.as_ref())?;
         for addr in &args.http {
             let serving = http
                 .bind(addr.as_str())

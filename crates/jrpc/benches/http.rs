@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jrpc::client::Client;
-use jrpc::transport::http::HttpServer;
+use jrpc::server::http::HttpServer;
 use jrpc::Router;
 
 fn add_router() -> Router {

@@ -13,8 +13,10 @@
 //! | [`context`] | what is known about a call and its connection |
 //! | `codec` | split a byte stream into frames: newline-delimited JSON or `Content-Length` headers |
 //! | `peer` | one live connection carrying both roles: serve incoming requests, call the other side |
-//! | `transport` | stdio, TCP, Unix sockets, child processes; the accept loop with graceful shutdown |
-//! | `client` | the calling side: connect, call, notify, batch |
+//! | `caller` | the calling interface every side shares: `Caller`, `CallError`, batches, outgoing middleware |
+//! | `transport` | carriers: `Listener`/`Dialer` and `Connection`; TCP, Unix sockets, stdio, child processes, WebSocket |
+//! | `server` | serving a router on listeners and stdio (`Server`), and over HTTP and WebSocket (`server::http`) |
+//! | `client` | the calling side: connect over any transport, call, notify, batch |
 //! | `demo` | the demo methods used by examples, tests and `jrpc serve` |
 //!
 //! ```
@@ -43,14 +45,20 @@ pub mod codec;
 #[cfg(feature = "runtime")]
 pub mod peer;
 #[cfg(feature = "runtime")]
+pub mod server;
+#[cfg(feature = "runtime")]
 pub mod transport;
 
 #[cfg(feature = "demo")]
 pub mod demo;
 
 #[cfg(feature = "runtime")]
+pub use caller::{CallError, Caller};
+#[cfg(feature = "runtime")]
 pub use client::Client;
 pub use message::{Error, Id};
 #[cfg(feature = "runtime")]
-pub use peer::{CallError, Peer};
+pub use peer::{ConnectionConfig, Peer};
 pub use router::{RequestContext, Router};
+#[cfg(feature = "runtime")]
+pub use server::Server;

@@ -13,8 +13,8 @@ use bytes::Bytes;
 use http_body_util::Full;
 use jrpc::client::HttpError;
 use jrpc::client::{Client, Retry, WsOptions};
-use jrpc::transport::http::{HttpServer, RateLimit};
-use jrpc::transport::Serving;
+use jrpc::server::http::{HttpServer, RateLimit};
+use jrpc::server::Serving;
 use jrpc::{CallError, Error, RequestContext, Router};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -890,7 +890,7 @@ async fn http_rate_limits_charge_each_call_and_429_only_when_all_are_refused() {
 #[tokio::test]
 async fn token_identities_reach_per_method_authorization_over_http_and_websocket() {
     use jrpc::middleware::Authorize;
-    use jrpc::transport::http::AuthLayer;
+    use jrpc::server::http::AuthLayer;
     let router = jrpc::demo::router()
         .method("whoami", |(): (), ctx: jrpc::RequestContext| async move {
             Ok(ctx.identity().map(|i| i.name().to_owned()))

@@ -18,7 +18,7 @@ use jrpc::middleware::{
 };
 use jrpc::peer::{CancelProtocol, Peer};
 #[cfg(feature = "metrics")]
-use jrpc::transport::Server;
+use jrpc::server::Server;
 use jrpc::{Error, RequestContext, Router};
 use serde_json::{json, Value};
 
@@ -595,7 +595,7 @@ async fn tcp_and_http_calls_pass_the_same_layers() {
         .bind_tcp("127.0.0.1:0")
         .await
         .unwrap();
-    let http = jrpc::transport::http::HttpServer::new(router)
+    let http = jrpc::server::http::HttpServer::new(router)
         .metrics(metrics.clone())
         .bind("127.0.0.1:0")
         .await
@@ -657,11 +657,11 @@ impl tower::Layer<jrpc::caller::BoxOutgoingService> for RecordingOut {
 
 #[tokio::test]
 async fn outgoing_layers_see_every_call_and_notification_on_every_transport() {
-    let tcp = jrpc::transport::Server::new(jrpc::demo::router())
+    let tcp = jrpc::server::Server::new(jrpc::demo::router())
         .bind_tcp("127.0.0.1:0")
         .await
         .unwrap();
-    let http = jrpc::transport::http::HttpServer::new(jrpc::demo::router())
+    let http = jrpc::server::http::HttpServer::new(jrpc::demo::router())
         .bind("127.0.0.1:0")
         .await
         .unwrap();
@@ -707,7 +707,7 @@ async fn an_outgoing_layer_can_retry_a_call() {
             Ok("done")
         }
     });
-    let serving = jrpc::transport::Server::new(router)
+    let serving = jrpc::server::Server::new(router)
         .bind_tcp("127.0.0.1:0")
         .await
         .unwrap();

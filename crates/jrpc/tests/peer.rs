@@ -8,7 +8,7 @@ use std::time::Duration;
 use jrpc::client::{Client, StderrMode};
 use jrpc::codec::Framing;
 use jrpc::peer::{CancelProtocol, Peer};
-use jrpc::transport::Server;
+use jrpc::server::Server;
 use jrpc::{CallError, Error, RequestContext, Router};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -21,7 +21,7 @@ async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) ->
         .unwrap_or_else(|_| panic!("{what} did not finish"))
 }
 
-async fn tcp_server(router: Router) -> (jrpc::transport::Serving, String) {
+async fn tcp_server(router: Router) -> (jrpc::server::Serving, String) {
     let serving = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
     let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
     (serving, addr)

@@ -23,6 +23,7 @@
 
 #[cfg(feature = "http")]
 pub(crate) mod http;
+mod retry;
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -35,25 +36,26 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
 #[cfg(feature = "http")]
-pub use self::http::Retry;
-#[cfg(feature = "http")]
 pub use self::http::{HttpClient, HttpError};
 use crate::caller::{BoxOutgoingService, Caller, Outgoing};
 use crate::codec::Framing;
-use crate::peer::{Batch, CallError, CancelProtocol, Peer, PeerBuilder};
+use crate::peer::{Batch, CallError, CancelProtocol, ConnectionConfig, Peer, PeerBuilder};
 pub use crate::transport::child::StderrMode;
 #[cfg(feature = "http")]
 pub use crate::transport::ws::WsOptions;
+use crate::transport::{Dialer, DynDialer};
 use crate::Router;
 use futures_util::future::Either;
+pub use retry::Retry;
 use std::future::Future;
 
 /// Settings for a [`Client`], and the ways to connect one.
+#[derive(Default)]
 pub struct ClientBuilder {
     peer: PeerBuilder,
-    framing: Framing,
     stderr: StderrMode,
-    call_timeout: Duration,
+    /// Dial again, with backoff, when the connection drops.
+    reconnect: Option<Retry>,
     #[cfg(feature = "http")]
     http: HttpSettings,
 }
@@ -66,22 +68,8 @@ struct HttpSettings {
     no_gzip: bool,
     compress_requests: bool,
     retry: Retry,
-    reconnect: Option<Retry>,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
     ws: WsOptions,
-}
-
-impl Default for ClientBuilder {
-    fn default() -> Self {
-        ClientBuilder {
-            peer: Peer::builder(),
-            framing: Framing::Ndjson,
-            stderr: StderrMode::Inherit,
-            call_timeout: Peer::DEFAULT_CALL_TIMEOUT,
-            #[cfg(feature = "http")]
-            http: HttpSettings::default(),
-        }
-    }
 }
 
 impl ClientBuilder {
@@ -99,16 +87,42 @@ impl ClientBuilder {
         self
     }
 
+    /// How the connection behaves (framing, timeouts, cancellation,
+    /// bounds), all at once.
+    pub fn connection(mut self, config: ConnectionConfig) -> Self {
+        self.peer = self.peer.config(config);
+        self
+    }
+
     /// The framing on byte streams (default newline-delimited JSON).
     pub fn framing(mut self, framing: Framing) -> Self {
-        self.framing = framing;
+        let config = self.peer.connection_config().clone().framing(framing);
+        self.peer = self.peer.config(config);
         self
     }
 
     /// The timeout of calls that do not set their own (default 30 s).
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
-        self.call_timeout = timeout;
         self.peer = self.peer.call_timeout(timeout);
+        self
+    }
+
+    fn framing_now(&self) -> Framing {
+        self.peer.connection_config().framing
+    }
+
+    /// The largest frame this client accepts (its router's limit).
+    fn max_frame_len(&self) -> usize {
+        self.peer.router_limits().max_frame_len
+    }
+
+    /// Dial again when the connection drops, trying up to `retry.attempts`
+    /// times with backoff before a call fails: on TCP, Unix sockets,
+    /// WebSocket and any [`Dialer`]. Calls in flight when the connection
+    /// drops fail (they may or may not have run); the next call reconnects.
+    /// Off by default.
+    pub fn reconnect(mut self, retry: Retry) -> Self {
+        self.reconnect = Some(retry);
         self
     }
 
@@ -170,16 +184,6 @@ impl ClientBuilder {
         self
     }
 
-    /// Reconnect a WebSocket client when its connection drops, trying up to
-    /// `retry.attempts` times with backoff before a call fails. Calls in
-    /// flight when the connection drops fail (they may or may not have
-    /// run); the next call reconnects. Off by default.
-    #[cfg(feature = "http")]
-    pub fn reconnect(mut self, retry: Retry) -> Self {
-        self.http.reconnect = Some(retry);
-        self
-    }
-
     /// TLS settings for `https://` and `wss://` (default: the system's
     /// trusted roots). See [`crate::transport::tls::client_config`].
     #[cfg(feature = "http")]
@@ -234,29 +238,54 @@ impl ClientBuilder {
         ))
     }
 
-    /// Connects over TCP.
-    pub async fn connect_tcp(self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Client> {
-        let stream = tokio::net::TcpStream::connect(addr).await?;
-        let (read, write, info) = crate::transport::tcp::split(stream);
-        Ok(finish(
-            self.peer.extension(info),
-            (read, write, self.framing),
-            None,
-            None,
-        ))
+    /// Connects over TCP to `addr` (`host:port`).
+    pub async fn connect_tcp(self, addr: impl ToString) -> io::Result<Client> {
+        let dialer =
+            crate::transport::tcp::TcpDialer::new(addr.to_string(), self.framing_now(), self.max_frame_len());
+        self.connect_with(dialer).await
     }
 
     /// Connects to a Unix domain socket.
     #[cfg(unix)]
     pub async fn connect_unix(self, path: impl AsRef<std::path::Path>) -> io::Result<Client> {
-        let stream = tokio::net::UnixStream::connect(path).await?;
-        let (read, write, info) = crate::transport::unix::split(stream);
-        Ok(finish(
-            self.peer.extension(info),
-            (read, write, self.framing),
-            None,
-            None,
-        ))
+        let dialer =
+            crate::transport::unix::UnixDialer::new(path.as_ref(), self.framing_now(), self.max_frame_len());
+        self.connect_with(dialer).await
+    }
+
+    /// Connects a WebSocket (`ws://` or `wss://`): a full peer, so the
+    /// server can also call this client.
+    #[cfg(feature = "http")]
+    pub async fn connect_ws(self, url: &str) -> io::Result<Client> {
+        let mut dialer = crate::transport::ws::WsDialer::new(url)
+            .headers(self.http.headers.clone())
+            .options(self.http.ws);
+        if let Some(tls) = self.http.tls.clone() {
+            dialer = dialer.tls(tls);
+        }
+        self.connect_with(dialer).await
+    }
+
+    /// Connects through any [`Dialer`]: a transport of your own, or one of
+    /// the built-in ones. With [`reconnect`](Self::reconnect), the client
+    /// dials again whenever the connection drops.
+    pub async fn connect_with(self, dialer: impl Dialer) -> io::Result<Client> {
+        let connection = dialer.dial().await?;
+        let template = self.peer.settings_clone();
+        let peer = self.peer.connect(connection);
+        let Some(retry) = self.reconnect else {
+            return Ok(Client::owning(peer, None, None));
+        };
+        Ok(Client {
+            inner: Inner::Reconnecting(Arc::new(Reconnecting {
+                dialer: Box::new(dialer),
+                template: Mutex::new(template),
+                retry,
+                current: Mutex::new(peer),
+                reconnecting: tokio::sync::Mutex::new(()),
+            })),
+            owner: None,
+        })
     }
 
     /// An HTTP client for `url` (`http://` or `https://`). No connection is
@@ -278,7 +307,7 @@ impl ClientBuilder {
             http2: self.http.http2,
             gzip: !self.http.no_gzip,
             compress_requests: self.http.compress_requests,
-            timeout: self.call_timeout,
+            timeout: self.peer.connection_config().call_timeout,
             retry: self.http.retry,
             tls: self.http.tls,
         };
@@ -286,64 +315,29 @@ impl ClientBuilder {
         Ok(HttpClient::new(transport, self.peer.outgoing_layers()))
     }
 
-    /// Connects a WebSocket (`ws://` or `wss://`): a full peer, so the
-    /// server can also call this client.
-    #[cfg(feature = "http")]
-    pub async fn connect_ws(self, url: &str) -> io::Result<Client> {
-        let template = self.peer.settings_clone();
-        let (frames_in, frames_out, info) =
-            crate::transport::ws::connect(url, &self.http.headers, self.http.tls.clone(), self.http.ws)
-                .await?;
-        let peer = self.peer.extension(info).start_framed(frames_in, frames_out);
-        let Some(retry) = self.http.reconnect else {
-            return Ok(Client::owning(peer, None, None));
-        };
-        Ok(Client {
-            inner: Inner::Ws(Arc::new(Reconnecting {
-                url: url.to_owned(),
-                headers: self.http.headers,
-                tls: self.http.tls,
-                ws: self.http.ws,
-                template: Mutex::new(template),
-                retry,
-                current: Mutex::new(peer),
-                reconnecting: tokio::sync::Mutex::new(()),
-            })),
-            owner: None,
-        })
-    }
-
     /// Spawns `command` and talks to it over its stdin and stdout. The child
     /// is killed when the client is dropped; if it dies first, pending calls
     /// fail at once with its exit status.
     pub fn spawn(self, command: impl Into<tokio::process::Command>) -> io::Result<Client> {
         let spawned = crate::transport::child::spawn(command.into(), self.stderr)?;
-        let peer = self.peer.extension(spawned.info).eof_reason(spawned.eof_reason);
-        let pid = spawned.pid;
-        let exited = spawned.exited;
-        let mut client = finish(
-            peer,
-            (spawned.stdout, spawned.stdin, self.framing),
-            Some(spawned.monitor),
-            spawned.stderr,
-        );
+        let (framing, max_frame_len) = (self.framing_now(), self.max_frame_len());
+        let (connection, rest) = spawned.connection(framing, max_frame_len);
+        let peer = self.peer.connect(connection);
+        let mut client = Client::owning(peer.clone(), Some(rest.monitor), rest.stderr);
         if let Some(owner) = client.owner.as_mut().and_then(Arc::get_mut) {
-            owner.pid = pid;
+            owner.pid = rest.pid;
         }
         // The child may die while something else (a grandchild) keeps its
         // stdout open, so the stream never ends: fail the calls anyway.
-        #[allow(irrefutable_let_patterns)]
-        if let Inner::Peer(peer) = &client.inner {
-            let peer = peer.clone();
-            tokio::spawn(async move {
-                if let Some(reason) = exited.await {
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    if !peer.is_closed() {
-                        peer.fail_calls(&reason);
-                    }
+        let exited = rest.exited;
+        tokio::spawn(async move {
+            if let Some(reason) = exited.await {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if !peer.is_closed() {
+                    peer.fail_calls(&reason);
                 }
-            });
-        }
+            }
+        });
         Ok(client)
     }
 
@@ -353,22 +347,9 @@ impl ClientBuilder {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        finish(self.peer, (reader, writer, self.framing), None, None)
+        let framing = self.framing_now();
+        Client::owning(self.peer.start(reader, writer, framing), None, None)
     }
-}
-
-/// Starts the peer and wraps it in a client that owns the connection.
-fn finish<R, W>(
-    builder: PeerBuilder,
-    (reader, writer, framing): (R, W, Framing),
-    child: Option<JoinHandle<()>>,
-    stderr: Option<Arc<Mutex<String>>>,
-) -> Client
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    Client::owning(builder.start(reader, writer, framing), child, stderr)
 }
 
 /// Closes the connection (and kills a spawned child) when the last clone of
@@ -395,17 +376,14 @@ enum Inner {
     Peer(Peer),
     #[cfg(feature = "http")]
     Http(HttpClient),
-    #[cfg(feature = "http")]
-    Ws(Arc<Reconnecting>),
+    Reconnecting(Arc<Reconnecting>),
 }
 
-/// A WebSocket client that reconnects when its connection drops.
-#[cfg(feature = "http")]
+/// A client that dials again when its connection drops.
 struct Reconnecting {
-    url: String,
-    headers: ::http::HeaderMap,
-    tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
-    ws: WsOptions,
+    dialer: Box<dyn DynDialer>,
+    /// The settings each new connection's peer starts with (behind a lock
+    /// only because a builder is not `Sync`).
     template: Mutex<PeerBuilder>,
     retry: Retry,
     current: Mutex<Peer>,
@@ -413,7 +391,6 @@ struct Reconnecting {
     reconnecting: tokio::sync::Mutex<()>,
 }
 
-#[cfg(feature = "http")]
 impl Reconnecting {
     fn current(&self) -> Peer {
         self.current.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -432,16 +409,16 @@ impl Reconnecting {
         }
         let mut attempt = 0;
         loop {
-            match crate::transport::ws::connect(&self.url, &self.headers, self.tls.clone(), self.ws).await {
-                Ok((frames_in, frames_out, info)) => {
+            match self.dialer.dial_boxed().await {
+                Ok(connection) => {
                     let builder = self
                         .template
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .settings_clone();
-                    let peer = builder.extension(info).start_framed(frames_in, frames_out);
+                    let peer = builder.connect(connection);
                     *self.current.lock().unwrap_or_else(|e| e.into_inner()) = peer.clone();
-                    tracing::debug!(url = %self.url, "reconnected");
+                    tracing::debug!("reconnected");
                     return Ok(peer);
                 }
                 Err(e) if attempt < self.retry.attempts => {
@@ -456,7 +433,6 @@ impl Reconnecting {
     }
 }
 
-#[cfg(feature = "http")]
 impl Drop for Reconnecting {
     fn drop(&mut self) {
         self.current().close();
@@ -477,8 +453,7 @@ impl Caller for Client {
             Inner::Peer(peer) => Caller::send(peer, call).await,
             #[cfg(feature = "http")]
             Inner::Http(http) => http.send(call).await,
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => Caller::send(&ws.peer().await?, call).await,
+            Inner::Reconnecting(ws) => Caller::send(&ws.peer().await?, call).await,
         }
     }
 
@@ -491,8 +466,7 @@ impl Caller for Client {
             Inner::Peer(peer) => Caller::call_timeout(peer),
             #[cfg(feature = "http")]
             Inner::Http(http) => Caller::call_timeout(http),
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => Caller::call_timeout(&ws.current()),
+            Inner::Reconnecting(ws) => Caller::call_timeout(&ws.current()),
         }
     }
 
@@ -521,8 +495,7 @@ impl std::fmt::Debug for Client {
             Inner::Peer(peer) => f.debug_struct("Client").field("peer", peer).finish(),
             #[cfg(feature = "http")]
             Inner::Http(_) => f.debug_struct("Client").field("transport", &"http").finish(),
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => f.debug_struct("Client").field("peer", &ws.current()).finish(),
+            Inner::Reconnecting(ws) => f.debug_struct("Client").field("peer", &ws.current()).finish(),
         }
     }
 }
@@ -593,8 +566,7 @@ impl Client {
             Inner::Http(http) => http.batch(),
             // A batch goes on the current connection; if it has dropped, the
             // batch fails and the next call reconnects.
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => ws.current().batch(),
+            Inner::Reconnecting(ws) => ws.current().batch(),
         }
     }
 
@@ -605,8 +577,7 @@ impl Client {
             Inner::Peer(peer) => Some(peer.clone()),
             #[cfg(feature = "http")]
             Inner::Http(_) => None,
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => Some(ws.current()),
+            Inner::Reconnecting(ws) => Some(ws.current()),
         }
     }
 
@@ -632,8 +603,7 @@ impl Client {
             }
             #[cfg(feature = "http")]
             Inner::Http(_) => "closed".into(),
-            #[cfg(feature = "http")]
-            Inner::Ws(ws) => {
+            Inner::Reconnecting(ws) => {
                 let peer = ws.current();
                 peer.close();
                 peer.closed().await

@@ -12,9 +12,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,9 +31,7 @@ use crate::message::{
     self, codes, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Response, Version,
 };
 
-/// A future giving a better reason than "end of stream" once the stream
-/// ends (a child process's exit status, say).
-pub(crate) type EofReason = Pin<Box<dyn Future<Output = Option<String>> + Send>>;
+use crate::transport::CloseReason as EofReason;
 
 /// How long to wait for an [`EofReason`] before settling for the plain one.
 const EOF_REASON_WAIT: Duration = Duration::from_secs(2);
@@ -66,6 +62,7 @@ pub(crate) fn start<S, K>(
     outbox: mpsc::Receiver<Bytes>,
     bounds: Bounds,
     eof_reason: Option<EofReason>,
+    resources: Vec<Box<dyn std::any::Any + Send>>,
 ) where
     S: Stream<Item = io::Result<Inbound>> + Send + Unpin + 'static,
     K: Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
@@ -125,6 +122,8 @@ pub(crate) fn start<S, K>(
             () = shared.kill.cancelled() => {}
         }
         shared.set_closed(reason);
+        // Whatever the connection owned (a child process) goes last.
+        drop(resources);
     });
 }
 

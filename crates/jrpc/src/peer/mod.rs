@@ -20,6 +20,7 @@
 //! # });
 //! ```
 
+mod config;
 mod driver;
 mod shared;
 
@@ -44,13 +45,14 @@ use crate::caller::{
     Outgoing, OutgoingLayerFn,
 };
 pub use crate::caller::{Batch, BatchCall, CallError, Caller};
-pub(crate) use driver::EofReason;
+pub use config::ConnectionConfig;
 use shared::Shared;
 
 use crate::codec::{Framing, Inbound};
 pub use crate::context::ConnectionInfo;
 use crate::context::{Extensions, RequestContext};
 use crate::message::{encode_call, write_json_str, Id};
+use crate::transport::{CloseReason, Connection};
 use crate::{Error, Router};
 
 /// How calls are cancelled across the connection: which notification is
@@ -126,32 +128,18 @@ impl RequestContext {
     }
 }
 
-/// Settings for a [`Peer`]; `start` runs it.
+/// Settings for a [`Peer`]; [`connect`](Self::connect) (or `start` over a
+/// byte stream) runs it.
+#[derive(Default)]
 pub struct PeerBuilder {
     router: Router,
-    call_timeout: Duration,
-    cancel: Option<CancelProtocol>,
-    max_in_flight: usize,
-    ordered: bool,
+    config: ConnectionConfig,
     extensions: Extensions,
-    eof_reason: Option<EofReason>,
+    close_reason: Option<CloseReason>,
+    /// What lives as long as the connection.
+    resources: Vec<Box<dyn std::any::Any + Send>>,
     /// Middleware for outgoing calls, innermost first.
     outgoing: Vec<OutgoingLayerFn>,
-}
-
-impl Default for PeerBuilder {
-    fn default() -> Self {
-        PeerBuilder {
-            router: Router::new(),
-            call_timeout: Peer::DEFAULT_CALL_TIMEOUT,
-            cancel: None,
-            max_in_flight: Peer::DEFAULT_MAX_IN_FLIGHT,
-            ordered: false,
-            extensions: Extensions::new(),
-            eof_reason: None,
-            outgoing: Vec::new(),
-        }
-    }
 }
 
 impl PeerBuilder {
@@ -163,43 +151,59 @@ impl PeerBuilder {
         self
     }
 
-    /// The timeout of outgoing calls that do not set their own (default 30 s).
+    /// The connection's configuration, all at once.
+    pub fn config(mut self, config: ConnectionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The timeout of outgoing calls that do not set their own (default 30
+    /// s); see [`ConnectionConfig::call_timeout`].
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
-        self.call_timeout = timeout;
+        self.config = self.config.call_timeout(timeout);
         self
     }
 
     /// Cancellation across the connection (off by default): see
     /// [`CancelProtocol::mcp`] and [`CancelProtocol::lsp`].
     pub fn cancellation(mut self, protocol: CancelProtocol) -> Self {
-        self.cancel = Some(protocol);
+        self.config = self.config.cancellation(protocol);
         self
     }
 
     /// How many incoming requests with async handlers run at once (default
-    /// 128). Up to eight times as many may wait for a turn; beyond that a
-    /// request is refused with `-32007 Server busy` (the reader never stops,
-    /// so responses to this side's own calls always get through). Requests
-    /// served by plain handlers run inline and are not counted.
+    /// 128); see [`ConnectionConfig::max_in_flight`]. The reader never
+    /// stops, so responses to this side's own calls always get through.
+    /// Requests served inline by plain handlers are not counted.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
-        self.max_in_flight = requests.max(1);
+        self.config = self.config.max_in_flight(requests);
         self
     }
 
-    /// A builder with the same settings (router, timeouts, cancellation,
-    /// bounds) and nothing recorded about a connection, for a reconnection.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    /// Requests wait for the notifications that arrived before them; see
+    /// [`ConnectionConfig::ordered`].
+    pub fn ordered(mut self, on: bool) -> Self {
+        self.config = self.config.ordered(on);
+        self
+    }
+
+    /// A builder with the same settings (router, configuration, outgoing
+    /// layers) and nothing recorded about a connection, for a reconnection.
     pub(crate) fn settings_clone(&self) -> PeerBuilder {
         PeerBuilder {
             router: self.router.clone(),
-            call_timeout: self.call_timeout,
-            cancel: self.cancel.clone(),
-            max_in_flight: self.max_in_flight,
-            ordered: self.ordered,
-            extensions: Extensions::new(),
-            eof_reason: None,
+            config: self.config.clone(),
             outgoing: self.outgoing.clone(),
+            ..PeerBuilder::default()
         }
+    }
+
+    pub(crate) fn connection_config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+
+    pub(crate) fn router_limits(&self) -> &crate::message::Limits {
+        self.router.parse_limits()
     }
 
     /// Wraps every call and notification this side makes (with `call`,
@@ -227,16 +231,6 @@ impl PeerBuilder {
         self
     }
 
-    /// Make each incoming request wait until the notifications that arrived
-    /// before it have been handled (off by default). Editors rely on this:
-    /// an LSP `textDocument/didChange` must be applied before the
-    /// `completion` request that follows it. Costs a task per request only
-    /// while notifications are pending.
-    pub fn ordered(mut self, on: bool) -> Self {
-        self.ordered = on;
-        self
-    }
-
     /// Records a value about the connection for handlers to read through
     /// [`RequestContext::get`].
     pub fn extension<T: Send + Sync + 'static>(mut self, value: T) -> Self {
@@ -244,9 +238,22 @@ impl PeerBuilder {
         self
     }
 
-    pub(crate) fn eof_reason(mut self, reason: EofReason) -> Self {
-        self.eof_reason = Some(reason);
-        self
+    /// Runs the peer over a connection a transport made (see
+    /// [`Listener`](crate::transport::Listener) and
+    /// [`Dialer`](crate::transport::Dialer)); its [`ConnectionInfo`] is
+    /// recorded for handlers. Must be called within a tokio runtime.
+    pub fn connect(mut self, connection: Connection) -> Peer {
+        let Connection {
+            incoming,
+            outgoing,
+            info,
+            close_reason,
+            resources,
+        } = connection;
+        self.extensions.insert(info);
+        self.close_reason = close_reason;
+        self.resources = resources;
+        self.start_framed(incoming, outgoing)
     }
 
     /// Runs the peer over a byte stream with the given framing. Must be
@@ -274,12 +281,10 @@ impl PeerBuilder {
         let (outbox, outbox_rx) = mpsc::channel(256);
         let PeerBuilder {
             router,
-            call_timeout,
-            cancel,
-            max_in_flight,
-            ordered,
+            config,
             mut extensions,
-            eof_reason,
+            close_reason,
+            resources,
             outgoing,
         } = self;
         let shared = Arc::new_cyclic(|weak: &Weak<Shared>| {
@@ -297,12 +302,19 @@ impl PeerBuilder {
                 });
                 build_stack(BoxOutgoingService::new(innermost), &outgoing)
             });
-            Shared::new(outbox, router, Arc::new(extensions), call_timeout, cancel, stack)
+            Shared::new(
+                outbox,
+                router,
+                Arc::new(extensions),
+                config.call_timeout,
+                config.cancel.clone(),
+                stack,
+            )
         });
         let bounds = driver::Bounds {
-            running: max_in_flight,
-            queued: max_in_flight.saturating_mul(8),
-            ordered,
+            running: config.max_in_flight,
+            queued: config.max_in_flight.saturating_mul(8),
+            ordered: config.ordered,
         };
         driver::start(
             Arc::clone(&shared),
@@ -310,7 +322,8 @@ impl PeerBuilder {
             frames_out,
             outbox_rx,
             bounds,
-            eof_reason,
+            close_reason,
+            resources,
         );
         Peer { shared }
     }
@@ -336,9 +349,9 @@ impl fmt::Debug for Peer {
 
 impl Peer {
     /// The default timeout for outgoing calls: 30 seconds.
-    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+    pub const DEFAULT_CALL_TIMEOUT: Duration = ConnectionConfig::DEFAULT_CALL_TIMEOUT;
     /// The default bound on incoming requests running at once: 128.
-    pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
+    pub const DEFAULT_MAX_IN_FLIGHT: usize = ConnectionConfig::DEFAULT_MAX_IN_FLIGHT;
 
     /// Settings for a new peer.
     pub fn builder() -> PeerBuilder {

@@ -9,7 +9,8 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::peer::{ConnectionInfo, EofReason};
+use crate::context::ConnectionInfo;
+use crate::transport::CloseReason as EofReason;
 
 /// What happens to a child's stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -140,4 +141,97 @@ pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spaw
         stderr: captured,
         pid,
     })
+}
+
+impl Spawned {
+    /// The child's stdout and stdin as a connection that says, once it
+    /// ends, how the child exited. The caller keeps what else it needs
+    /// (the monitor owning the child, its pid, captured stderr).
+    pub(crate) fn connection(
+        self,
+        framing: crate::codec::Framing,
+        max_frame_len: usize,
+    ) -> (crate::transport::Connection, SpawnedRest) {
+        let connection =
+            crate::transport::Connection::over_io(self.stdout, self.stdin, framing, max_frame_len, self.info)
+                .with_close_reason(self.eof_reason);
+        let rest = SpawnedRest {
+            monitor: self.monitor,
+            exited: self.exited,
+            stderr: self.stderr,
+            pid: self.pid,
+        };
+        (connection, rest)
+    }
+}
+
+/// What a spawned child leaves besides its connection.
+pub(crate) struct SpawnedRest {
+    /// Owns the child: aborting it kills the child.
+    pub(crate) monitor: JoinHandle<()>,
+    /// Resolves with the exit reason once the child has exited.
+    pub(crate) exited: EofReason,
+    pub(crate) stderr: Option<Arc<Mutex<String>>>,
+    pub(crate) pid: Option<u32>,
+}
+
+/// Kills the child it owns when dropped.
+struct KillOnDrop(JoinHandle<()>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // The monitor task owns the child; aborting it drops (kills) it.
+        self.0.abort();
+    }
+}
+
+/// Spawns a command for each connection and talks over its stdin and
+/// stdout. The child lives as long as its connection: it is killed once the
+/// connection has closed.
+pub struct ChildDialer {
+    make: Box<dyn Fn() -> Command + Send + Sync>,
+    stderr: StderrMode,
+    framing: crate::codec::Framing,
+    max_frame_len: usize,
+}
+
+impl ChildDialer {
+    /// Spawns the command `make` builds, each time it dials.
+    pub fn new(make: impl Fn() -> Command + Send + Sync + 'static) -> Self {
+        ChildDialer {
+            make: Box::new(make),
+            stderr: StderrMode::Inherit,
+            framing: crate::codec::Framing::Ndjson,
+            max_frame_len: crate::message::Limits::DEFAULT_MAX_FRAME_LEN,
+        }
+    }
+
+    /// What happens to the child's stderr (default: inherited).
+    pub fn stderr(mut self, mode: StderrMode) -> Self {
+        self.stderr = mode;
+        self
+    }
+
+    /// The framing on the child's stdio (default newline-delimited JSON).
+    pub fn framing(mut self, framing: crate::codec::Framing, max_frame_len: usize) -> Self {
+        self.framing = framing;
+        self.max_frame_len = max_frame_len;
+        self
+    }
+}
+
+impl std::fmt::Debug for ChildDialer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildDialer")
+            .field("framing", &self.framing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl crate::transport::Dialer for ChildDialer {
+    async fn dial(&self) -> io::Result<crate::transport::Connection> {
+        let spawned = spawn((self.make)(), self.stderr)?;
+        let (connection, rest) = spawned.connection(self.framing, self.max_frame_len);
+        Ok(connection.owning(KillOnDrop(rest.monitor)))
+    }
 }

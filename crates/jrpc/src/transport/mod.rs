@@ -1,17 +1,21 @@
-//! Carriers of frames: each module connects a [`Peer`](crate::peer::Peer) to
-//! one kind of byte stream.
+//! Carriers of frames, below the [`Peer`](crate::peer::Peer): each module
+//! turns one kind of byte stream or message channel into [`Connection`]s,
+//! through the public [`Listener`] and [`Dialer`] traits that a transport of
+//! your own implements too.
 //!
-//! | module | serving | calling |
+//! | module | listening | dialing |
 //! |---|---|---|
-//! | [`stdio`] | this process's stdin/stdout | — |
-//! | [`tcp`] | [`Server::bind_tcp`] | [`Client::connect_tcp`](crate::client::ClientBuilder::connect_tcp) |
-//! | [`unix`] | [`Server::bind_unix`] | [`Client::connect_unix`](crate::client::ClientBuilder::connect_unix) |
-//! | [`child`] | — | [`Client::spawn`](crate::client::ClientBuilder::spawn): a command's stdin/stdout |
+//! | [`tcp`] | [`tcp::TcpListener`] | [`tcp::TcpDialer`] |
+//! | [`unix`] | [`unix::UnixListener`] | [`unix::UnixDialer`] |
+//! | [`stdio`] | this process's stdin/stdout: [`stdio::connection`] | — |
+//! | [`child`] | — | a command's stdin/stdout: [`child::ChildDialer`] |
+//! | [`ws`] | (the HTTP server upgrades) | [`ws::WsDialer`] |
+//!
+//! Serving is [`Server`](crate::server::Server)'s job, calling
+//! [`Client`](crate::client::Client)'s.
 
 pub mod child;
-#[cfg(feature = "http")]
-pub mod http;
-mod server;
+mod connection;
 pub mod stdio;
 pub mod tcp;
 #[cfg(feature = "http")]
@@ -21,5 +25,5 @@ pub mod unix;
 #[cfg(feature = "http")]
 pub mod ws;
 
-pub use server::{Server, Serving};
-pub use stdio::serve_stdio;
+pub(crate) use connection::{Accept, DynDialer};
+pub use connection::{CloseReason, Connection, Dialer, FrameSink, FrameStream, Listener};

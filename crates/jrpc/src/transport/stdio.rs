@@ -1,10 +1,8 @@
-//! Serving over this process's stdin and stdout.
-
-use std::sync::Arc;
+//! This process's stdin and stdout as one connection.
 
 use crate::codec::Framing;
-use crate::peer::{ConnectionInfo, Peer, PeerBuilder};
-use crate::Router;
+use crate::context::ConnectionInfo;
+use crate::transport::Connection;
 
 /// The connection info recorded for stdio.
 pub(crate) fn info() -> ConnectionInfo {
@@ -15,19 +13,18 @@ pub(crate) fn info() -> ConnectionInfo {
     }
 }
 
-/// Serves `router` on stdin/stdout, one JSON text per line, until stdin
-/// ends; returns once everything read has been answered and written.
-/// Nothing else may write to stdout meanwhile (send logs to stderr).
+/// This process's stdin and stdout as a connection, split into frames with
+/// `framing`. Nothing else may write to stdout meanwhile (send logs to
+/// stderr).
 ///
-/// For other framings and settings, see
-/// [`Server::serve_stdio`](crate::transport::Server::serve_stdio).
-pub async fn serve_stdio(router: Router) -> Arc<str> {
-    serve(Peer::builder().router(router), Framing::Ndjson).await
-}
-
-pub(crate) async fn serve(builder: PeerBuilder, framing: Framing) -> Arc<str> {
-    let peer = builder
-        .extension(info())
-        .start(tokio::io::stdin(), tokio::io::stdout(), framing);
-    peer.closed().await
+/// To serve a router on it, see [`Server::serve_stdio`](crate::server::Server::serve_stdio)
+/// or [`serve_stdio`](crate::server::serve_stdio).
+pub fn connection(framing: Framing, max_frame_len: usize) -> Connection {
+    Connection::over_io(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        framing,
+        max_frame_len,
+        info(),
+    )
 }

@@ -1,13 +1,14 @@
-//! TCP: serve with [`Server::bind_tcp`](super::Server::bind_tcp), call with
-//! [`ClientBuilder::connect_tcp`](crate::client::ClientBuilder::connect_tcp).
+//! TCP: [`TcpListener`] for a [`Server`](super::Server) (or
+//! [`Server::bind_tcp`](super::Server::bind_tcp)), [`TcpDialer`] for a
+//! [`Client`](crate::client::Client) (or `Client::connect("tcp://…")`).
 
 use std::io;
 
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
-use super::server::Listen;
-use crate::peer::ConnectionInfo;
+use super::connection::{Accept, Connection, Dialer, Listener};
+use crate::codec::Framing;
+use crate::context::ConnectionInfo;
 
 pub(crate) fn info(stream: &TcpStream) -> ConnectionInfo {
     ConnectionInfo {
@@ -17,26 +18,97 @@ pub(crate) fn info(stream: &TcpStream) -> ConnectionInfo {
     }
 }
 
-/// Splits a connected stream for a peer. Small frames should go out at once,
-/// so Nagle's algorithm is turned off.
-pub(crate) fn split(stream: TcpStream) -> (OwnedReadHalf, OwnedWriteHalf, ConnectionInfo) {
+/// A connection over a connected TCP stream. Small frames should go out at
+/// once, so Nagle's algorithm is turned off.
+pub fn connection(stream: TcpStream, framing: Framing, max_frame_len: usize) -> Connection {
     let _ = stream.set_nodelay(true);
     let info = info(&stream);
     let (read, write) = stream.into_split();
-    (read, write, info)
+    Connection::over_io(read, write, framing, max_frame_len, info)
 }
 
-impl Listen for TcpListener {
-    type Conn = TcpStream;
+/// Accepts TCP connections, each framed with one [`Framing`].
+#[derive(Debug)]
+pub struct TcpListener {
+    listener: tokio::net::TcpListener,
+    framing: Framing,
+    max_frame_len: usize,
+}
 
-    async fn accept_conn(&self) -> io::Result<(TcpStream, ConnectionInfo)> {
+impl TcpListener {
+    /// Listens on `addr` (port 0 picks a free port).
+    pub async fn bind(
+        addr: impl tokio::net::ToSocketAddrs,
+        framing: Framing,
+        max_frame_len: usize,
+    ) -> io::Result<Self> {
+        Ok(Self::from_tokio(
+            tokio::net::TcpListener::bind(addr).await?,
+            framing,
+            max_frame_len,
+        ))
+    }
+
+    /// Serves connections accepted by a listener already bound.
+    pub fn from_tokio(listener: tokio::net::TcpListener, framing: Framing, max_frame_len: usize) -> Self {
+        TcpListener {
+            listener,
+            framing,
+            max_frame_len,
+        }
+    }
+}
+
+impl Listener for TcpListener {
+    async fn accept(&mut self) -> io::Result<Connection> {
+        let (stream, _) = self.listener.accept().await?;
+        Ok(connection(stream, self.framing, self.max_frame_len))
+    }
+
+    fn local_addr(&self) -> String {
+        format!("tcp://{}", address(&self.listener))
+    }
+}
+
+/// Opens TCP connections to one address.
+#[derive(Debug, Clone)]
+pub struct TcpDialer {
+    addr: String,
+    framing: Framing,
+    max_frame_len: usize,
+}
+
+impl TcpDialer {
+    /// Dials `addr` (`host:port`), framing with `framing`.
+    pub fn new(addr: impl Into<String>, framing: Framing, max_frame_len: usize) -> Self {
+        TcpDialer {
+            addr: addr.into(),
+            framing,
+            max_frame_len,
+        }
+    }
+}
+
+impl Dialer for TcpDialer {
+    async fn dial(&self) -> io::Result<Connection> {
+        let stream = TcpStream::connect(self.addr.as_str()).await?;
+        Ok(connection(stream, self.framing, self.max_frame_len))
+    }
+}
+
+/// `host:port` of a bound listener.
+pub(crate) fn address(listener: &tokio::net::TcpListener) -> String {
+    listener.local_addr().map(|a| a.to_string()).unwrap_or_default()
+}
+
+/// The byte-stream acceptor under the HTTP server.
+impl Accept for tokio::net::TcpListener {
+    type Conn = (TcpStream, ConnectionInfo);
+
+    async fn accept_conn(&mut self) -> io::Result<((TcpStream, ConnectionInfo), ConnectionInfo)> {
         let (stream, _) = self.accept().await?;
         let _ = stream.set_nodelay(true);
         let info = info(&stream);
-        Ok((stream, info))
-    }
-
-    fn address(&self) -> String {
-        self.local_addr().map(|a| a.to_string()).unwrap_or_default()
+        Ok(((stream, info.clone()), info))
     }
 }

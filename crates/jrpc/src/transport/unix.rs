@@ -1,13 +1,15 @@
-//! Unix domain sockets: serve with [`Server::bind_unix`](super::Server::bind_unix),
-//! call with [`ClientBuilder::connect_unix`](crate::client::ClientBuilder::connect_unix).
+//! Unix domain sockets: [`UnixListener`] for a [`Server`](super::Server)
+//! (or [`Server::bind_unix`](super::Server::bind_unix)), [`UnixDialer`] for a
+//! [`Client`](crate::client::Client) (or `Client::connect("unix:…")`).
 
 use std::io;
+use std::path::{Path, PathBuf};
 
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixStream;
 
-use super::server::Listen;
-use crate::peer::ConnectionInfo;
+use super::connection::{Connection, Dialer, Listener};
+use crate::codec::Framing;
+use crate::context::ConnectionInfo;
 
 fn info(stream: &UnixStream) -> ConnectionInfo {
     let path = |a: io::Result<tokio::net::unix::SocketAddr>| {
@@ -21,25 +23,97 @@ fn info(stream: &UnixStream) -> ConnectionInfo {
     }
 }
 
-pub(crate) fn split(stream: UnixStream) -> (OwnedReadHalf, OwnedWriteHalf, ConnectionInfo) {
+/// A connection over a connected Unix socket.
+pub fn connection(stream: UnixStream, framing: Framing, max_frame_len: usize) -> Connection {
     let info = info(&stream);
     let (read, write) = stream.into_split();
-    (read, write, info)
+    Connection::over_io(read, write, framing, max_frame_len, info)
 }
 
-impl Listen for UnixListener {
-    type Conn = UnixStream;
+/// Accepts connections on a Unix domain socket, each framed with one
+/// [`Framing`]. The socket file is removed when the listener is dropped.
+#[derive(Debug)]
+pub struct UnixListener {
+    listener: tokio::net::UnixListener,
+    path: PathBuf,
+    framing: Framing,
+    max_frame_len: usize,
+}
 
-    async fn accept_conn(&self) -> io::Result<(UnixStream, ConnectionInfo)> {
-        let (stream, _) = self.accept().await?;
-        let info = info(&stream);
-        Ok((stream, info))
+impl UnixListener {
+    /// Listens at `path`. A stale socket file (one nobody listens on) is
+    /// replaced; a live one, or a file that is not a socket, is an error.
+    pub async fn bind(path: impl AsRef<Path>, framing: Framing, max_frame_len: usize) -> io::Result<Self> {
+        let path = path.as_ref();
+        let listener = match tokio::net::UnixListener::bind(path) {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                use std::os::unix::fs::FileTypeExt;
+                let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
+                if !is_socket {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("{} exists and is not a socket", path.display()),
+                    ));
+                }
+                if UnixStream::connect(path).await.is_ok() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrInUse,
+                        format!("{} is in use by a live server", path.display()),
+                    ));
+                }
+                std::fs::remove_file(path)?;
+                tokio::net::UnixListener::bind(path)?
+            }
+            other => other?,
+        };
+        Ok(UnixListener {
+            listener,
+            path: path.to_owned(),
+            framing,
+            max_frame_len,
+        })
+    }
+}
+
+impl Drop for UnixListener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Listener for UnixListener {
+    async fn accept(&mut self) -> io::Result<Connection> {
+        let (stream, _) = self.listener.accept().await?;
+        Ok(connection(stream, self.framing, self.max_frame_len))
     }
 
-    fn address(&self) -> String {
-        self.local_addr()
-            .ok()
-            .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
-            .unwrap_or_default()
+    fn local_addr(&self) -> String {
+        format!("unix:{}", self.path.display())
+    }
+}
+
+/// Opens connections to a Unix domain socket.
+#[derive(Debug, Clone)]
+pub struct UnixDialer {
+    path: PathBuf,
+    framing: Framing,
+    max_frame_len: usize,
+}
+
+impl UnixDialer {
+    /// Dials the socket at `path`, framing with `framing`.
+    pub fn new(path: impl Into<PathBuf>, framing: Framing, max_frame_len: usize) -> Self {
+        UnixDialer {
+            path: path.into(),
+            framing,
+            max_frame_len,
+        }
+    }
+}
+
+impl Dialer for UnixDialer {
+    async fn dial(&self) -> io::Result<Connection> {
+        let stream = UnixStream::connect(&self.path).await?;
+        Ok(connection(stream, self.framing, self.max_frame_len))
     }
 }

@@ -247,7 +247,7 @@ pub(crate) async fn connect(
 ) -> io::Result<(
     Incoming,
     impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
-    crate::peer::ConnectionInfo,
+    crate::context::ConnectionInfo,
 )> {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
@@ -264,7 +264,7 @@ pub(crate) async fn connect(
     let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
     let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
     let _ = tcp.set_nodelay(true);
-    let info = crate::peer::ConnectionInfo {
+    let info = crate::context::ConnectionInfo {
         transport: "websocket",
         peer_addr: tcp.peer_addr().ok().map(|a| a.to_string()),
         local_addr: tcp.local_addr().ok().map(|a| a.to_string()),
@@ -322,4 +322,52 @@ pub(crate) async fn connect(
         })?;
     let (frames_in, frames_out) = pump(socket, options);
     Ok((frames_in, frames_out, info))
+}
+
+/// Opens WebSocket connections to one URL (`ws://` or `wss://`), sending
+/// the given headers with each handshake.
+#[derive(Debug, Clone)]
+pub struct WsDialer {
+    url: String,
+    headers: http::HeaderMap,
+    tls: Option<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
+    options: WsOptions,
+}
+
+impl WsDialer {
+    /// Dials `url` with default settings and no extra headers.
+    pub fn new(url: impl Into<String>) -> Self {
+        WsDialer {
+            url: url.into(),
+            headers: http::HeaderMap::new(),
+            tls: None,
+            options: WsOptions::default(),
+        }
+    }
+
+    /// Sends these headers with every handshake (`Authorization`, say).
+    pub fn headers(mut self, headers: http::HeaderMap) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// TLS settings for `wss://` (default: the system's trusted roots).
+    pub fn tls(mut self, config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Message size, ping and idle settings.
+    pub fn options(mut self, options: WsOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+impl crate::transport::Dialer for WsDialer {
+    async fn dial(&self) -> io::Result<crate::transport::Connection> {
+        let (incoming, outgoing, info) =
+            connect(&self.url, &self.headers, self.tls.clone(), self.options).await?;
+        Ok(crate::transport::Connection::new(incoming, outgoing, info))
+    }
 }

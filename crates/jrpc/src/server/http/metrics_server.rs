@@ -14,7 +14,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use super::service::{error_response, respond, METRICS_PATH};
 use crate::message::Error;
 use crate::middleware::Metrics;
-use crate::transport::Serving;
+use crate::server::Serving;
 
 /// Connections to the metrics page open at once, at most.
 const MAX_CONNECTIONS: usize = 64;
@@ -25,17 +25,18 @@ const MAX_CONNECTIONS: usize = 64;
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
 /// let metrics = jrpc::middleware::Metrics::new();
-/// let page = jrpc::transport::http::serve_metrics("127.0.0.1:9100", metrics.clone()).await?;
+/// let page = jrpc::server::http::serve_metrics("127.0.0.1:9100", metrics.clone()).await?;
 /// println!("metrics at {}/metrics", page.local_addr());
 /// # Ok(()) }
 /// ```
 pub async fn serve_metrics(addr: impl tokio::net::ToSocketAddrs, metrics: Metrics) -> io::Result<Serving> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local_addr = format!("http://{}", crate::transport::tcp::address(&listener));
     Ok(Serving::start(
         listener,
-        "http",
+        local_addr,
         MAX_CONNECTIONS,
-        move |stream, _info, stop| {
+        move |(stream, _info): (tokio::net::TcpStream, crate::context::ConnectionInfo), stop| {
             let metrics = metrics.clone();
             async move {
                 let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {

@@ -21,7 +21,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use jrpc::transport::http::{HttpServer, RateLimit};
+//! use jrpc::server::http::{HttpServer, RateLimit};
 //!
 //! # async fn run() -> std::io::Result<()> {
 //! let serving = HttpServer::new(jrpc::demo::router())
@@ -69,9 +69,10 @@ pub use layers::{
 pub use metrics_server::serve_metrics;
 pub use service::{error_response, ClientAddr, RpcService};
 
-use crate::peer::ConnectionInfo;
+use crate::context::ConnectionInfo;
+use crate::peer::ConnectionConfig;
+use crate::server::{Server, Serving};
 use crate::transport::ws::WsOptions;
-use crate::transport::{Server, Serving};
 use crate::Router;
 
 /// How long a client may take to send a request's headers (and, on an idle
@@ -104,7 +105,9 @@ pub struct HttpServer {
     rate_limit: Option<RateLimit>,
     request_timeout: Option<Duration>,
     layers: Vec<Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>>,
-    peer: Server,
+    /// How WebSocket connections behave.
+    config: ConnectionConfig,
+    shutdown_grace: Duration,
     max_connections: usize,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::middleware::Metrics>,
@@ -129,7 +132,8 @@ impl HttpServer {
             ..WsOptions::default()
         };
         HttpServer {
-            peer: Server::new(router.clone()),
+            config: ConnectionConfig::default(),
+            shutdown_grace: Server::DEFAULT_SHUTDOWN_GRACE,
             router,
             path: "/".to_owned(),
             health_path: Some("/health".to_owned()),
@@ -174,10 +178,18 @@ impl HttpServer {
         self
     }
 
-    /// Settings for WebSocket connections' peers (call timeout,
-    /// cancellation, requests in flight). Their router is this server's.
-    pub fn peer_settings(mut self, server: Server) -> Self {
-        self.peer = server;
+    /// How WebSocket connections behave (call timeout, cancellation,
+    /// requests in flight, ordering). They serve this server's router, as
+    /// POST does.
+    pub fn connection(mut self, config: ConnectionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// How long a graceful shutdown waits for requests in flight (default
+    /// 30 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
         self
     }
 
@@ -194,7 +206,7 @@ impl HttpServer {
         self
     }
 
-    /// TLS with this rustls configuration (see [`super::tls`]).
+    /// TLS with this rustls configuration (see [`crate::transport::tls`]).
     pub fn tls(mut self, config: Arc<ServerConfig>) -> Self {
         self.tls = Some(config);
         self
@@ -206,7 +218,7 @@ impl HttpServer {
         cert: impl AsRef<std::path::Path>,
         key: impl AsRef<std::path::Path>,
     ) -> io::Result<Self> {
-        Ok(self.tls(super::tls::server_config_from_pem(cert, key)?))
+        Ok(self.tls(crate::transport::tls::server_config_from_pem(cert, key)?))
     }
 
     /// Requires one of `tokens` as a bearer token or API key on every
@@ -288,7 +300,8 @@ impl HttpServer {
             metrics: self.metrics.clone(),
             any_origin: self.cors.is_some(),
             ws_slots: Arc::new(tokio::sync::Semaphore::new(self.max_connections)),
-            peer: self.peer.clone(),
+            config: self.config.clone(),
+            shutdown_grace: self.shutdown_grace,
             connections,
             shutdown,
         });
@@ -326,17 +339,18 @@ impl HttpServer {
         let shutdown = CancellationToken::new();
         let rpc = self.build(connections.clone(), shutdown.clone());
         let compression = self.compression;
-        let grace = self.peer.grace();
+        let grace = self.shutdown_grace;
         let cors = self.cors.clone();
         let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let scheme = if tls.is_some() { "https" } else { "http" };
+        let local_addr = format!("{scheme}://{}", crate::transport::tcp::address(&listener));
         #[cfg(feature = "metrics")]
         let metrics = self.metrics.clone();
         let mut serving = Serving::start(
             listener,
-            scheme,
+            local_addr,
             self.max_connections,
-            move |stream, info, stop| {
+            move |(stream, info): (tokio::net::TcpStream, ConnectionInfo), stop| {
                 let (rpc, cors, tls) = (rpc.clone(), cors.clone(), tls.clone());
                 #[cfg(feature = "metrics")]
                 let gauge = metrics.as_ref().map(|m| m.connection("http"));
@@ -361,7 +375,7 @@ impl HttpServer {
                 }
             },
         );
-        serving.also_wait_for(connections, shutdown);
+        serving.detached_work(connections, shutdown);
         Ok(serving)
     }
 }

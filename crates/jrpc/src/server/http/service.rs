@@ -13,11 +13,12 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
 use super::HttpBody;
+use crate::context::ConnectionInfo;
 use crate::context::Extensions;
 use crate::context::Identity;
 use crate::message::{codes, Error, Id, Response as RpcResponse};
 use crate::middleware::Refusals;
-use crate::peer::{ConnectionInfo, Peer};
+use crate::peer::Peer;
 use crate::transport::ws::{self, WsOptions};
 use crate::Router;
 
@@ -36,7 +37,8 @@ pub(crate) struct Settings {
     /// WebSocket connections outlive their HTTP connection's slot: they are
     /// bounded here instead.
     pub(crate) ws_slots: Arc<tokio::sync::Semaphore>,
-    pub(crate) peer: crate::transport::Server,
+    pub(crate) config: crate::peer::ConnectionConfig,
+    pub(crate) shutdown_grace: std::time::Duration,
     pub(crate) connections: tokio_util::task::TaskTracker,
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
@@ -347,7 +349,8 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
         extensions.insert(identity);
     }
     let on_upgrade = hyper::upgrade::on(request);
-    let server = settings.peer.clone();
+    let config = settings.config.clone();
+    let grace = settings.shutdown_grace;
     let router = settings.router.clone();
     let shutdown = settings.shutdown.clone();
     #[cfg(feature = "metrics")]
@@ -368,12 +371,14 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
         )
         .await;
         let (frames_in, frames_out) = ws::pump(socket, options);
-        let peer: Peer = server
-            .peer_builder_for(router, extensions)
+        let peer: Peer = Peer::builder()
+            .router(router)
+            .config(config)
+            .extensions(extensions)
             .start_framed(frames_in, frames_out);
         tokio::select! {
             reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),
-            () = shutdown.cancelled() => server.close_peer(&peer).await,
+            () = shutdown.cancelled() => crate::server::close_gracefully(&peer, grace).await,
         }
     });
     let mut response = Response::new(Full::new(Bytes::new()));

@@ -1,0 +1,106 @@
+//! One connection configuration, shared by every builder that makes
+//! connections: the peer builder, `Server`, `HttpServer` and the client
+//! builder.
+
+use std::time::Duration;
+
+use super::CancelProtocol;
+use crate::codec::Framing;
+
+/// How every connection behaves, set in one place and handed to
+/// [`PeerBuilder::config`](super::PeerBuilder::config),
+/// [`Server::connection`](crate::server::Server::connection),
+/// [`HttpServer::connection`](crate::server::http::HttpServer::connection)
+/// (its WebSocket connections) or
+/// [`ClientBuilder::connection`](crate::client::ClientBuilder::connection).
+///
+/// ```
+/// use std::time::Duration;
+/// use jrpc::codec::Framing;
+/// use jrpc::peer::{CancelProtocol, ConnectionConfig};
+///
+/// let lsp = ConnectionConfig::default()
+///     .framing(Framing::ContentLength)
+///     .cancellation(CancelProtocol::lsp())
+///     .ordered(true)
+///     .call_timeout(Duration::from_secs(10));
+/// let server = jrpc::server::Server::new(jrpc::Router::new()).connection(lsp);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ConnectionConfig {
+    /// How frames are delimited on byte streams (default newline-delimited
+    /// JSON). Message transports (WebSocket) ignore it.
+    pub framing: Framing,
+    /// The timeout of outgoing calls that do not set their own (default 30 s).
+    pub call_timeout: Duration,
+    /// Cancellation across the connection (default none).
+    pub cancel: Option<CancelProtocol>,
+    /// Incoming requests with async handlers (or middleware) running at once
+    /// (default 128); up to eight times as many may wait for a turn, and
+    /// beyond that a request is refused with `-32007 Server busy`.
+    pub max_in_flight: usize,
+    /// Requests wait for the notifications that arrived before them
+    /// (default off).
+    pub ordered: bool,
+}
+
+impl ConnectionConfig {
+    /// The default timeout for outgoing calls: 30 seconds.
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+    /// The default bound on incoming requests running at once: 128.
+    pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
+
+    /// The framing of byte streams.
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.framing = framing;
+        self
+    }
+
+    /// The timeout of outgoing calls that do not set their own.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Cancellation across the connection: see [`CancelProtocol::mcp`] and
+    /// [`CancelProtocol::lsp`].
+    pub fn cancellation(mut self, protocol: CancelProtocol) -> Self {
+        self.cancel = Some(protocol);
+        self
+    }
+
+    /// No cancellation protocol.
+    pub fn no_cancellation(mut self) -> Self {
+        self.cancel = None;
+        self
+    }
+
+    /// Incoming requests running at once (at least one).
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.max(1);
+        self
+    }
+
+    /// Make each incoming request wait until the notifications that arrived
+    /// before it have been handled. Editors rely on this: an LSP
+    /// `textDocument/didChange` must be applied before the `completion`
+    /// request that follows it. Costs a task per request only while
+    /// notifications are pending.
+    pub fn ordered(mut self, on: bool) -> Self {
+        self.ordered = on;
+        self
+    }
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            framing: Framing::default(),
+            call_timeout: Self::DEFAULT_CALL_TIMEOUT,
+            cancel: None,
+            max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
+            ordered: false,
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! Serving a router: [`Server`] on any [`Listener`] (TCP, Unix sockets, a
+//! transport of your own) and on stdio, and [`http::HttpServer`] for HTTP
+//! and WebSocket. The accept loop, its connection bound and graceful
+//! shutdown live here.
+
+#[cfg(feature = "http")]
+pub mod http;
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::codec::Framing;
+use crate::context::Extensions;
+use crate::peer::{CancelProtocol, ConnectionConfig, Peer, PeerBuilder};
+use crate::transport::{Accept, Connection, Listener};
+use crate::Router;
+
+/// Serves a [`Router`] on listeners and on stdio, each connection its own
+/// [`Peer`] (so handlers can call back the client through
+/// [`RequestContext::peer`](crate::RequestContext::peer)).
+///
+/// ```no_run
+/// use jrpc::server::Server;
+///
+/// # async fn run() -> std::io::Result<()> {
+/// let serving = Server::new(jrpc::demo::router())
+///     .max_connections(1000)
+///     .bind_tcp("127.0.0.1:0")
+///     .await?;
+/// println!("listening on {}", serving.local_addr());
+/// tokio::signal::ctrl_c().await?;
+/// serving.shutdown().await; // in-flight requests finish first
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Server {
+    router: Router,
+    config: ConnectionConfig,
+    max_connections: usize,
+    shutdown_grace: Duration,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::middleware::Metrics>,
+}
+
+impl Server {
+    /// The default grace period for shutdown: 30 s.
+    pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+    /// The default bound on open connections per listener: 1024.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+    /// A server for `router`, with default settings.
+    pub fn new(router: Router) -> Self {
+        Server {
+            router,
+            config: ConnectionConfig::default(),
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
+            #[cfg(feature = "metrics")]
+            metrics: None,
+        }
+    }
+
+    /// How every connection behaves (framing, cancellation, bounds,
+    /// timeouts), all at once.
+    pub fn connection(mut self, config: ConnectionConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The framing of byte-stream connections (default newline-delimited
+    /// JSON); see [`ConnectionConfig::framing`].
+    pub fn framing(mut self, framing: Framing) -> Self {
+        self.config = self.config.framing(framing);
+        self
+    }
+
+    /// The timeout of calls handlers make to their clients (default 30 s).
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.call_timeout(timeout);
+        self
+    }
+
+    /// Cancellation across each connection (off by default).
+    pub fn cancellation(mut self, protocol: CancelProtocol) -> Self {
+        self.config = self.config.cancellation(protocol);
+        self
+    }
+
+    /// Incoming requests running at once per connection (default 128).
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.config = self.config.max_in_flight(requests);
+        self
+    }
+
+    /// Requests wait for the notifications that arrived before them on their
+    /// connection (off by default); see [`ConnectionConfig::ordered`].
+    pub fn ordered(mut self, on: bool) -> Self {
+        self.config = self.config.ordered(on);
+        self
+    }
+
+    /// The most connections open at once per listener (default 1024). When
+    /// full, the server stops accepting until one closes; waiting clients
+    /// queue in the operating system's backlog.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How long a graceful shutdown waits for requests in flight before it
+    /// aborts them and drops the connections (default 30 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Counts open connections (by transport) in `metrics`. Calls are
+    /// counted by the router's [`Metrics::layer`](crate::middleware::Metrics::layer).
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, metrics: crate::middleware::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Keeps a connection counted in the metrics while the guard lives.
+    fn count_connection(&self, _transport: &str) -> impl Send + 'static {
+        #[cfg(feature = "metrics")]
+        return self.metrics.as_ref().map(|m| m.connection(_transport));
+    }
+
+    /// A peer builder with this server's settings, serving `router`.
+    pub(crate) fn peer_builder(&self, router: Router, extensions: Extensions) -> PeerBuilder {
+        Peer::builder()
+            .extensions(extensions)
+            .router(router)
+            .config(self.config.clone())
+    }
+
+    /// Serves stdin/stdout until stdin ends and every reply is written;
+    /// returns why the connection closed.
+    pub async fn serve_stdio(&self) -> Arc<str> {
+        let _counted = self.count_connection("stdio");
+        let max_frame_len = self.router.parse_limits().max_frame_len;
+        let connection = crate::transport::stdio::connection(self.config.framing, max_frame_len);
+        let peer = self
+            .peer_builder(self.router.clone(), Extensions::new())
+            .connect(connection);
+        peer.closed().await
+    }
+
+    /// Listens on a TCP address (port 0 picks a free port) and serves every
+    /// connection until shut down.
+    pub async fn bind_tcp(&self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Serving> {
+        let max_frame_len = self.router.parse_limits().max_frame_len;
+        let listener =
+            crate::transport::tcp::TcpListener::bind(addr, self.config.framing, max_frame_len).await?;
+        Ok(self.serve(listener))
+    }
+
+    /// Listens on a Unix domain socket at `path` and serves every connection
+    /// until shut down. A stale socket file (one nobody listens on) is
+    /// replaced; the file is removed again on shutdown.
+    #[cfg(unix)]
+    pub async fn bind_unix(&self, path: impl AsRef<std::path::Path>) -> io::Result<Serving> {
+        let max_frame_len = self.router.parse_limits().max_frame_len;
+        let listener =
+            crate::transport::unix::UnixListener::bind(path, self.config.framing, max_frame_len).await?;
+        Ok(self.serve(listener))
+    }
+
+    /// Serves every connection `listener` accepts, each its own peer, until
+    /// shut down: the way to serve a transport of your own.
+    pub fn serve(&self, listener: impl Listener) -> Serving {
+        let server = self.clone();
+        let local_addr = listener.local_addr();
+        Serving::start(
+            Frames(listener),
+            local_addr,
+            self.max_connections,
+            move |connection: Connection, shutdown| {
+                let counted = server.count_connection(connection.info().transport);
+                let peer = server
+                    .peer_builder(server.router.clone(), Extensions::new())
+                    .connect(connection);
+                let grace = server.shutdown_grace;
+                async move {
+                    let _counted = counted;
+                    tokio::select! {
+                        reason = peer.closed() => tracing::debug!(%reason, "connection closed"),
+                        () = shutdown.cancelled() => close_gracefully(&peer, grace).await,
+                    }
+                }
+            },
+        )
+    }
+}
+
+/// Serves `router` on stdin/stdout, one JSON text per line, until stdin
+/// ends; returns once everything read has been answered and written.
+/// Nothing else may write to stdout meanwhile (send logs to stderr).
+///
+/// For other framings and settings, see [`Server::serve_stdio`].
+pub async fn serve_stdio(router: Router) -> Arc<str> {
+    Server::new(router).serve_stdio().await
+}
+
+/// Closes `peer` gracefully, or aborts it after `grace`.
+pub(crate) async fn close_gracefully(peer: &Peer, grace: Duration) {
+    peer.close();
+    if tokio::time::timeout(grace, peer.closed()).await.is_err() {
+        tracing::warn!("connection still busy after the shutdown grace period; aborting it");
+        peer.abort();
+        peer.closed().await;
+    }
+}
+
+/// A public [`Listener`] as the accept loop takes it.
+struct Frames<L>(L);
+
+impl<L: Listener> Accept for Frames<L> {
+    type Conn = Connection;
+
+    async fn accept_conn(&mut self) -> io::Result<(Connection, crate::context::ConnectionInfo)> {
+        let connection = self.0.accept().await?;
+        let info = connection.info().clone();
+        Ok((connection, info))
+    }
+}
+
+/// Accepts connections until `shutdown`, at most `max_connections` open at
+/// once, each served by `serve` on its own task; then waits for them all.
+async fn accept_loop<L, F, Fut>(
+    mut listener: L,
+    max_connections: usize,
+    shutdown: CancellationToken,
+    serve: F,
+) where
+    L: Accept,
+    F: Fn(L::Conn, CancellationToken) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
+    let connections = TaskTracker::new();
+    loop {
+        let permit = tokio::select! {
+            () = shutdown.cancelled() => break,
+            permit = Arc::clone(&slots).acquire_owned() => permit.expect("the semaphore is never closed"),
+        };
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept_conn() => accepted,
+        };
+        let (conn, info) = match accepted {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Out of file descriptors and the like: wait, do not spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        tracing::debug!(peer = ?info.peer_addr, "connection accepted");
+        let serving = serve(conn, shutdown.clone());
+        connections.spawn(async move {
+            let _slot = permit;
+            serving.await;
+        });
+    }
+    // Refuse new connections at once while the open ones finish.
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+}
+
+/// A running listener: its address, and the way to shut it down.
+#[derive(Debug)]
+#[must_use = "a server stops (gracefully) when its `Serving` is dropped"]
+pub struct Serving {
+    local_addr: String,
+    shutdown: CancellationToken,
+    task: JoinHandle<()>,
+    /// Work that outlives its connection's accept-loop task (WebSocket
+    /// peers), stopped and waited for on shutdown too.
+    detached: Option<(TaskTracker, CancellationToken)>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+        if let Some((_, token)) = &self.detached {
+            token.cancel();
+        }
+    }
+}
+
+impl Serving {
+    /// Starts the accept loop for `listener`.
+    pub(crate) fn start<L, F, Fut>(
+        listener: L,
+        local_addr: String,
+        max_connections: usize,
+        serve: F,
+    ) -> Serving
+    where
+        L: Accept,
+        F: Fn(L::Conn, CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(accept_loop(listener, max_connections, shutdown.clone(), serve));
+        Serving {
+            local_addr,
+            shutdown,
+            task,
+            detached: None,
+        }
+    }
+
+    /// Makes shutdown also stop `token` and wait for `tasks`: work that
+    /// outlives its connection's slot (an upgraded WebSocket).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn detached_work(&mut self, tasks: TaskTracker, token: CancellationToken) {
+        self.detached = Some((tasks, token));
+    }
+
+    /// Where it listens, as a target `jrpc call` understands:
+    /// `tcp://127.0.0.1:4000` or `unix:/path/to/socket`.
+    pub fn local_addr(&self) -> &str {
+        &self.local_addr
+    }
+
+    /// Shuts down gracefully: stops accepting, stops reading new requests on
+    /// every connection, lets the requests already read finish and their
+    /// replies be written, then closes the connections. Returns when all of
+    /// that is done.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        self.wait().await;
+    }
+
+    /// Waits until the server has shut down (after [`shutdown`](Self::shutdown)
+    /// from another handle, or a panic in the accept loop).
+    pub async fn wait(mut self) {
+        if let Err(e) = (&mut self.task).await {
+            tracing::error!(error = %e, "accept loop failed");
+        }
+        if let Some((tasks, token)) = self.detached.take() {
+            token.cancel();
+            tasks.close();
+            tasks.wait().await;
+        }
+    }
+
+    /// A token that shuts the server down when cancelled, for use from
+    /// elsewhere (a signal handler, say).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}

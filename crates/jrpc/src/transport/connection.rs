@@ -1,0 +1,175 @@
+//! The public shape of a transport: a [`Listener`] accepts [`Connection`]s,
+//! a [`Dialer`] opens one. A connection is a stream of incoming frames, a
+//! sink of outgoing frames, and what is known about it.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures_util::{Sink, Stream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::codec::{Framing, Inbound};
+use crate::context::ConnectionInfo;
+
+/// Incoming frames of a connection, boxed.
+pub type FrameStream = Pin<Box<dyn Stream<Item = io::Result<Inbound>> + Send>>;
+
+/// Outgoing frames of a connection, boxed.
+pub type FrameSink = Pin<Box<dyn Sink<Bytes, Error = io::Error> + Send>>;
+
+/// A future giving a better reason than "end of stream" once a connection's
+/// frames end (a child process's exit status, say).
+pub type CloseReason = Pin<Box<dyn Future<Output = Option<String>> + Send>>;
+
+/// One connection, ready to carry a [`Peer`](crate::peer::Peer): its
+/// incoming frames, its outgoing frames and what is known about it.
+///
+/// Frames are whole JSON-RPC messages or batches, without framing: a
+/// transport that carries bytes splits them with a [`Framing`] (see
+/// [`over_io`](Self::over_io)); one that carries messages (WebSocket, a
+/// message broker) hands them over as they are. A frame the transport had
+/// to skip is reported as [`Inbound::Oversized`] or [`Inbound::Malformed`],
+/// and the peer answers it.
+///
+/// ```
+/// use futures_util::SinkExt;
+/// use jrpc::codec::Inbound;
+/// use jrpc::context::ConnectionInfo;
+/// use jrpc::transport::Connection;
+///
+/// // One request in; replies go nowhere.
+/// let request = r#"{"jsonrpc":"2.0","method":"ping","id":1}"#;
+/// let connection = Connection::new(
+///     futures_util::stream::iter([Ok(Inbound::Frame(request.into()))]),
+///     futures_util::sink::drain().sink_map_err(|never| match never {}),
+///     ConnectionInfo { transport: "memory", peer_addr: None, local_addr: None },
+/// );
+/// assert_eq!(connection.info().transport, "memory");
+/// ```
+pub struct Connection {
+    pub(crate) incoming: FrameStream,
+    pub(crate) outgoing: FrameSink,
+    pub(crate) info: ConnectionInfo,
+    pub(crate) close_reason: Option<CloseReason>,
+    /// What lives as long as the connection (a child process, say).
+    pub(crate) resources: Vec<Box<dyn Any + Send>>,
+}
+
+impl Connection {
+    /// A connection over any stream of incoming frames and sink of outgoing
+    /// ones.
+    pub fn new(
+        incoming: impl Stream<Item = io::Result<Inbound>> + Send + 'static,
+        outgoing: impl Sink<Bytes, Error = io::Error> + Send + 'static,
+        info: ConnectionInfo,
+    ) -> Self {
+        Connection {
+            incoming: Box::pin(incoming),
+            outgoing: Box::pin(outgoing),
+            info,
+            close_reason: None,
+            resources: Vec::new(),
+        }
+    }
+
+    /// A connection over a byte stream, split into frames with `framing`;
+    /// frames longer than `max_frame_len` bytes are skipped and reported.
+    pub fn over_io(
+        reader: impl AsyncRead + Send + 'static,
+        writer: impl AsyncWrite + Send + 'static,
+        framing: Framing,
+        max_frame_len: usize,
+        info: ConnectionInfo,
+    ) -> Self {
+        let codec = framing.codec(max_frame_len);
+        Connection::new(
+            FramedRead::new(reader, codec.clone()),
+            FramedWrite::new(writer, codec),
+            info,
+        )
+    }
+
+    /// Says why the connection ended, once its frames end, better than "end
+    /// of stream" (waited for up to two seconds).
+    pub fn with_close_reason(
+        mut self,
+        reason: impl Future<Output = Option<String>> + Send + 'static,
+    ) -> Self {
+        self.close_reason = Some(Box::pin(reason));
+        self
+    }
+
+    /// Keeps `resource` alive until the connection has closed (a child
+    /// process the connection talks to, a broker subscription).
+    pub fn owning(mut self, resource: impl Send + 'static) -> Self {
+        self.resources.push(Box::new(resource));
+        self
+    }
+
+    /// What is known about the connection.
+    pub fn info(&self) -> &ConnectionInfo {
+        &self.info
+    }
+
+    /// The frames both ways and the description, for running the
+    /// connection some other way (resources and the close reason are
+    /// dropped).
+    pub fn into_parts(self) -> (FrameStream, FrameSink, ConnectionInfo) {
+        (self.incoming, self.outgoing, self.info)
+    }
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where connections come from, for a [`Server`](super::Server) to serve:
+/// `Server::serve(listener)`. TCP ([`tcp::TcpListener`](super::tcp::TcpListener))
+/// and Unix sockets are built in; a message broker or an in-memory pipe is
+/// one implementation away.
+pub trait Listener: Send + 'static {
+    /// Waits for the next connection. An error is logged and accepting goes
+    /// on after a short pause (out of file descriptors, say).
+    fn accept(&mut self) -> impl Future<Output = io::Result<Connection>> + Send;
+
+    /// Where it listens, as a target `jrpc call` understands where there is
+    /// one (`tcp://127.0.0.1:4000`).
+    fn local_addr(&self) -> String;
+}
+
+/// How to open a connection, for a [`Client`](crate::client::Client):
+/// `ClientBuilder::connect_with(dialer)`. A client that reconnects dials
+/// again each time its connection drops.
+pub trait Dialer: Send + Sync + 'static {
+    /// Opens a connection.
+    fn dial(&self) -> impl Future<Output = io::Result<Connection>> + Send;
+}
+
+/// A dialer behind a pointer, for clients that keep one to reconnect.
+pub(crate) trait DynDialer: Send + Sync + 'static {
+    fn dial_boxed(&self) -> Pin<Box<dyn Future<Output = io::Result<Connection>> + Send + '_>>;
+}
+
+impl<D: Dialer> DynDialer for D {
+    fn dial_boxed(&self) -> Pin<Box<dyn Future<Output = io::Result<Connection>> + Send + '_>> {
+        Box::pin(self.dial())
+    }
+}
+
+/// What the accept loop takes connections from: a public [`Listener`] (as
+/// frames), or a byte-stream listener (under the HTTP server).
+pub(crate) trait Accept: Send + 'static {
+    /// An accepted connection.
+    type Conn: Send + 'static;
+
+    fn accept_conn(&mut self) -> impl Future<Output = io::Result<(Self::Conn, ConnectionInfo)>> + Send;
+}
