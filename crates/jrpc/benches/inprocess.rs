@@ -4,6 +4,9 @@
 //!
 //! Run: `cargo bench -p jrpc --bench inprocess`
 
+#[cfg(feature = "metrics")]
+mod common;
+
 use std::collections::HashMap;
 use std::hint::black_box;
 
@@ -119,6 +122,24 @@ fn bench(c: &mut Criterion) {
         });
         single.bench_function(format!("jrpc_demo/{name}"), |b| {
             b.iter(|| demo.handle(black_box(frame)).now_or_never().unwrap())
+        });
+    }
+    // What call middleware costs per call: a layer that does nothing, and
+    // the call log and metrics `jrpc serve --log-calls --metrics` installs.
+    let passthrough = router.clone().layer(tower::layer::util::Identity::new());
+    single.bench_function("jrpc_identity_layer/positional", |b| {
+        b.iter(|| passthrough.handle(black_box(POSITIONAL)).now_or_never().unwrap())
+    });
+    #[cfg(feature = "metrics")]
+    {
+        let metrics = jrpc::middleware::Metrics::new();
+        let metrics_only = router.clone().layer(metrics.layer());
+        single.bench_function("jrpc_metrics/positional", |b| {
+            b.iter(|| metrics_only.handle(black_box(POSITIONAL)).now_or_never().unwrap())
+        });
+        let layered = common::with_log_and_metrics(router.clone());
+        single.bench_function("jrpc_log_metrics/positional", |b| {
+            b.iter(|| layered.handle(black_box(POSITIONAL)).now_or_never().unwrap())
         });
     }
     single.finish();

@@ -154,6 +154,13 @@ impl RequestContext {
         self.get::<Identity>()
     }
 
+    /// The HTTP request headers (over HTTP, and the upgrade request's over
+    /// WebSocket).
+    #[cfg(feature = "http")]
+    pub fn headers(&self) -> Option<&http::HeaderMap> {
+        self.get::<http::HeaderMap>()
+    }
+
     /// Everything the transport recorded about the connection.
     pub fn connection(&self) -> &Extensions {
         &self.connection

@@ -461,7 +461,8 @@ async fn raw_session(framing: Framing, input: Vec<u8>) -> Vec<Value> {
     let text = String::from_utf8(output).unwrap();
     match framing {
         Framing::Ndjson => text.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
-        Framing::ContentLength => text
+        // Content-Length (Framing is open to new framings).
+        _ => text
             .split("Content-Length: ")
             .skip(1)
             .map(|part| {

@@ -55,7 +55,42 @@ impl HttpClient {
     }
 }
 
+impl HttpClient {
+    /// A call as an owned future: encoded now, straight into its request
+    /// frame when no middleware needs the params on their own.
+    pub(crate) fn start_call(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> crate::caller::BoxFuture<'static, Result<Box<RawValue>, CallError>> {
+        let this = self.clone();
+        match &self.outgoing {
+            None => {
+                let encoded = self.transport.encode(method, &params);
+                Box::pin(async move {
+                    let (id, frame) = encoded?;
+                    this.transport.exchange(id, frame, timeout).await
+                })
+            }
+            Some(_) => {
+                let call = crate::caller::encode_params(params).map(|p| Outgoing::call(method, p, timeout));
+                Box::pin(async move { this.send(call?).await })
+            }
+        }
+    }
+}
+
 impl Caller for HttpClient {
+    fn call_raw(
+        &self,
+        method: &str,
+        params: impl Serialize,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<Box<RawValue>, CallError>> + Send {
+        self.start_call(method, params, timeout)
+    }
+
     fn send(
         &self,
         call: Outgoing,
@@ -189,10 +224,21 @@ impl HttpTransport {
         params: impl Serialize,
         timeout: Duration,
     ) -> Result<Box<RawValue>, CallError> {
+        let (id, frame) = self.encode(method, &params)?;
+        self.exchange(id, frame, timeout).await
+    }
+
+    /// A call's id and request frame.
+    fn encode(&self, method: &str, params: &impl Serialize) -> Result<(u64, Bytes), CallError> {
         let id = self.next_id();
         let frame =
-            encode_call(method, &params, Some(&Id::from(id))).map_err(|e| CallError::Encode(e.into()))?;
-        let reply = tokio::time::timeout(timeout, self.post(frame.into()))
+            encode_call(method, params, Some(&Id::from(id))).map_err(|e| CallError::Encode(e.into()))?;
+        Ok((id, frame.into()))
+    }
+
+    /// POSTs a call's request and reads its response.
+    async fn exchange(&self, id: u64, frame: Bytes, timeout: Duration) -> Result<Box<RawValue>, CallError> {
+        let reply = tokio::time::timeout(timeout, self.post(frame))
             .await
             .map_err(|_| CallError::Timeout(timeout))??;
         let Some(reply) = reply else {

@@ -37,7 +37,7 @@ use tokio::task::JoinHandle;
 
 #[cfg(feature = "http")]
 pub use self::http::{HttpClient, HttpError};
-use crate::caller::{BoxOutgoingService, Caller, Outgoing};
+use crate::caller::{BoxFuture, BoxOutgoingService, Caller, Outgoing};
 use crate::codec::Framing;
 use crate::peer::{Batch, CallError, CancelProtocol, ConnectionConfig, Peer, PeerBuilder};
 pub use crate::transport::child::StderrMode;
@@ -448,12 +448,13 @@ pub struct Client {
 }
 
 impl Caller for Client {
-    async fn send(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
+    // A client on one connection sends straight through its peer; the
+    // other kinds (HTTP, reconnecting) go through a box, so that their much
+    // larger futures are not carried (and copied) by every call.
+    fn send(&self, call: Outgoing) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
         match &self.inner {
-            Inner::Peer(peer) => Caller::send(peer, call).await,
-            #[cfg(feature = "http")]
-            Inner::Http(http) => http.send(call).await,
-            Inner::Reconnecting(ws) => Caller::send(&ws.peer().await?, call).await,
+            Inner::Peer(peer) => Either::Left(Caller::send(peer, call)),
+            _ => Either::Right(self.send_boxed(call)),
         }
     }
 
@@ -470,8 +471,8 @@ impl Caller for Client {
         }
     }
 
-    // A client on one connection takes the peer's path, which encodes the
-    // params straight into the request frame.
+    // On one connection, the peer's path encodes the params straight into
+    // the request frame.
     fn call_raw(
         &self,
         method: &str,
@@ -480,12 +481,30 @@ impl Caller for Client {
     ) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
         match &self.inner {
             Inner::Peer(peer) => Either::Left(Caller::call_raw(peer, method, params, timeout)),
-            #[allow(unreachable_patterns)]
-            _ => {
+            #[cfg(feature = "http")]
+            Inner::Http(http) => Either::Right(http.start_call(method, params, timeout)),
+            Inner::Reconnecting(_) => {
                 let call = crate::caller::encode_params(params).map(|p| Outgoing::call(method, p, timeout));
-                Either::Right(async move { Caller::send(self, call?).await })
+                Either::Right(match call {
+                    Ok(call) => self.send_boxed(call),
+                    Err(e) => Box::pin(std::future::ready(Err(e))),
+                })
             }
         }
+    }
+}
+
+impl Client {
+    /// Sends through whatever this client is, boxed.
+    fn send_boxed(&self, call: Outgoing) -> BoxFuture<'_, Result<Box<RawValue>, CallError>> {
+        Box::pin(async move {
+            match &self.inner {
+                Inner::Peer(peer) => Caller::send(peer, call).await,
+                #[cfg(feature = "http")]
+                Inner::Http(http) => http.send(call).await,
+                Inner::Reconnecting(ws) => Caller::send(&ws.peer().await?, call).await,
+            }
+        })
     }
 }
 

@@ -24,6 +24,7 @@ pub use ndjson::NdjsonCodec;
 
 /// What a decoder yields: a frame, or a report of bad input it skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Inbound {
     /// One frame, without its framing.
     Frame(Bytes),
@@ -40,6 +41,7 @@ pub enum Inbound {
 
 /// Which framing a byte stream uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Framing {
     /// Newline-delimited JSON.
     #[default]

@@ -19,7 +19,8 @@ use crate::message::{serialize_into, Error, Id};
 /// (the handler reads both through [`RequestContext::get`]).
 pub struct Call {
     id: Option<Id>,
-    method: Box<str>,
+    /// Shared, so that layers keep it cheaply for after the call.
+    method: Arc<str>,
     params: Option<Box<RawValue>>,
     connection: Arc<Extensions>,
     extensions: Extensions,
@@ -27,18 +28,18 @@ pub struct Call {
 
 impl Call {
     /// A request (a call with an id), on no connection in particular.
-    pub fn request(id: impl Into<Id>, method: impl Into<Box<str>>, params: Option<Box<RawValue>>) -> Self {
+    pub fn request(id: impl Into<Id>, method: impl Into<Arc<str>>, params: Option<Box<RawValue>>) -> Self {
         Call::new(Some(id.into()), method.into(), params, empty_connection())
     }
 
     /// A notification (a call without an id).
-    pub fn notification(method: impl Into<Box<str>>, params: Option<Box<RawValue>>) -> Self {
+    pub fn notification(method: impl Into<Arc<str>>, params: Option<Box<RawValue>>) -> Self {
         Call::new(None, method.into(), params, empty_connection())
     }
 
     pub(crate) fn new(
         id: Option<Id>,
-        method: Box<str>,
+        method: Arc<str>,
         params: Option<Box<RawValue>>,
         connection: Arc<Extensions>,
     ) -> Self {
@@ -60,6 +61,11 @@ impl Call {
     /// The method called.
     pub fn method(&self) -> &str {
         &self.method
+    }
+
+    /// The method called, shared: cheap to keep for after the call.
+    pub fn method_shared(&self) -> Arc<str> {
+        Arc::clone(&self.method)
     }
 
     /// The request id; `None` for a notification.
@@ -123,7 +129,7 @@ impl Call {
 
 pub(crate) struct CallParts {
     pub(crate) id: Option<Id>,
-    pub(crate) method: Box<str>,
+    pub(crate) method: Arc<str>,
     pub(crate) params: Option<Box<RawValue>>,
     pub(crate) connection: Arc<Extensions>,
     pub(crate) extensions: Option<Arc<Extensions>>,

@@ -7,10 +7,12 @@ use tower::{Layer, Service};
 use tracing::field::display;
 
 use super::{Call, CallFuture, RawResult, Redaction};
-use crate::message::Error;
+use crate::message::{Error, Id};
+use std::sync::Arc;
 
 /// How much of each call the log shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum LogDetail {
     /// Method, id, transport, duration and outcome (the error code).
     #[default]
@@ -96,10 +98,14 @@ where
     }
 
     fn call(&mut self, call: Call) -> CallFuture {
+        // Filtered out (no subscriber wants call lines): no work at all.
+        if !tracing::enabled!(target: TARGET, tracing::Level::INFO) {
+            return Box::pin(self.inner.call(call));
+        }
         let full = self.log.detail == LogDetail::Full;
         let mut line = Line {
-            method: call.method().into(),
-            id: call.id().map(|id| id.to_string()),
+            method: call.method_shared(),
+            id: call.id().cloned(),
             transport: call.connection_info().map(|info| info.transport),
             identity: call.identity().map(|who| who.name().into()),
             started: Instant::now(),
@@ -122,8 +128,8 @@ where
 /// What every log line says; a call dropped before it ends (cancelled,
 /// or cut off with its connection) is logged as `cancelled`.
 struct Line {
-    method: Box<str>,
-    id: Option<String>,
+    method: Arc<str>,
+    id: Option<Id>,
     transport: Option<&'static str>,
     identity: Option<Box<str>>,
     started: Instant,
@@ -138,7 +144,7 @@ impl Line {
         self.logged = true;
         let elapsed = self.started.elapsed();
         let redacted = |json: &str| self.redaction.as_ref().map(|r| r.redact_json(json));
-        let (method, id) = (display(&*self.method), self.id.as_deref().map(display));
+        let (method, id) = (display(&*self.method), self.id.as_ref().map(display));
         let (transport, identity) = (self.transport.map(display), self.identity.as_deref().map(display));
         match outcome {
             Ok(result) => tracing::info!(
@@ -147,7 +153,7 @@ impl Line {
                 id,
                 transport,
                 identity,
-                duration = ?elapsed,
+                duration = %Took(elapsed),
                 outcome = "ok",
                 params = self.params.as_deref(),
                 result = redacted(result.as_str()).as_deref(),
@@ -159,7 +165,7 @@ impl Line {
                 id,
                 transport,
                 identity,
-                duration = ?elapsed,
+                duration = %Took(elapsed),
                 outcome = "error",
                 code = error.code(),
                 error = error.message(),
@@ -177,14 +183,29 @@ impl Drop for Line {
             tracing::info!(
                 target: TARGET,
                 method = display(&*self.method),
-                id = self.id.as_deref().map(display),
+                id = self.id.as_ref().map(display),
                 transport = self.transport.map(display),
                 identity = self.identity.as_deref().map(display),
-                duration = ?self.started.elapsed(),
+                duration = %Took(self.started.elapsed()),
                 outcome = "cancelled",
                 params = self.params.as_deref(),
                 "call"
             );
+        }
+    }
+}
+
+/// A call's duration, printed in whole microseconds below 10 ms and in
+/// milliseconds above (integer formatting: cheaper than `Duration`'s).
+struct Took(std::time::Duration);
+
+impl std::fmt::Display for Took {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let micros = self.0.as_micros();
+        if micros < 10_000 {
+            write!(f, "{micros}µs")
+        } else {
+            write!(f, "{}ms", micros / 1000)
         }
     }
 }

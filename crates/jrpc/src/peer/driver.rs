@@ -24,12 +24,13 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::shared::{InFlight, Shared};
+use super::state::{InFlight, PeerState};
 use super::CallError;
 use crate::codec::Inbound;
 use crate::message::{
     self, codes, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Response, Version,
 };
+use crate::middleware::Call;
 
 use crate::transport::CloseReason as EofReason;
 
@@ -56,7 +57,7 @@ fn busy(reason: &str) -> Error {
 }
 
 pub(crate) fn start<S, K>(
-    shared: Arc<Shared>,
+    shared: Arc<PeerState>,
     stream: S,
     sink: K,
     outbox: mpsc::Receiver<Bytes>,
@@ -130,7 +131,7 @@ pub(crate) fn start<S, K>(
 /// Writes frames as they come, coalescing whatever is queued into one flush.
 /// On `finish`, writes what is left and closes the sink.
 async fn write_loop<K>(
-    shared: Arc<Shared>,
+    shared: Arc<PeerState>,
     mut sink: K,
     mut outbox: mpsc::Receiver<Bytes>,
     finish: CancellationToken,
@@ -183,7 +184,7 @@ enum Ended {
 }
 
 struct Reader {
-    shared: Arc<Shared>,
+    shared: Arc<PeerState>,
     /// Handler tasks and the notification worker; dropping aborts them.
     tasks: JoinSet<()>,
     notifications: Option<mpsc::Sender<OwnedCall>>,
@@ -398,11 +399,28 @@ impl Reader {
     /// notifications have been handled.
     async fn spawn_request(&mut self, call: OwnedCall, barrier: Option<u64>, reply: ReplyTo) {
         let id = call.id.clone().unwrap_or(Id::NULL);
+        let version = call.version;
         let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
             let busy = busy("too many requests in flight on this connection");
-            return self.reply(reply, error_reply(call.version, &id, &busy)).await;
+            return self.reply(reply, error_reply(version, &id, &busy)).await;
         };
-        let (shared, running) = (Arc::clone(&self.shared), Arc::clone(&self.running));
+        let shared = Arc::clone(&self.shared);
+        // A call through middleware is polled here once, as a plain handler
+        // would run: most finish at once (sync handlers, quick layers) and
+        // need no task of their own. One that does not moves to a task.
+        let mut started = None;
+        let mut call = Some(call);
+        if barrier.is_none() && shared.router.has_layers() {
+            if let Ok(running) = Arc::clone(&self.running).try_acquire_owned() {
+                let taken = call.take().expect("taken once");
+                let mut serving = Box::pin(serve_owned(Arc::clone(&shared), taken));
+                match (&mut serving).now_or_never() {
+                    Some(out) => return self.reply(reply, out).await,
+                    None => started = Some((serving, running)),
+                }
+            }
+        }
+        let running = Arc::clone(&self.running);
         let answered = Arc::new(AtomicBool::new(false));
         let cancellable = shared.cancel.is_some();
         if cancellable {
@@ -410,28 +428,27 @@ impl Reader {
             shared.serving().entry(id.clone()).or_default().push(InFlight {
                 answered: Arc::clone(&answered),
                 abort: None,
-                version: call.version,
+                version,
                 reply: reply.clone(),
             });
         }
         let task_answered = Arc::clone(&answered);
         let mut handled = self.notifications_handled.clone();
+        let task_id = id.clone();
         let handle = self.tasks.spawn(async move {
             let _queued = queued;
-            if let Some(barrier) = barrier {
-                let _ = handled.wait_for(|n| *n >= barrier).await;
-            }
-            let _running = running.acquire_owned().await;
-            let mut out = Vec::new();
-            let left = shared
-                .router
-                .handle_inline(call.as_incoming(), &shared.connection, &mut out);
-            if let Some(item) = left {
-                shared
-                    .router
-                    .handle_async(item, &shared.connection, &mut out)
-                    .await;
-            }
+            let out = match (started, call) {
+                (Some((serving, _running)), _) => serving.await,
+                (None, Some(call)) => {
+                    if let Some(barrier) = barrier {
+                        let _ = handled.wait_for(|n| *n >= barrier).await;
+                    }
+                    let _running = running.acquire_owned().await;
+                    serve_owned(Arc::clone(&shared), call).await
+                }
+                // The call is either started or still here.
+                (None, None) => Vec::new(),
+            };
             // A cancellation that got here first has answered already.
             if !task_answered.swap(true, Ordering::AcqRel) {
                 if let Some(frame) = reply.frame(out) {
@@ -439,7 +456,7 @@ impl Reader {
                 }
             }
             if cancellable {
-                forget_in_flight(&shared, call.id.as_ref().unwrap_or(&Id::NULL), &task_answered);
+                forget_in_flight(&shared, &task_id, &task_answered);
             }
         });
         if cancellable {
@@ -592,8 +609,43 @@ fn join(places: &mut [Option<Vec<u8>>]) -> Option<Bytes> {
     Some(out.into())
 }
 
+/// Serves a request copied out of its frame: through the middleware when
+/// there is any, else its handler; the reply to send.
+async fn serve_owned(shared: Arc<PeerState>, call: OwnedCall) -> Vec<u8> {
+    let mut out = Vec::new();
+    let router = &shared.router;
+    if router.has_layers() {
+        let OwnedCall {
+            version,
+            id,
+            method,
+            params,
+        } = call;
+        let Some(id) = id else {
+            return out;
+        };
+        let outcome = router
+            .call(Call::new(
+                Some(id.clone()),
+                method,
+                params,
+                Arc::clone(&shared.connection),
+            ))
+            .await;
+        match outcome {
+            Ok(result) => message::write_result(&mut out, version, &id, result.as_bytes()),
+            Err(error) => message::write_error(&mut out, version, &id, &error),
+        }
+        return out;
+    }
+    if let Some(item) = router.handle_inline(call.as_incoming(), &shared.connection, &mut out) {
+        router.handle_async(item, &shared.connection, &mut out).await;
+    }
+    out
+}
+
 /// Drops a finished request's cancellation entry.
-fn forget_in_flight(shared: &Shared, id: &Id, answered: &Arc<AtomicBool>) {
+fn forget_in_flight(shared: &PeerState, id: &Id, answered: &Arc<AtomicBool>) {
     let mut serving = shared.serving();
     if let Some(entries) = serving.get_mut(id) {
         entries.retain(|e| !Arc::ptr_eq(&e.answered, answered));
@@ -605,7 +657,7 @@ fn forget_in_flight(shared: &Shared, id: &Id, answered: &Arc<AtomicBool>) {
 
 /// Runs notification handlers one at a time, in arrival order.
 async fn notification_worker(
-    shared: Arc<Shared>,
+    shared: Arc<PeerState>,
     mut queue: mpsc::Receiver<OwnedCall>,
     handled: watch::Sender<u64>,
 ) {
@@ -627,7 +679,7 @@ async fn notification_worker(
 struct OwnedCall {
     version: Version,
     id: Option<Id>,
-    method: Box<str>,
+    method: Arc<str>,
     params: Option<Box<RawValue>>,
 }
 

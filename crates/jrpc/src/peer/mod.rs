@@ -22,7 +22,7 @@
 
 mod config;
 mod driver;
-mod shared;
+mod state;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -46,7 +46,7 @@ use crate::caller::{
 };
 pub use crate::caller::{Batch, BatchCall, CallError, Caller};
 pub use config::ConnectionConfig;
-use shared::Shared;
+use state::PeerState;
 
 use crate::codec::{Framing, Inbound};
 pub use crate::context::ConnectionInfo;
@@ -116,7 +116,7 @@ impl CancelProtocol {
 /// A weak link from a connection's extensions back to its peer, so that a
 /// handler can call the other side without keeping the connection alive.
 #[derive(Clone)]
-struct PeerLink(Weak<Shared>);
+struct PeerLink(Weak<PeerState>);
 
 impl RequestContext {
     /// A handle to the connection this request came in on, to call or
@@ -287,7 +287,7 @@ impl PeerBuilder {
             resources,
             outgoing,
         } = self;
-        let shared = Arc::new_cyclic(|weak: &Weak<Shared>| {
+        let shared = Arc::new_cyclic(|weak: &Weak<PeerState>| {
             extensions.insert(PeerLink(weak.clone()));
             let stack = (!outgoing.is_empty()).then(|| {
                 let weak = weak.clone();
@@ -302,7 +302,7 @@ impl PeerBuilder {
                 });
                 build_stack(BoxOutgoingService::new(innermost), &outgoing)
             });
-            Shared::new(
+            PeerState::new(
                 outbox,
                 router,
                 Arc::new(extensions),
@@ -338,7 +338,7 @@ impl PeerBuilder {
 /// closes its connection when dropped.
 #[derive(Clone)]
 pub struct Peer {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<PeerState>,
 }
 
 impl fmt::Debug for Peer {
@@ -632,7 +632,7 @@ impl BatchTarget for Peer {
 /// Cleans up an outgoing call that ends without its response (dropped or
 /// timed out): forgets it and, where configured, tells the other side.
 pub(crate) struct CallGuard<'a> {
-    pub(crate) shared: &'a Arc<Shared>,
+    pub(crate) shared: &'a Arc<PeerState>,
     pub(crate) id: u64,
     pub(crate) armed: bool,
     /// Whether the request went out (else there is nothing to cancel there).

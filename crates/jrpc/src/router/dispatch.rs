@@ -11,7 +11,7 @@ use futures_util::stream::FuturesOrdered;
 use futures_util::{FutureExt, StreamExt};
 use serde_json::value::RawValue;
 
-use super::handler::{CallInfo, ErasedMethod, ErasedNotification};
+use super::handler::{CallInfo, ErasedFallback, ErasedMethod, ErasedNotification, ResultFuture};
 use super::{Extensions, Router, Table};
 use crate::message::{self, parse_frame, Error, Frame, Id, Incoming, NotificationRef, RequestRef, Version};
 use crate::middleware::{Call, CallFuture, RawResult};
@@ -90,7 +90,17 @@ impl Router {
                     pending.push((at, reply));
                 }
             }
-            in_flight.push_back(self.reply_to(slot, item, connection));
+            // Polled once here first (within the bound): an entry that
+            // finishes at once, such as a plain handler behind quick
+            // middleware, is done without joining those running.
+            let mut reply: BoxedReply<'_> = Box::pin(self.reply_to(slot, item, connection));
+            if let Some((slot, reply)) = (&mut reply).now_or_never() {
+                if let Some(at) = slot {
+                    pending.push((at, reply));
+                }
+                continue;
+            }
+            in_flight.push_back(reply);
         }
         while let Some((slot, reply)) = in_flight.next().await {
             if let Some(at) = slot {
@@ -102,6 +112,8 @@ impl Router {
         }
         out.push(b']');
         if !pending.is_empty() {
+            // Entries finish in any order; their places are ascending.
+            pending.sort_unstable_by_key(|(at, _)| *at);
             out = splice(out, pending);
         }
         Some(out.into())
@@ -154,7 +166,7 @@ impl Router {
                     ref method,
                     params,
                 } = request;
-                match (table.methods.get(&**method), table.notifications.get(&**method)) {
+                match table.for_request(method) {
                     (Some(ErasedMethod::Sync(f)), _) => {
                         // Serialize the result straight into the reply.
                         let start = out.len();
@@ -176,7 +188,7 @@ impl Router {
                         }
                         None
                     }
-                    (None, None) => {
+                    (None, None) if table.fallback.is_none() => {
                         message::write_error(out, version, id, &Error::method_not_found());
                         None
                     }
@@ -190,13 +202,13 @@ impl Router {
                     call: None,
                 };
                 let NotificationRef { method, params, .. } = &notification;
-                let outcome = match (table.notifications.get(&**method), table.methods.get(&**method)) {
+                let outcome = match table.for_notification(method) {
                     (Some(ErasedNotification::Sync(f)), _) => table.guard(method, || f(*params, &info)),
                     // A notification to a method: run it, drop the result.
                     (None, Some(ErasedMethod::Sync(f))) => {
                         table.guard(method, || f(*params, &info, &mut Vec::new()))
                     }
-                    (None, None) => Err(Error::method_not_found()),
+                    (None, None) if table.fallback.is_none() => Err(Error::method_not_found()),
                     _ => return Some(Incoming::Notification(notification)),
                 };
                 if let Err(error) = outcome {
@@ -231,7 +243,7 @@ impl Router {
                     connection,
                     call: None,
                 };
-                let outcome = match (table.methods.get(&*method), table.notifications.get(&*method)) {
+                let outcome = match table.for_request(&method) {
                     (Some(ErasedMethod::Async(f)), _) => match table.guard(&method, || f(params, &info)) {
                         Ok(future) => table.guard_async(&method, future).await,
                         Err(error) => Err(error),
@@ -245,6 +257,10 @@ impl Router {
                             Err(error) => Err(error),
                         }
                     }
+                    (None, None) => match &table.fallback {
+                        Some(f) => table.run_fallback(f, &method, params, &info).await,
+                        None => return,
+                    },
                     _ => return,
                 };
                 match outcome {
@@ -258,7 +274,7 @@ impl Router {
                     connection,
                     call: None,
                 };
-                let outcome = match (table.notifications.get(&*method), table.methods.get(&*method)) {
+                let outcome = match table.for_notification(&method) {
                     (Some(ErasedNotification::Async(f)), _) => {
                         match table.guard(&method, || f(params, &info)) {
                             Ok(future) => table.guard_async(&method, unit(future)).await,
@@ -268,6 +284,10 @@ impl Router {
                     (None, Some(ErasedMethod::Async(f))) => match table.guard(&method, || f(params, &info)) {
                         Ok(future) => table.guard_async(&method, future).await.map(drop),
                         Err(error) => Err(error),
+                    },
+                    (None, None) => match &table.fallback {
+                        Some(f) => table.run_fallback(f, &method, params, &info).await.map(drop),
+                        None => Ok(()),
                     },
                     _ => Ok(()),
                 };
@@ -282,7 +302,7 @@ impl Router {
     /// Serves a request or notification through the call middleware.
     async fn handle_layered(&self, item: Incoming<'_>, connection: &Arc<Extensions>, out: &mut Vec<u8>) {
         let owned = |method: std::borrow::Cow<'_, str>, params: Option<&RawValue>| {
-            (Box::<str>::from(method), params.map(RawValue::to_owned))
+            (Arc::<str>::from(method), params.map(RawValue::to_owned))
         };
         match item {
             Incoming::Request(request) => {
@@ -305,7 +325,29 @@ impl Router {
     }
 }
 
+/// The handlers registered for a name: a method's, a notification
+/// handler's, or none (a name is in one table at most).
+type Handlers<'t> = (Option<&'t ErasedMethod>, Option<&'t ErasedNotification>);
+
 impl Table {
+    /// The handler for a request to `method`, looked up in the method table
+    /// first (one hash lookup for the common case).
+    fn for_request(&self, method: &str) -> Handlers<'_> {
+        match self.methods.get(method) {
+            Some(handler) => (Some(handler), None),
+            None => (None, self.notifications.get(method)),
+        }
+    }
+
+    /// The handler for a notification of `method`: notification handlers
+    /// first. The same pair, in the order (notification, method).
+    fn for_notification(&self, method: &str) -> (Option<&ErasedNotification>, Option<&ErasedMethod>) {
+        match self.notifications.get(method) {
+            Some(handler) => (Some(handler), None),
+            None => (None, self.methods.get(method)),
+        }
+    }
+
     /// The innermost call service: runs the call's handler.
     pub(crate) fn dispatch(self: &Arc<Self>, call: Call) -> CallFuture {
         let parts = call.into_parts();
@@ -320,43 +362,59 @@ impl Table {
             let outcome = outcome.map_err(|error| self.redaction.scrub_error(error, raw));
             Box::pin(std::future::ready(outcome))
         };
-        match (self.methods.get(&*method), self.notifications.get(&*method)) {
+        // Handlers that finish at once are answered here; the others give
+        // a future of the serialized result.
+        let started: Result<ResultFuture, Error> = match self.for_request(&method) {
             (Some(ErasedMethod::Sync(f)), _) => {
                 let mut out = Vec::new();
-                ready(
+                return ready(
                     self.guard(&method, || f(raw, &info, &mut out))
                         .map(|()| RawResult::from_serialized(out)),
-                )
+                );
             }
-            (Some(ErasedMethod::Async(f)), _) => match self.guard(&method, || f(raw, &info)) {
-                Ok(future) => {
-                    let table = Arc::clone(self);
-                    Box::pin(async move {
-                        let outcome = table.guard_async(&method, future).await;
-                        outcome
-                            .map(RawResult::from_serialized)
-                            .map_err(|error| table.redaction.scrub_error(error, params.as_deref()))
-                    })
-                }
-                Err(error) => ready(Err(error)),
-            },
+            (Some(ErasedMethod::Async(f)), _) => self.guard(&method, || f(raw, &info)),
             // A request to a notification handler is answered null.
             (None, Some(ErasedNotification::Sync(f))) => {
-                ready(self.guard(&method, || f(raw, &info)).map(|()| RawResult::null()))
+                return ready(self.guard(&method, || f(raw, &info)).map(|()| RawResult::null()));
             }
-            (None, Some(ErasedNotification::Async(f))) => match self.guard(&method, || f(raw, &info)) {
-                Ok(future) => {
-                    let table = Arc::clone(self);
+            (None, Some(ErasedNotification::Async(f))) => {
+                self.guard(&method, || f(raw, &info)).map(|future| {
                     Box::pin(async move {
-                        table
-                            .guard_async(&method, unit(future))
-                            .await
-                            .map(|()| RawResult::null())
-                    })
-                }
-                Err(error) => ready(Err(error)),
+                        future.await;
+                        Ok(b"null".to_vec())
+                    }) as ResultFuture
+                })
+            }
+            (None, None) => match &self.fallback {
+                Some(f) => self.guard(&method, || Ok(f(&method, raw, &info))),
+                None => return ready(Err(Error::method_not_found())),
             },
-            (None, None) => ready(Err(Error::method_not_found())),
+        };
+        match started {
+            Ok(future) => {
+                let table = Arc::clone(self);
+                Box::pin(async move {
+                    let outcome = table.guard_async(&method, future).await;
+                    outcome
+                        .map(RawResult::from_serialized)
+                        .map_err(|error| table.redaction.scrub_error(error, params.as_deref()))
+                })
+            }
+            Err(error) => ready(Err(error)),
+        }
+    }
+
+    /// Runs the fallback handler for an unknown method.
+    async fn run_fallback(
+        &self,
+        fallback: &ErasedFallback,
+        method: &str,
+        params: Option<&RawValue>,
+        info: &CallInfo<'_>,
+    ) -> Result<Vec<u8>, Error> {
+        match self.guard(method, || Ok(fallback(method, params, info))) {
+            Ok(future) => self.guard_async(method, future).await,
+            Err(error) => Err(error),
         }
     }
 
@@ -426,6 +484,9 @@ fn panic_text(panic: Box<dyn Any + Send>) -> String {
         "a non-string panic payload".to_owned()
     }
 }
+
+/// A batch entry's place in the reply and its reply, on the way.
+type BoxedReply<'a> = std::pin::Pin<Box<dyn Future<Output = (Option<usize>, Vec<u8>)> + Send + 'a>>;
 
 /// Inserts each reply at its position (ascending) into `out`.
 fn splice(out: Vec<u8>, replies: Vec<(usize, Vec<u8>)>) -> Vec<u8> {

@@ -54,6 +54,27 @@ pub enum ErasedMethod {
     Async(Arc<AsyncMethodFn>),
 }
 
+/// The handler of calls to unknown methods, erased: it takes the method
+/// name, the params and the context.
+pub(crate) type ErasedFallback =
+    Arc<dyn Fn(&str, Option<&RawValue>, &CallInfo<'_>) -> ResultFuture + Send + Sync>;
+
+/// Erases a fallback handler.
+pub(crate) fn erase_fallback<F, Fut, T>(handler: F) -> ErasedFallback
+where
+    F: Fn(String, Option<Box<RawValue>>, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, Error>> + Send + 'static,
+    T: Serialize + 'static,
+{
+    Arc::new(move |method, params, info| {
+        boxed_result(handler(
+            method.to_owned(),
+            params.map(RawValue::to_owned),
+            info.context(),
+        ))
+    })
+}
+
 /// A notification handler, erased.
 #[derive(Clone)]
 #[doc(hidden)]

@@ -33,7 +33,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use crate::context::{ConnectionInfo, Extensions, Identity, RequestContext};
 pub use handler::{AsyncMethod, AsyncNotification, SyncMethod, SyncNotification};
-use handler::{ErasedMethod, ErasedNotification};
+use handler::{ErasedFallback, ErasedMethod, ErasedNotification};
 
 use crate::message::Limits;
 use crate::middleware::{
@@ -43,6 +43,7 @@ use tower::{Layer, Service, ServiceExt};
 
 /// Why a handler could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// Names beginning with `rpc.` are reserved by the specification for
     /// system extensions.
@@ -83,6 +84,8 @@ type LayerFn = Arc<dyn Fn(BoxCallService) -> BoxCallService + Send + Sync>;
 pub(crate) struct Table {
     methods: HashMap<Box<str>, ErasedMethod>,
     notifications: HashMap<Box<str>, ErasedNotification>,
+    /// Serves calls to names no handler is registered for.
+    fallback: Option<ErasedFallback>,
     expose_internal_errors: bool,
     redaction: Redaction,
 }
@@ -140,6 +143,38 @@ impl Router {
         self.check_name(name)?;
         self.table_mut().notifications.insert(name.into(), handler);
         Ok(self)
+    }
+
+    /// Serves calls to methods that have no handler, instead of answering
+    /// `-32601 Method not found`: the handler gets the method name, the raw
+    /// params and the context (a proxy, or methods known only at run time).
+    /// A notification to an unknown method runs it too, its result dropped.
+    ///
+    /// ```
+    /// use jrpc::{Error, Router};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let router = Router::new().fallback(|method: String, _params, _ctx| async move {
+    ///     match method.strip_prefix("echo.") {
+    ///         Some(word) => Ok(word.to_owned()),
+    ///         None => Err(Error::method_not_found()),
+    ///     }
+    /// });
+    /// let reply = router.handle(br#"{"jsonrpc":"2.0","method":"echo.hi","id":1}"#).await;
+    /// assert_eq!(reply.unwrap(), r#"{"jsonrpc":"2.0","result":"hi","id":1}"#);
+    /// # });
+    /// ```
+    pub fn fallback<F, Fut, T>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, Option<Box<serde_json::value::RawValue>>, RequestContext) -> Fut
+            + Send
+            + Sync
+            + 'static,
+        Fut: std::future::Future<Output = Result<T, crate::Error>> + Send + 'static,
+        T: serde::Serialize + 'static,
+    {
+        self.table_mut().fallback = Some(handler::erase_fallback(handler));
+        self
     }
 
     /// Wraps every handler of this router in a call middleware layer: each

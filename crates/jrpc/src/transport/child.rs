@@ -14,6 +14,7 @@ use crate::transport::CloseReason as EofReason;
 
 /// What happens to a child's stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum StderrMode {
     /// Shares this process's stderr (the default).
     #[default]

@@ -25,5 +25,6 @@ pub mod unix;
 #[cfg(feature = "http")]
 pub mod ws;
 
+pub use crate::context::ConnectionInfo;
 pub(crate) use connection::{Accept, DynDialer};
 pub use connection::{CloseReason, Connection, Dialer, FrameSink, FrameStream, Listener};

@@ -64,10 +64,10 @@ impl WsOptions {
     }
 }
 
-/// Incoming frames for a peer.
-pub(crate) struct Incoming(mpsc::Receiver<io::Result<Inbound>>);
+/// The frames a WebSocket brings in, for a peer.
+pub(crate) struct Frames(mpsc::Receiver<io::Result<Inbound>>);
 
-impl Stream for Incoming {
+impl Stream for Frames {
     type Item = io::Result<Inbound>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -81,7 +81,7 @@ pub(crate) fn pump<S>(
     ws: WebSocketStream<S>,
     options: WsOptions,
 ) -> (
-    Incoming,
+    Frames,
     impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
 )
 where
@@ -95,7 +95,7 @@ where
         }
     });
     let sink = PollSender::new(out_tx).sink_map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe));
-    (Incoming(in_rx), sink)
+    (Frames(in_rx), sink)
 }
 
 async fn run<S>(
@@ -245,7 +245,7 @@ pub(crate) async fn connect(
     tls: Option<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
     options: WsOptions,
 ) -> io::Result<(
-    Incoming,
+    Frames,
     impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
     crate::context::ConnectionInfo,
 )> {

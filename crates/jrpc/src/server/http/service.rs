@@ -43,14 +43,6 @@ pub(crate) struct Settings {
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
 
-impl crate::RequestContext {
-    /// The HTTP request headers (over HTTP, and the upgrade request's over
-    /// WebSocket).
-    pub fn headers(&self) -> Option<&HeaderMap> {
-        self.get::<HeaderMap>()
-    }
-}
-
 /// Where an [`HttpServer`](super::HttpServer) with metrics serves them.
 #[cfg(feature = "metrics")]
 pub(crate) const METRICS_PATH: &str = "/metrics";

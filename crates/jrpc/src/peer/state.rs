@@ -17,7 +17,7 @@ use crate::context::Extensions;
 use crate::message::{Id, ResponseRef};
 use crate::Router;
 
-pub(crate) struct Shared {
+pub(crate) struct PeerState {
     /// Frames to write, in order.
     pub(crate) outbox: mpsc::Sender<Bytes>,
     pub(crate) router: Router,
@@ -57,7 +57,7 @@ struct Calls {
     refused: Option<CallError>,
 }
 
-impl Shared {
+impl PeerState {
     pub(crate) fn new(
         outbox: mpsc::Sender<Bytes>,
         router: Router,
@@ -66,7 +66,7 @@ impl Shared {
         cancel: Option<CancelProtocol>,
         outgoing: Option<BoxOutgoingService>,
     ) -> Self {
-        Shared {
+        PeerState {
             outbox,
             router,
             connection,
