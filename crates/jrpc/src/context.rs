@@ -156,7 +156,7 @@ impl RequestContext {
 
     /// The HTTP request headers (over HTTP, and the upgrade request's over
     /// WebSocket).
-    #[cfg(feature = "http")]
+    #[cfg(any(feature = "http-server", feature = "http-client"))]
     pub fn headers(&self) -> Option<&http::HeaderMap> {
         self.get::<http::HeaderMap>()
     }

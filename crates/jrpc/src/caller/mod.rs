@@ -29,7 +29,8 @@
 //! let (a, b) = tokio::io::duplex(4096);
 //! let (ar, aw) = tokio::io::split(a);
 //! let (br, bw) = tokio::io::split(b);
-//! let _server = Peer::builder().router(jrpc::demo::router()).start(ar, aw, Default::default());
+//! let adder = jrpc::Router::new().sync_method("add", |(a, b): (i64, i64)| Ok(a + b));
+//! let _server = Peer::builder().router(adder).start(ar, aw, Default::default());
 //! let client = Peer::builder().layer(count).start(br, bw, Default::default());
 //! let sum: i64 = client.call("add", (2, 3)).await.unwrap();
 //! assert_eq!((sum, made.load(Ordering::Relaxed)), (5, 1));

@@ -21,7 +21,7 @@
 //! # Ok(()) }
 //! ```
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-client")]
 pub(crate) mod http;
 mod retry;
 
@@ -35,13 +35,13 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-client")]
 pub use self::http::{HttpClient, HttpError};
 use crate::caller::{BoxFuture, BoxOutgoingService, Caller, Outgoing};
 use crate::codec::Framing;
 use crate::peer::{Batch, CallError, CancelProtocol, ConnectionConfig, Peer, PeerBuilder};
 pub use crate::transport::child::StderrMode;
-#[cfg(feature = "http")]
+#[cfg(feature = "http-client")]
 pub use crate::transport::ws::WsOptions;
 use crate::transport::{Dialer, DynDialer};
 use crate::Router;
@@ -56,11 +56,11 @@ pub struct ClientBuilder {
     stderr: StderrMode,
     /// Dial again, with backoff, when the connection drops.
     reconnect: Option<Retry>,
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     http: HttpSettings,
 }
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-client")]
 #[derive(Default)]
 struct HttpSettings {
     headers: ::http::HeaderMap,
@@ -147,7 +147,7 @@ impl ClientBuilder {
 
     /// A header sent with every HTTP request and the WebSocket handshake
     /// (`Authorization`, say).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn header(mut self, name: &str, value: &str) -> Result<Self, ::http::Error> {
         let name = ::http::HeaderName::from_bytes(name.as_bytes()).map_err(::http::Error::from)?;
         let value = ::http::HeaderValue::from_str(value).map_err(::http::Error::from)?;
@@ -156,14 +156,14 @@ impl ClientBuilder {
     }
 
     /// Use HTTP/2 (h2c on `http://`, offered by ALPN on `https://`).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn http2(mut self, on: bool) -> Self {
         self.http.http2 = on;
         self
     }
 
     /// Accept gzip-compressed replies (on by default).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn gzip(mut self, on: bool) -> Self {
         self.http.no_gzip = !on;
         self
@@ -171,14 +171,14 @@ impl ClientBuilder {
 
     /// gzip request bodies of 1 KiB or more (off by default: HTTP cannot
     /// ask first whether the server accepts compressed requests).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn compress_requests(mut self, on: bool) -> Self {
         self.http.compress_requests = on;
         self
     }
 
     /// Retries for HTTP requests that are safe to retry (off by default).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn retry(mut self, retry: Retry) -> Self {
         self.http.retry = retry;
         self
@@ -186,7 +186,7 @@ impl ClientBuilder {
 
     /// TLS settings for `https://` and `wss://` (default: the system's
     /// trusted roots). See [`crate::transport::tls::client_config`].
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn tls(mut self, config: Arc<tokio_rustls::rustls::ClientConfig>) -> Self {
         self.http.tls = Some(config);
         self
@@ -194,7 +194,7 @@ impl ClientBuilder {
 
     /// Trust the certificates in this PEM file (a private CA or a
     /// self-signed server) instead of the system's roots.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn ca_pem(mut self, path: impl AsRef<std::path::Path>) -> io::Result<Self> {
         let certs = crate::transport::tls::load_certs(path)?;
         let alpn: &[&[u8]] = if self.http.http2 {
@@ -207,7 +207,7 @@ impl ClientBuilder {
     }
 
     /// WebSocket settings (message size, pings, idle limit).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn websocket(mut self, options: WsOptions) -> Self {
         self.http.ws = options;
         self
@@ -223,7 +223,7 @@ impl ClientBuilder {
         if let Some(path) = url.strip_prefix("unix://").or_else(|| url.strip_prefix("unix:")) {
             return self.connect_unix(path).await;
         }
-        #[cfg(feature = "http")]
+        #[cfg(feature = "http-client")]
         {
             if url.starts_with("http://") || url.starts_with("https://") {
                 return self.connect_http(url);
@@ -255,7 +255,7 @@ impl ClientBuilder {
 
     /// Connects a WebSocket (`ws://` or `wss://`): a full peer, so the
     /// server can also call this client.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub async fn connect_ws(self, url: &str) -> io::Result<Client> {
         let mut dialer = crate::transport::ws::WsDialer::new(url)
             .headers(self.http.headers.clone())
@@ -290,7 +290,7 @@ impl ClientBuilder {
 
     /// An HTTP client for `url` (`http://` or `https://`). No connection is
     /// made until the first call; connections are pooled and kept alive.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn connect_http(self, url: &str) -> io::Result<Client> {
         Ok(Client {
             inner: Inner::Http(self.http(url)?),
@@ -300,7 +300,7 @@ impl ClientBuilder {
 
     /// The HTTP client for `url` (`http://` or `https://`) on its own,
     /// without the [`Client`] around it.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     pub fn http(self, url: &str) -> io::Result<HttpClient> {
         let options = self::http::HttpOptions {
             headers: self.http.headers,
@@ -374,7 +374,7 @@ impl Drop for Owner {
 #[derive(Clone)]
 enum Inner {
     Peer(Peer),
-    #[cfg(feature = "http")]
+    #[cfg(feature = "http-client")]
     Http(HttpClient),
     Reconnecting(Arc<Reconnecting>),
 }
@@ -465,7 +465,7 @@ impl Caller for Client {
     fn call_timeout(&self) -> Duration {
         match &self.inner {
             Inner::Peer(peer) => Caller::call_timeout(peer),
-            #[cfg(feature = "http")]
+            #[cfg(feature = "http-client")]
             Inner::Http(http) => Caller::call_timeout(http),
             Inner::Reconnecting(ws) => Caller::call_timeout(&ws.current()),
         }
@@ -481,7 +481,7 @@ impl Caller for Client {
     ) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
         match &self.inner {
             Inner::Peer(peer) => Either::Left(Caller::call_raw(peer, method, params, timeout)),
-            #[cfg(feature = "http")]
+            #[cfg(feature = "http-client")]
             Inner::Http(http) => Either::Right(http.start_call(method, params, timeout)),
             Inner::Reconnecting(_) => {
                 let call = crate::caller::encode_params(params).map(|p| Outgoing::call(method, p, timeout));
@@ -500,7 +500,7 @@ impl Client {
         Box::pin(async move {
             match &self.inner {
                 Inner::Peer(peer) => Caller::send(peer, call).await,
-                #[cfg(feature = "http")]
+                #[cfg(feature = "http-client")]
                 Inner::Http(http) => http.send(call).await,
                 Inner::Reconnecting(ws) => Caller::send(&ws.peer().await?, call).await,
             }
@@ -512,7 +512,7 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.inner {
             Inner::Peer(peer) => f.debug_struct("Client").field("peer", peer).finish(),
-            #[cfg(feature = "http")]
+            #[cfg(feature = "http-client")]
             Inner::Http(_) => f.debug_struct("Client").field("transport", &"http").finish(),
             Inner::Reconnecting(ws) => f.debug_struct("Client").field("peer", &ws.current()).finish(),
         }
@@ -581,7 +581,7 @@ impl Client {
     pub fn batch(&self) -> Batch {
         match &self.inner {
             Inner::Peer(peer) => peer.batch(),
-            #[cfg(feature = "http")]
+            #[cfg(feature = "http-client")]
             Inner::Http(http) => http.batch(),
             // A batch goes on the current connection; if it has dropped, the
             // batch fails and the next call reconnects.
@@ -594,7 +594,7 @@ impl Client {
     pub fn peer(&self) -> Option<Peer> {
         match &self.inner {
             Inner::Peer(peer) => Some(peer.clone()),
-            #[cfg(feature = "http")]
+            #[cfg(feature = "http-client")]
             Inner::Http(_) => None,
             Inner::Reconnecting(ws) => Some(ws.current()),
         }
@@ -620,7 +620,7 @@ impl Client {
                 peer.close();
                 peer.closed().await
             }
-            #[cfg(feature = "http")]
+            #[cfg(feature = "http-client")]
             Inner::Http(_) => "closed".into(),
             Inner::Reconnecting(ws) => {
                 let peer = ws.current();

@@ -35,7 +35,7 @@ pub enum LogDetail {
 /// let log = CallLog::new()
 ///     .detail(LogDetail::Full)
 ///     .redaction(Redaction::default().with("pin"));
-/// let router = jrpc::demo::router().layer(log);
+/// let router = jrpc::Router::new().sync_method("ping", || Ok("pong")).layer(log);
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct CallLog {

@@ -29,7 +29,9 @@ use crate::message::{codes, Error};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let metrics = Metrics::new();
-/// let router = jrpc::demo::router().layer(metrics.layer());
+/// let router = jrpc::Router::new()
+///     .sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
+///     .layer(metrics.layer());
 /// router.handle(br#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}"#).await;
 /// assert!(metrics.render().contains(r#"jrpc_calls_total{code="",method="add",outcome="ok"} 1"#));
 /// # });

@@ -220,7 +220,7 @@ impl PeerBuilder {
         self
     }
 
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
     pub(crate) fn outgoing_layers(&self) -> &[OutgoingLayerFn] {
         &self.outgoing
     }
@@ -509,7 +509,6 @@ impl Peer {
     }
 
     /// Whether new calls are refused: the connection is closing or closed.
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn is_refusing(&self) -> bool {
         self.shared.is_refusing()
     }

@@ -3,7 +3,7 @@
 //! and WebSocket. The accept loop, its connection bound and graceful
 //! shutdown live here.
 
-#[cfg(feature = "http")]
+#[cfg(feature = "http-server")]
 pub mod http;
 
 use std::future::Future;
@@ -30,7 +30,8 @@ use crate::Router;
 /// use jrpc::server::Server;
 ///
 /// # async fn run() -> std::io::Result<()> {
-/// let serving = Server::new(jrpc::demo::router())
+/// let router = jrpc::Router::new().sync_method("ping", || Ok("pong"));
+/// let serving = Server::new(router)
 ///     .max_connections(1000)
 ///     .bind_tcp("127.0.0.1:0")
 ///     .await?;
@@ -326,7 +327,7 @@ impl Serving {
 
     /// Makes shutdown also stop `token` and wait for `tasks`: work that
     /// outlives its connection's slot (an upgraded WebSocket).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
     pub(crate) fn detached_work(&mut self, tasks: TaskTracker, token: CancellationToken) {
         self.detached = Some((tasks, token));
     }

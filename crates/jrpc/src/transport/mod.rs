@@ -18,11 +18,11 @@ pub mod child;
 mod connection;
 pub mod stdio;
 pub mod tcp;
-#[cfg(feature = "http")]
+#[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod tls;
 #[cfg(unix)]
 pub mod unix;
-#[cfg(feature = "http")]
+#[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod ws;
 
 pub use crate::context::ConnectionInfo;

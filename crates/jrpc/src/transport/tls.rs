@@ -5,8 +5,16 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio_rustls::rustls::{self, ClientConfig, RootCertStore, ServerConfig};
+use tokio_rustls::rustls;
+use tokio_rustls::rustls::pki_types::CertificateDer;
+#[cfg(feature = "http-server")]
+use tokio_rustls::rustls::pki_types::PrivateKeyDer;
+#[cfg(feature = "http-client")]
+use tokio_rustls::rustls::pki_types::ServerName;
+#[cfg(feature = "http-server")]
+use tokio_rustls::rustls::ServerConfig;
+#[cfg(feature = "http-client")]
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
@@ -28,6 +36,7 @@ pub fn load_certs(path: impl AsRef<Path>) -> io::Result<Vec<CertificateDer<'stat
     Ok(certs)
 }
 
+#[cfg(feature = "http-server")]
 /// Reads the first private key (PKCS#8, PKCS#1 or SEC1) in a PEM file.
 pub fn load_key(path: impl AsRef<Path>) -> io::Result<PrivateKeyDer<'static>> {
     let path = path.as_ref();
@@ -37,6 +46,7 @@ pub fn load_key(path: impl AsRef<Path>) -> io::Result<PrivateKeyDer<'static>> {
         .ok_or_else(|| invalid(format!("{}: no PEM private key found", path.display())))
 }
 
+#[cfg(feature = "http-server")]
 /// A server configuration from a certificate chain and key, offering HTTP/2
 /// and HTTP/1.1 by ALPN.
 pub fn server_config(
@@ -53,6 +63,7 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
+#[cfg(feature = "http-server")]
 /// A server configuration from PEM files.
 pub fn server_config_from_pem(
     cert: impl AsRef<Path>,
@@ -61,6 +72,7 @@ pub fn server_config_from_pem(
     server_config(load_certs(cert)?, load_key(key)?)
 }
 
+#[cfg(feature = "http-client")]
 /// A client configuration trusting exactly `roots` (a private CA or a
 /// self-signed certificate), with the given ALPN protocols.
 pub fn client_config(roots: Vec<CertificateDer<'static>>, alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
@@ -71,6 +83,7 @@ pub fn client_config(roots: Vec<CertificateDer<'static>>, alpn: &[&[u8]]) -> io:
     client_config_trusting(store, alpn)
 }
 
+#[cfg(feature = "http-client")]
 fn client_config_trusting(store: RootCertStore, alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
     let mut config = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -81,6 +94,7 @@ fn client_config_trusting(store: RootCertStore, alpn: &[&[u8]]) -> io::Result<Ar
     Ok(Arc::new(config))
 }
 
+#[cfg(feature = "http-client")]
 /// A client configuration trusting the operating system's certificate
 /// store, with the given ALPN protocols.
 pub fn client_config_native(alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
@@ -96,6 +110,7 @@ pub fn client_config_native(alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
     client_config_trusting(store, alpn)
 }
 
+#[cfg(feature = "http-client")]
 /// The server name to verify for `host`.
 pub(crate) fn server_name(host: &str) -> io::Result<ServerName<'static>> {
     ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']').to_owned()).map_err(invalid)

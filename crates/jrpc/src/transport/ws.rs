@@ -230,13 +230,17 @@ async fn timed<T>(
     }
 }
 
+#[cfg(feature = "http-client")]
 /// How long connecting (TCP, TLS and the handshake, each) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+#[cfg(feature = "http-client")]
 /// A byte stream a WebSocket can run on (plain TCP or TLS).
 trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+#[cfg(feature = "http-client")]
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 
+#[cfg(feature = "http-client")]
 /// Connects a WebSocket client to `url` (`ws://` or `wss://`), sending
 /// `headers` with the handshake, and starts its pump.
 pub(crate) async fn connect(
@@ -324,6 +328,7 @@ pub(crate) async fn connect(
     Ok((frames_in, frames_out, info))
 }
 
+#[cfg(feature = "http-client")]
 /// Opens WebSocket connections to one URL (`ws://` or `wss://`), sending
 /// the given headers with each handshake.
 #[derive(Debug, Clone)]
@@ -334,6 +339,7 @@ pub struct WsDialer {
     options: WsOptions,
 }
 
+#[cfg(feature = "http-client")]
 impl WsDialer {
     /// Dials `url` with default settings and no extra headers.
     pub fn new(url: impl Into<String>) -> Self {
@@ -364,6 +370,7 @@ impl WsDialer {
     }
 }
 
+#[cfg(feature = "http-client")]
 impl crate::transport::Dialer for WsDialer {
     async fn dial(&self) -> io::Result<crate::transport::Connection> {
         let (incoming, outgoing, info) =

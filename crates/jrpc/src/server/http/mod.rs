@@ -24,7 +24,8 @@
 //! use jrpc::server::http::{HttpServer, RateLimit};
 //!
 //! # async fn run() -> std::io::Result<()> {
-//! let serving = HttpServer::new(jrpc::demo::router())
+//! let router = jrpc::Router::new().sync_method("ping", || Ok("pong"));
+//! let serving = HttpServer::new(router)
 //!     .auth_tokens(["s3cret"])
 //!     .rate_limit(RateLimit::per_second(100, 200))
 //!     .request_timeout(Duration::from_secs(10))
