@@ -8,7 +8,9 @@ use anyhow::{bail, Context as _};
 use clap::Args;
 use jrpc::codec::Framing;
 use jrpc::message::Limits;
-use jrpc::middleware::{Authorize, CallLog, CallTimeout, LogDetail, Metrics, RateLimit, Redaction};
+use jrpc::middleware::{
+    Authorize, CallLog, CallTimeout, ConcurrencyLimit, LogDetail, Metrics, RateLimit, Redaction,
+};
 use jrpc::peer::ConnectionConfig;
 use jrpc::server::http::{AuthLayer, HttpServer};
 use jrpc::server::Server;
@@ -63,6 +65,11 @@ pub struct ServeArgs {
     /// call is refused gets 429 with Retry-After).
     #[arg(long, value_name = "N")]
     rate_limit: Option<u32>,
+
+    /// At most N calls running at once across the server (every transport
+    /// and connection); more wait for a turn.
+    #[arg(long, value_name = "N")]
+    max_concurrent_calls: Option<usize>,
 
     /// Cancel a handler still running after DURATION (e.g. 300ms, 10s); its
     /// caller gets error -32006. On every transport.
@@ -192,6 +199,10 @@ impl ServeArgs {
             .accept_v1(self.accept_v1)
             .expose_internal_errors(self.expose_internal_errors)
             .redaction(self.redaction());
+        // Inside the deadline, so that waiting for a turn counts against it.
+        if let Some(calls) = self.max_concurrent_calls {
+            router = router.layer(ConcurrencyLimit::new(calls));
+        }
         if let Some(limit) = self.call_timeout {
             router = router.layer(CallTimeout::new(limit));
         }

@@ -1115,3 +1115,32 @@ fn middleware_flags_are_checked() {
         );
     }
 }
+
+/// `--max-concurrent-calls 1`: two slow calls on two connections run one
+/// after the other, so the second one's wait counts against its deadline.
+/// Without the bound both finish well within it.
+#[test]
+fn max_concurrent_calls_makes_calls_wait_their_turn() {
+    for (bounded, second_refused) in [(true, true), (false, false)] {
+        let mut args = vec!["--tcp", "127.0.0.1:0", "--call-timeout", "1500ms"];
+        if bounded {
+            args.extend(["--max-concurrent-calls", "1"]);
+        }
+        let mut served = Served::start(&args);
+        let mut first = served.connect("tcp");
+        let mut second = served.connect("tcp");
+        first.send(&request("sleep", json!([1000]), 1));
+        // Let the first call take the only turn before the second asks.
+        std::thread::sleep(Duration::from_millis(100));
+        second.send(&request("sleep", json!([1000]), 2));
+        let first_reply = first.recv();
+        let second_reply = second.recv();
+        assert_eq!(first_reply["result"], 1000, "bounded={bounded}: {first_reply}");
+        let expected = second_refused.then_some(-32006);
+        assert_eq!(
+            error_code(&second_reply),
+            expected,
+            "bounded={bounded}: {second_reply}"
+        );
+    }
+}

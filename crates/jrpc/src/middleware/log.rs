@@ -125,8 +125,9 @@ where
     }
 }
 
-/// What every log line says; a call dropped before it ends (cancelled,
-/// or cut off with its connection) is logged as `cancelled`.
+/// What every log line says; a call whose future is dropped before it
+/// ends (cancelled by a cancel notification, or aborted with its connection
+/// at shutdown) is logged as `cancelled`.
 struct Line {
     method: Arc<str>,
     id: Option<Id>,
