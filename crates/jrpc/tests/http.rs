@@ -819,7 +819,8 @@ async fn browsers_from_other_origins_are_refused_unless_cors_allows_them() {
     for (origin, allowed) in [
         ("http://localhost:3000", true),
         ("http://127.0.0.1:8080", true),
-        ("null", true),
+        // Any page can send it from a sandboxed iframe (issue 11).
+        ("null", false),
         ("https://evil.example", false),
         ("http://localhost.evil.example", false),
     ] {
@@ -840,6 +841,11 @@ async fn browsers_from_other_origins_are_refused_unless_cors_allows_them() {
     )
     .await;
     assert_eq!(response.status, 200, "CORS configured: any origin");
+    serving.shutdown().await;
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).allow_null_origin(true)).await;
+    let response = raw(&url, "POST", "/", &[JSON, ("Origin", "null")], call).await;
+    assert_eq!(response.status, 200, "null allowed when configured");
+    assert_eq!(upgrade_status(&url, "null").await, 101, "ws: null allowed when configured");
     serving.shutdown().await;
 }
 

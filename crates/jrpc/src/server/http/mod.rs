@@ -101,6 +101,7 @@ pub struct HttpServer {
     websocket: Option<WsOptions>,
     compression: bool,
     cors: Option<CorsLayer>,
+    null_origin: bool,
     tls: Option<Arc<ServerConfig>>,
     auth: Option<AuthLayer>,
     rate_limit: Option<RateLimit>,
@@ -141,6 +142,7 @@ impl HttpServer {
             websocket: Some(websocket),
             compression: true,
             cors: None,
+            null_origin: false,
             tls: None,
             auth: None,
             rate_limit: None,
@@ -204,6 +206,15 @@ impl HttpServer {
     /// (e.g. `CorsLayer::permissive()`); off by default.
     pub fn cors(mut self, cors: CorsLayer) -> Self {
         self.cors = Some(cors);
+        self
+    }
+
+    /// Let browser pages with the opaque `Origin: null` call (off by
+    /// default: any web page can send it from a sandboxed iframe, so a
+    /// server that allowed it could be driven by any site its user visits).
+    /// Local files opened in a browser send it too.
+    pub fn allow_null_origin(mut self, on: bool) -> Self {
+        self.null_origin = on;
         self
     }
 
@@ -300,6 +311,7 @@ impl HttpServer {
             #[cfg(feature = "metrics")]
             metrics: self.metrics.clone(),
             any_origin: self.cors.is_some(),
+            null_origin: self.null_origin,
             ws_slots: Arc::new(tokio::sync::Semaphore::new(self.max_connections)),
             config: self.config.clone(),
             shutdown_grace: self.shutdown_grace,

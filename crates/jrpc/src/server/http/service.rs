@@ -34,6 +34,9 @@ pub(crate) struct Settings {
     /// Whether browsers on any origin may call (CORS is configured);
     /// otherwise only pages served from this machine may.
     pub(crate) any_origin: bool,
+    /// Whether the opaque `null` origin (sandboxed iframes, local files)
+    /// may call.
+    pub(crate) null_origin: bool,
     /// WebSocket connections outlive their HTTP connection's slot: they are
     /// bounded here instead.
     pub(crate) ws_slots: Arc<tokio::sync::Semaphore>,
@@ -126,15 +129,20 @@ fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
 }
 
 /// Whether a browser page from this `Origin` may call: no origin (not a
-/// browser), an opaque `null` origin (a local file), or a page served from
-/// this machine. Anything else could be any web site the user visits
-/// (cross-site WebSocket hijacking, DNS rebinding), unless CORS says so.
+/// browser), or a page served from this machine. Anything else could be any
+/// web site the user visits (cross-site WebSocket hijacking, DNS
+/// rebinding), unless CORS says so. That includes the opaque `null` origin,
+/// which any page can send from a sandboxed iframe: it needs CORS or
+/// [`HttpServer::allow_null_origin`](super::HttpServer::allow_null_origin).
 fn origin_allowed(settings: &Settings, headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
         return true;
     };
-    if settings.any_origin || origin == "null" {
+    if settings.any_origin {
         return true;
+    }
+    if origin == "null" {
+        return settings.null_origin;
     }
     let host = origin
         .parse::<http::Uri>()
