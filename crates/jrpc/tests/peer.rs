@@ -597,3 +597,49 @@ async fn ordered_peers_apply_notifications_before_later_requests() {
     }
     serving.shutdown().await;
 }
+
+/// Issue 11: a client that sends a slow request and resets its connection
+/// frees its slot at once; its handler is cancelled.
+#[tokio::test]
+async fn a_reset_connection_frees_its_slot_at_once() {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let on_drop = Arc::clone(&dropped);
+    let router = jrpc::demo::router().method("hang", move |(): ()| {
+        let guard = CountDrop(Arc::clone(&on_drop));
+        async move {
+            let _guard = guard;
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(())
+        }
+    });
+    let serving = Server::new(router)
+        .max_connections(1)
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    let mut rude = TcpStream::connect(&addr).await.unwrap();
+    rude.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"hang\",\"id\":1}\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // SO_LINGER 0: closing sends a reset, not a FIN.
+    rude.set_zero_linger().unwrap();
+    drop(rude);
+    let client = bounded("the next client gets the slot", Client::connect(serving.local_addr()))
+        .await
+        .unwrap();
+    let sum: i64 = bounded("a call on the freed slot", client.call("add", (1, 2)))
+        .await
+        .unwrap();
+    assert_eq!(sum, 3);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the reset connection's handler was cancelled");
+    drop(client);
+    serving.shutdown().await;
+}

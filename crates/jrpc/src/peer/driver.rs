@@ -102,7 +102,13 @@ pub(crate) fn start<S, K>(
                 _ => "closed by this side".into(),
             },
             Ended::Failed(e) => {
+                // The connection is broken (reset, say): no reply can reach
+                // the other side, so its handlers are cancelled and the
+                // connection released now, not when they would have ended.
+                // A clean end of stream (a half-close) still lets requests
+                // already read finish and answer.
                 shared.fail_calls(CallError::Io(Arc::clone(&e)));
+                shared.kill.cancel();
                 format!("read error: {e}").into()
             }
             Ended::Killed => "aborted".into(),
