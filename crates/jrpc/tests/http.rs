@@ -943,3 +943,38 @@ async fn refused_tokens_spend_the_rate_budget() {
     assert_eq!(statuses, [401, 401, 429], "no token guessing at line rate");
     serving.shutdown().await;
 }
+
+/// Issue 11: a WebSocket message over the limit is answered -32001 before
+/// the connection is closed with 1009, so the client learns why.
+#[tokio::test]
+async fn an_oversized_websocket_message_gets_its_error_before_the_close() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let options = WsOptions {
+        max_message_len: 1024,
+        ..WsOptions::default()
+    };
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).websocket(Some(options))).await;
+    let stream = TcpStream::connect(url.trim_start_matches("http://")).await.unwrap();
+    let (mut socket, _) = tokio_tungstenite::client_async(url.replacen("http", "ws", 1), stream)
+        .await
+        .unwrap();
+    let big = format!(r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#, "x".repeat(4096));
+    socket.send(Message::text(big)).await.unwrap();
+    let mut seen = Vec::new();
+    while let Some(message) = bounded("messages", socket.next()).await {
+        match message {
+            Ok(Message::Text(text)) => seen.push(serde_json::from_str::<Value>(&text).unwrap()),
+            Ok(Message::Close(frame)) => {
+                let code: u16 = frame.expect("a close code").code.into();
+                assert_eq!(code, 1009);
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => panic!("the connection failed before a close frame: {e}; saw {seen:?}"),
+        }
+    }
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["error"]["code"], -32001, "{seen:?}");
+    serving.shutdown().await;
+}

@@ -142,9 +142,11 @@ where
                         let report = incoming.send(Ok(Inbound::Oversized { limit: options.max_message_len }));
                         let _ = tokio::time::timeout(Duration::from_millis(100), report).await;
                         tracing::warn!(error = %e, "websocket message too large; closing");
-                        let _ = timed(idle, ws.close(Some(close_frame(CloseCode::Size, "message too large")))).await;
-                        // Give the peer a moment to answer the oversized frame.
+                        // The peer answers the oversized message (-32001):
+                        // that reply goes out before the close, which ends
+                        // all sending.
                         drain(&mut outgoing, &mut ws, idle).await;
+                        let _ = timed(idle, ws.close(Some(close_frame(CloseCode::Size, "message too large")))).await;
                         return Ok(());
                     }
                     Some(Err(e)) => return Err(e),
@@ -184,22 +186,24 @@ where
     Ok(())
 }
 
-/// Writes out what the peer still sends, briefly, after a close was started.
+/// Writes out the replies the peer has for what it was handed, before the
+/// connection closes: waits up to a second for the first, then takes what
+/// else is queued.
 async fn drain<S>(outgoing: &mut mpsc::Receiver<Bytes>, ws: &mut WebSocketStream<S>, idle: Duration)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let deadline = tokio::time::sleep(Duration::from_millis(100));
-    tokio::pin!(deadline);
-    loop {
-        tokio::select! {
-            () = &mut deadline => return,
-            frame = outgoing.recv() => match frame.map(text) {
-                Some(Ok(message)) => if timed(idle, ws.send(message)).await.is_err() { return },
-                _ => return,
-            },
+    let first = tokio::time::timeout(Duration::from_secs(1), outgoing.recv()).await;
+    let Ok(Some(first)) = first else { return };
+    let mut frame = Some(first);
+    while let Some(next) = frame.take() {
+        let Ok(message) = text(next) else { return };
+        if timed(idle, ws.feed(message)).await.is_err() {
+            return;
         }
+        frame = outgoing.try_recv().ok();
     }
+    let _ = timed(idle, ws.flush()).await;
 }
 
 fn text(frame: Bytes) -> Result<Message, tungstenite::Error> {
