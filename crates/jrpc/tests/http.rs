@@ -845,7 +845,11 @@ async fn browsers_from_other_origins_are_refused_unless_cors_allows_them() {
     let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).allow_null_origin(true)).await;
     let response = raw(&url, "POST", "/", &[JSON, ("Origin", "null")], call).await;
     assert_eq!(response.status, 200, "null allowed when configured");
-    assert_eq!(upgrade_status(&url, "null").await, 101, "ws: null allowed when configured");
+    assert_eq!(
+        upgrade_status(&url, "null").await,
+        101,
+        "ws: null allowed when configured"
+    );
     serving.shutdown().await;
 }
 
@@ -955,11 +959,16 @@ async fn an_oversized_websocket_message_gets_its_error_before_the_close() {
         ..WsOptions::default()
     };
     let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).websocket(Some(options))).await;
-    let stream = TcpStream::connect(url.trim_start_matches("http://")).await.unwrap();
+    let stream = TcpStream::connect(url.trim_start_matches("http://"))
+        .await
+        .unwrap();
     let (mut socket, _) = tokio_tungstenite::client_async(url.replacen("http", "ws", 1), stream)
         .await
         .unwrap();
-    let big = format!(r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#, "x".repeat(4096));
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#,
+        "x".repeat(4096)
+    );
     socket.send(Message::text(big)).await.unwrap();
     let mut seen = Vec::new();
     while let Some(message) = bounded("messages", socket.next()).await {
@@ -976,5 +985,67 @@ async fn an_oversized_websocket_message_gets_its_error_before_the_close() {
     }
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0]["error"]["code"], -32001, "{seen:?}");
+    serving.shutdown().await;
+}
+
+/// Issue 11: the server answers a client's Close with its own (RFC 6455
+/// §5.5.1), after the replies to requests that came before the Close, even
+/// when the request and the Close arrive in one write.
+#[tokio::test]
+async fn the_websocket_closing_handshake_answers_requests_then_the_close() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let handshake = format!(
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    stream.write_all(handshake.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        bounded("handshake", stream.read_exact(&mut byte)).await.unwrap();
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 101"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    // A slow request, then a Close (code 1000), masked as a client must, in
+    // one write.
+    let masked = |opcode: u8, payload: &[u8]| {
+        let key = [1u8, 2, 3, 4];
+        let mut frame = vec![0x80 | opcode, 0x80 | payload.len() as u8];
+        frame.extend_from_slice(&key);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+        frame
+    };
+    let mut burst = masked(
+        0x1,
+        br#"{"jsonrpc":"2.0","method":"sleep","params":[100],"id":7}"#,
+    );
+    burst.extend(masked(0x8, &1000u16.to_be_bytes()));
+    stream.write_all(&burst).await.unwrap();
+    // The server's frames, until it closes the connection.
+    let mut got = Vec::new();
+    bounded("the server's frames", stream.read_to_end(&mut got))
+        .await
+        .unwrap();
+    let mut frames = Vec::new();
+    let mut at = 0;
+    while at + 2 <= got.len() {
+        let opcode = got[at] & 0x0f;
+        let (len, start) = match got[at + 1] & 0x7f {
+            126 => (u16::from_be_bytes([got[at + 2], got[at + 3]]) as usize, at + 4),
+            n => (n as usize, at + 2),
+        };
+        frames.push((opcode, got[start..start + len].to_vec()));
+        at = start + len;
+    }
+    assert_eq!(frames.len(), 2, "a reply and a Close: {frames:?}");
+    assert_eq!(frames[0].0, 0x1, "a text frame first");
+    let reply: Value = serde_json::from_slice(&frames[0].1).unwrap();
+    assert_eq!(reply, json!({"jsonrpc":"2.0","result":100,"id":7}));
+    assert_eq!(frames[1].0, 0x8, "then the server's Close");
     serving.shutdown().await;
 }

@@ -632,14 +632,21 @@ async fn a_reset_connection_frees_its_slot_at_once() {
     // SO_LINGER 0: closing sends a reset, not a FIN.
     rude.set_zero_linger().unwrap();
     drop(rude);
-    let client = bounded("the next client gets the slot", Client::connect(serving.local_addr()))
-        .await
-        .unwrap();
+    let client = bounded(
+        "the next client gets the slot",
+        Client::connect(serving.local_addr()),
+    )
+    .await
+    .unwrap();
     let sum: i64 = bounded("a call on the freed slot", client.call("add", (1, 2)))
         .await
         .unwrap();
     assert_eq!(sum, 3);
-    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the reset connection's handler was cancelled");
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the reset connection's handler was cancelled"
+    );
     drop(client);
     serving.shutdown().await;
 }

@@ -115,6 +115,7 @@ where
     // (but keep writing, so the peer is never stuck behind us).
     let mut held: Option<Inbound> = None;
     let idle = options.idle_timeout;
+    let mut closed_by_peer = false;
     loop {
         tokio::select! {
             permit = incoming.reserve(), if held.is_some() => match permit {
@@ -136,7 +137,11 @@ where
                     // Pongs to our pings are queued by tungstenite; send them.
                     Some(Ok(Message::Ping(_))) => timed(idle, ws.flush()).await?,
                     Some(Ok(Message::Text(_) | Message::Binary(_) | Message::Pong(_) | Message::Frame(_))) => {}
-                    Some(Ok(Message::Close(_))) | None => break,
+                    Some(Ok(Message::Close(_))) => {
+                        closed_by_peer = true;
+                        break;
+                    }
+                    None => break,
                     Some(Err(tungstenite::Error::Capacity(e))) => {
                         // The protocol cannot skip the rest of the message.
                         let report = incoming.send(Ok(Inbound::Oversized { limit: options.max_message_len }));
@@ -182,8 +187,63 @@ where
             }
         }
     }
+    if closed_by_peer {
+        // Closing handshake: requests read before the Close are answered
+        // first (the peer sees the end of its input), then the Close is.
+        drop(incoming);
+        finish_after_close(&mut ws, &mut outgoing, idle).await;
+        return Ok(());
+    }
     let _ = timed(idle, ws.close(None)).await;
     Ok(())
+}
+
+/// After the other side's Close: writes the peer's remaining replies (until
+/// it has answered everything it read, within `limit`), then the Close
+/// reply tungstenite queued when it read the Close. tungstenite sends no data
+/// once it has read a Close, so the replies go out as raw text frames ahead
+/// of its queued Close (its write buffer is empty: every write is flushed).
+async fn finish_after_close<S>(
+    ws: &mut WebSocketStream<S>,
+    outgoing: &mut mpsc::Receiver<Bytes>,
+    limit: Duration,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncWriteExt;
+    let replies = async {
+        while let Some(frame) = outgoing.recv().await {
+            let io = ws.get_mut();
+            io.write_all(&text_frame_header(frame.len())).await?;
+            io.write_all(&frame).await?;
+            io.flush().await?;
+        }
+        Ok::<_, io::Error>(())
+    };
+    match tokio::time::timeout(limit, replies).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return tracing::debug!(error = %e, "websocket write failed while closing"),
+        Err(_) => tracing::debug!("replies still pending at the websocket close; closing anyway"),
+    }
+    let _ = timed(limit, ws.flush()).await;
+}
+
+/// The header of an unmasked (server-to-client) final text frame carrying
+/// `len` bytes (RFC 6455 §5.2).
+fn text_frame_header(len: usize) -> Vec<u8> {
+    let mut head = vec![0x81];
+    match len {
+        0..=125 => head.push(len as u8),
+        126..=0xFFFF => {
+            head.push(126);
+            head.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        _ => {
+            head.push(127);
+            head.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+    }
+    head
 }
 
 /// Writes out the replies the peer has for what it was handed, before the
