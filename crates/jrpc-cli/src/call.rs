@@ -218,6 +218,15 @@ pub(crate) enum Target {
     Command(Vec<String>),
 }
 
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Url(url) => f.write_str(url),
+            Target::Command(words) => write!(f, "`{}`", words.join(" ")),
+        }
+    }
+}
+
 impl Target {
     /// The target from the command line: the first word, or the command
     /// after `--` (not both); and the words after it.
@@ -294,6 +303,14 @@ impl Target {
         };
         match tokio::time::timeout(timeout, connecting).await {
             Ok(Ok(client)) => Ok(client),
+            // A target that cannot even be tried (a port out of range, a
+            // malformed URL) is a usage error.
+            Ok(Err(e))
+                if e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidInput) =>
+            {
+                Err(Failure::Usage(e))
+            }
             Ok(Err(e)) => Err(Failure::Transport(e)),
             Err(_) => Err(Failure::Timeout(anyhow!("no connection within {timeout:?}"))),
         }
@@ -308,6 +325,17 @@ pub(crate) enum Failure {
     Timeout(anyhow::Error),
     /// Some entries of a `--batch` failed; the replies are printed already.
     BatchErrors,
+}
+
+impl Failure {
+    /// The same failure, saying which target it happened on.
+    fn naming(self, target: &str) -> Failure {
+        match self {
+            Failure::Transport(e) => Failure::Transport(e.context(format!("calling {target}"))),
+            Failure::Timeout(e) => Failure::Timeout(e.context(format!("calling {target}"))),
+            other => other,
+        }
+    }
 }
 
 impl From<CallError> for Failure {
@@ -369,9 +397,12 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
         .ok_or_else(|| Failure::Usage(anyhow!("missing METHOD")))?;
     let positional: Vec<String> = words.collect();
     let params = params(&args.params, &positional).map_err(Failure::Usage)?;
+    let named = target.to_string();
     let client = target.connect(&args.connect).await?;
+    // Transport failures name the target (an HTTP client connects only now).
+    let failed = |e: CallError| Failure::from(e).naming(&named);
     if args.notify {
-        client.notify(&method, &params).await?;
+        client.notify(&method, &params).await.map_err(failed)?;
         // Make sure the notification is written before the process ends.
         client.close().await;
         return Ok(());
@@ -381,7 +412,7 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
         // The cancel notification is queued: let it reach the server.
         let _ = tokio::time::timeout(Duration::from_secs(2), client.clone().close()).await;
     }
-    let result = result?;
+    let result = result.map_err(failed)?;
     println!("{}", format_json(result.get(), !args.compact));
     Ok(())
 }

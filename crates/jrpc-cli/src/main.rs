@@ -1,4 +1,4 @@
-//! `jrpc`: serve, call, check, bench and bridge JSON-RPC servers.
+//! `jrpc`: serve, call and bench JSON-RPC servers.
 
 mod bench;
 mod call;

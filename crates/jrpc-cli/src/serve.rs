@@ -31,7 +31,7 @@ pub struct ServeArgs {
     /// Serve HTTP (POST /) and WebSocket (GET / with an upgrade) on one
     /// address, e.g. 127.0.0.1:4000. May be given several times. With no
     /// transport flag at all, jrpc serves HTTP on 127.0.0.1:4000.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
     http: Vec<String>,
 
     /// TLS certificate chain (PEM) for --http; needs --tls-key.
@@ -97,7 +97,7 @@ pub struct ServeArgs {
 
     /// Serve the Prometheus metrics at http://ADDR/metrics, a port of their
     /// own (for servers without an HTTP listener).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
     metrics_addr: Option<String>,
 
     /// Cancellation of requests in flight: lsp ($/cancelRequest, answered
@@ -112,7 +112,7 @@ pub struct ServeArgs {
 
     /// Listen on a TCP address, e.g. 127.0.0.1:4000 (port 0 picks a free
     /// port). May be given several times.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
     tcp: Vec<String>,
 
     /// Listen on a Unix domain socket at PATH. May be given several times.
@@ -154,6 +154,24 @@ pub struct ServeArgs {
     /// Put a panicking handler's message in the error's data.
     #[arg(long)]
     expose_internal_errors: bool,
+}
+
+/// A listen address, `HOST:PORT` (an IPv6 host in brackets): a malformed
+/// one is a usage error, found before anything starts.
+fn parse_listen_addr(text: &str) -> Result<String, String> {
+    let hint = "expected HOST:PORT, e.g. 127.0.0.1:4000, localhost:0 or [::1]:4000";
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("{text:?}: {hint}"));
+    };
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err(format!("{text:?}: no host ({hint})"));
+    }
+    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) {
+        return Err(format!("{text:?}: put an IPv6 address in brackets ({hint})"));
+    }
+    port.parse::<u16>()
+        .map_err(|_| format!("{text:?}: {port:?} is not a port (0 to 65535)"))?;
+    Ok(text.to_owned())
 }
 
 /// How much `--log-calls` shows.

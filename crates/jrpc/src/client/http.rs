@@ -169,8 +169,11 @@ impl HttpTransport {
         let host = uri
             .host()
             .ok_or_else(|| invalid(format!("{url}: no host")))?
+            // An IPv6 literal comes in brackets, which a socket address has not.
+            .trim_start_matches('[')
+            .trim_end_matches(']')
             .to_owned();
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let port = crate::transport::tls::port_of(&uri, url, if https { 443 } else { 80 })?;
         // `Host` carries host and port only, never `user:password@`.
         let authority = uri.authority().map(|a| a.as_str()).unwrap_or(&host);
         let authority = authority
@@ -498,7 +501,10 @@ impl HttpTransport {
             None => handshake(tcp, self.options.http2).await,
             Some(connector) => {
                 let name = crate::transport::tls::server_name(&self.host).map_err(Failure::Connect)?;
-                let tls = connector.connect(name, tcp).await.map_err(Failure::Connect)?;
+                let tls = connector
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| Failure::Connect(crate::transport::tls::explain(e, &self.host)))?;
                 let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
                 handshake(tls, h2).await
             }

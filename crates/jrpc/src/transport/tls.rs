@@ -115,3 +115,56 @@ pub fn client_config_native(alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
 pub(crate) fn server_name(host: &str) -> io::Result<ServerName<'static>> {
     ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']').to_owned()).map_err(invalid)
 }
+
+/// The port of `uri`, or `default` when it names none; a port out of range
+/// (`:99999`) is an error naming the URL, not a silent fall back to the
+/// default.
+#[cfg(feature = "http-client")]
+pub(crate) fn port_of(uri: &http::Uri, url: &str, default: u16) -> io::Result<u16> {
+    // `Uri::port` drops a port it cannot read, so the text is read here.
+    let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
+    let host_end = authority.rfind(']').map_or(0, |i| i + 1);
+    let Some((_, port)) = authority[host_end..].rsplit_once(':') else {
+        return Ok(default);
+    };
+    port.parse::<u16>().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{url}: {port:?} is not a port (0 to 65535)"),
+        )
+    })
+}
+
+/// A TLS handshake failure, said in terms of what to do about it.
+#[cfg(feature = "http-client")]
+pub(crate) fn explain(error: io::Error, host: &str) -> io::Error {
+    let text = error.to_string();
+    let advice = if text.contains("CaUsedAsEndEntity") {
+        "the server's certificate is a CA certificate (openssl req -x509 makes one by default); make it with \
+         -addext basicConstraints=critical,CA:FALSE (see the README), or trust a CA that signed it"
+            .to_owned()
+    } else if text.contains("UnknownIssuer") {
+        "the server's certificate is not signed by a trusted CA: pass the CA (or the self-signed certificate) \
+         with --cacert PEM (ClientBuilder::ca_pem)"
+            .to_owned()
+    } else if text.contains("NotValidForName") {
+        format!("the server's certificate is not valid for {host}: use a name it lists, or make it with a subjectAltName for {host}")
+    } else if text.contains("Expired") || text.contains("NotValidYet") {
+        "the server's certificate has expired or is not valid yet".to_owned()
+    } else if text.contains("invalid peer certificate") {
+        "the server's certificate could not be verified against the trusted roots: for a private CA or a \
+         self-signed certificate, pass it with --cacert PEM (ClientBuilder::ca_pem)"
+            .to_owned()
+    } else if text.contains("InvalidContentType")
+        || text.contains("corrupt message")
+        || text.contains("InvalidMessage")
+    {
+        "the server does not speak TLS on this port: use http:// or ws:// for a plain server".to_owned()
+    } else {
+        return error;
+    };
+    io::Error::new(
+        error.kind(),
+        format!("TLS handshake with {host} failed: {advice} ({text})"),
+    )
+}

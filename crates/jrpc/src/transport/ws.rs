@@ -328,8 +328,11 @@ pub(crate) async fn connect(
     let host = uri
         .host()
         .ok_or_else(|| invalid(format!("{url}: no host")))?
+        // An IPv6 literal comes in brackets, which a socket address has not.
+        .trim_start_matches('[')
+        .trim_end_matches(']')
         .to_owned();
-    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+    let port = crate::transport::tls::port_of(&uri, url, if secure { 443 } else { 80 })?;
     let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
     let _ = tcp.set_nodelay(true);
     let info = crate::context::ConnectionInfo {
@@ -352,7 +355,8 @@ pub(crate) async fn connect(
         Box::new(
             tokio_rustls::TlsConnector::from(config)
                 .connect(name, tcp)
-                .await?,
+                .await
+                .map_err(|e| crate::transport::tls::explain(e, &host))?,
         )
     } else {
         Box::new(tcp)
