@@ -390,7 +390,9 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
         }
         let text = read_source(source).map_err(Failure::Usage)?;
         let client = target.connect(&args.connect).await?;
-        return batch(&client, &text, args.compact).await;
+        let outcome = batch(&client, &text, args.compact).await;
+        close(client).await;
+        return outcome;
     }
     let method = words
         .next()
@@ -402,19 +404,25 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
     // Transport failures name the target (an HTTP client connects only now).
     let failed = |e: CallError| Failure::from(e).naming(&named);
     if args.notify {
-        client.notify(&method, &params).await.map_err(failed)?;
-        // Make sure the notification is written before the process ends.
-        client.close().await;
-        return Ok(());
+        let sent = client.notify(&method, &params).await.map_err(failed);
+        close(client).await;
+        return sent;
     }
     let result = client.call_raw(&method, &params, args.connect.timeout).await;
-    if matches!(result, Err(CallError::Timeout(_))) {
-        // The cancel notification is queued: let it reach the server.
-        let _ = tokio::time::timeout(Duration::from_secs(2), client.clone().close()).await;
-    }
+    // Whatever happened, what was queued (a cancel notification after a
+    // timeout) reaches the server before the process ends.
+    close(client).await;
     let result = result.map_err(failed)?;
     println!("{}", format_json(result.get(), !args.compact));
     Ok(())
+}
+
+/// Closes the connection the way a well-behaved client does: queued frames
+/// flushed, a WebSocket's closing handshake, a child given time to read its
+/// stdin and exit; bounded, so that a server that never answers cannot keep
+/// `jrpc call` from exiting.
+async fn close(client: Client) {
+    let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
 }
 
 /// The params to send: `None` for none.

@@ -167,3 +167,91 @@ fn tls_failures_say_what_to_do() {
     assert!(stderr(&out).contains("does not speak TLS"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Waits (at most 10 s) until `path` contains `needle`.
+fn file_contains(path: &std::path::Path, needle: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if std::fs::read_to_string(path).is_ok_and(|text| text.contains(needle)) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// Issue 11, item 8: a notification sent by `jrpc call --notify` (or a batch
+/// of notifications) reaches the server before `jrpc call` exits, over a
+/// spawned child and over WebSocket.
+#[test]
+fn notifications_are_not_lost_when_jrpc_call_exits() {
+    let dir = std::env::temp_dir().join(format!("jrpc-notify-exit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // A child: its call log goes to the stderr `jrpc call` passes on.
+    let child_log = dir.join("child.log");
+    let out = Command::new(JRPC)
+        .args([
+            "call",
+            "--notify",
+            "notify_hello",
+            "[1]",
+            "--",
+            JRPC,
+            "serve",
+            "--stdio",
+            "--log-calls",
+        ])
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&child_log).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        file_contains(&child_log, "method=notify_hello"),
+        "the child never handled the notification: {}",
+        std::fs::read_to_string(&child_log).unwrap_or_default()
+    );
+
+    // WebSocket, a single notification and a batch of notifications only.
+    let server_log = dir.join("server.log");
+    let mut server = Command::new(JRPC)
+        .args(["serve", "--http", "127.0.0.1:0", "--log-calls"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&server_log).unwrap())
+        .spawn()
+        .unwrap();
+    assert!(
+        file_contains(&server_log, "jrpc: listening on "),
+        "the server did not start"
+    );
+    let log = std::fs::read_to_string(&server_log).unwrap();
+    let http = log
+        .lines()
+        .find_map(|l| l.strip_prefix("jrpc: listening on "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    let ws = http.replacen("http", "ws", 1);
+    let out = jrpc(&["call", &ws, "--notify", "notify_sum", "[1,2]"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = jrpc(&[
+        "call",
+        &ws,
+        "--batch",
+        r#"[{"jsonrpc":"2.0","method":"update","params":[7]}]"#,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen_sum = file_contains(&server_log, "method=notify_sum");
+    let seen_update = file_contains(&server_log, "method=update");
+    let _ = server.kill();
+    let _ = server.wait();
+    let log = std::fs::read_to_string(&server_log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(seen_sum, "the WebSocket notification was lost: {log}");
+    assert!(
+        seen_update,
+        "the WebSocket batch of notifications was lost: {log}"
+    );
+}

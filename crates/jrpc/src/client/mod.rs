@@ -326,6 +326,7 @@ impl ClientBuilder {
         let mut client = Client::owning(peer.clone(), Some(rest.monitor), rest.stderr);
         if let Some(owner) = client.owner.as_mut().and_then(Arc::get_mut) {
             owner.pid = rest.pid;
+            owner.child_exit = Some(rest.exit);
         }
         // The child may die while something else (a grandchild) keeps its
         // stdout open, so the stream never ends: fail the calls anyway.
@@ -352,6 +353,9 @@ impl ClientBuilder {
     }
 }
 
+/// How long a closing client waits for its spawned child to exit on its own.
+const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
+
 /// Closes the connection (and kills a spawned child) when the last clone of
 /// a [`Client`] goes.
 struct Owner {
@@ -359,6 +363,8 @@ struct Owner {
     child: Option<JoinHandle<()>>,
     stderr: Option<Arc<Mutex<String>>>,
     pid: Option<u32>,
+    /// Set once a spawned child has exited.
+    child_exit: Option<crate::transport::child::ExitWatch>,
 }
 
 impl Drop for Owner {
@@ -527,6 +533,7 @@ impl Client {
                 child,
                 stderr,
                 pid: None,
+                child_exit: None,
             })),
             inner: Inner::Peer(peer),
         }
@@ -612,10 +619,13 @@ impl Client {
         self.owner.as_ref()?.pid
     }
 
-    /// Closes the connection gracefully and waits until it is closed; see
-    /// [`Peer::close`]. Nothing to close over plain HTTP.
+    /// Closes the connection gracefully and waits until it is closed (see
+    /// [`Peer::close`]): what was sent is flushed first, a WebSocket goes
+    /// through its closing handshake, and a spawned child, its stdin
+    /// closed, gets up to two seconds to read what it was sent and exit
+    /// before it is killed. Nothing to close over plain HTTP.
     pub async fn close(self) -> Arc<str> {
-        match &self.inner {
+        let reason = match &self.inner {
             Inner::Peer(peer) => {
                 peer.close();
                 peer.closed().await
@@ -627,6 +637,11 @@ impl Client {
                 peer.close();
                 peer.closed().await
             }
+        };
+        if let Some(mut exit) = self.owner.as_ref().and_then(|o| o.child_exit.clone()) {
+            let exited = exit.wait_for(|status| status.is_some());
+            let _ = tokio::time::timeout(CHILD_EXIT_GRACE, exited).await;
         }
+        reason
     }
 }

@@ -44,7 +44,12 @@ pub(crate) struct Spawned {
     pub(crate) exited: EofReason,
     pub(crate) stderr: Option<Arc<Mutex<String>>>,
     pub(crate) pid: Option<u32>,
+    /// Set once the child has exited.
+    pub(crate) exit: ExitWatch,
 }
+
+/// Whether (and how) a child has exited; `None` while it runs.
+pub(crate) type ExitWatch = watch::Receiver<Option<io::Result<ExitStatus>>>;
 
 pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spawned> {
     command
@@ -131,7 +136,7 @@ pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spaw
         })
     };
     let eof_reason = exit_reason(status_rx.clone(), captured.clone(), program.clone());
-    let exited = exit_reason(status_rx, captured.clone(), program);
+    let exited = exit_reason(status_rx.clone(), captured.clone(), program);
     Ok(Spawned {
         stdin,
         stdout,
@@ -141,6 +146,7 @@ pub(crate) fn spawn(mut command: Command, stderr: StderrMode) -> io::Result<Spaw
         exited,
         stderr: captured,
         pid,
+        exit: status_rx,
     })
 }
 
@@ -161,6 +167,7 @@ impl Spawned {
             exited: self.exited,
             stderr: self.stderr,
             pid: self.pid,
+            exit: self.exit,
         };
         (connection, rest)
     }
@@ -174,6 +181,7 @@ pub(crate) struct SpawnedRest {
     pub(crate) exited: EofReason,
     pub(crate) stderr: Option<Arc<Mutex<String>>>,
     pub(crate) pid: Option<u32>,
+    pub(crate) exit: ExitWatch,
 }
 
 /// Kills the child it owns when dropped.

@@ -13,6 +13,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use std::future::Future as _;
+
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -89,13 +91,79 @@ where
 {
     let (in_tx, in_rx) = mpsc::channel(32);
     let (out_tx, out_rx) = mpsc::channel(32);
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         if let Err(e) = run(ws, options, in_tx, out_rx).await {
             tracing::debug!(error = %e, "websocket closed with an error");
         }
+        let _ = done_tx.send(());
     });
-    let sink = PollSender::new(out_tx).sink_map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe));
+    let sink = ClosingSink {
+        frames: PollSender::new(out_tx),
+        pump_done: Some(done_rx),
+    };
     (Frames(in_rx), sink)
+}
+
+/// The frames a peer sends out over a WebSocket. Closing it ends only once
+/// the pump has written everything and gone through the closing handshake,
+/// so that a process that closes its connection and exits loses nothing.
+struct ClosingSink {
+    frames: PollSender<Bytes>,
+    pump_done: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+impl Sink<Bytes> for ClosingSink {
+    type Error = io::Error;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.frames.poll_reserve(cx).map_err(|_| broken_pipe())
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, frame: Bytes) -> io::Result<()> {
+        self.frames.send_item(frame).map_err(|_| broken_pipe())
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Frames handed over are the pump's to write.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.frames.close();
+        if let Some(done) = self.pump_done.as_mut() {
+            // Ready when the pump ends, whether it signalled or was dropped.
+            let _ = std::task::ready!(Pin::new(done).poll(cx));
+            self.pump_done = None;
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+fn broken_pipe() -> io::Error {
+    io::Error::from(io::ErrorKind::BrokenPipe)
+}
+
+/// How long a closing side waits for the other's Close reply.
+const CLOSE_REPLY_WAIT: Duration = Duration::from_secs(1);
+
+/// Starts the closing handshake and waits, briefly, for the other side's
+/// Close reply (reading and dropping whatever comes before it).
+async fn close_handshake<S>(ws: &mut WebSocketStream<S>, frame: Option<CloseFrame>, limit: Duration)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    if timed(limit, ws.close(frame)).await.is_err() {
+        return;
+    }
+    let reply = async {
+        while let Some(Ok(message)) = ws.next().await {
+            if let Message::Close(_) = message {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(CLOSE_REPLY_WAIT, reply).await;
 }
 
 async fn run<S>(
@@ -159,7 +227,7 @@ where
             }
             frame = outgoing.recv() => {
                 let Some(frame) = frame else {
-                    let _ = timed(idle, ws.close(None)).await;
+                    close_handshake(&mut ws, None, idle).await;
                     return Ok(());
                 };
                 // Everything queued goes out in one flush, under one timer.
@@ -194,7 +262,7 @@ where
         finish_after_close(&mut ws, &mut outgoing, idle).await;
         return Ok(());
     }
-    let _ = timed(idle, ws.close(None)).await;
+    close_handshake(&mut ws, None, idle).await;
     Ok(())
 }
 
