@@ -124,7 +124,20 @@ pub struct ServeArgs {
     #[arg(long, default_value = "ndjson", value_name = "FRAMING")]
     framing: Framing,
 
-    /// Most connections open at once per listener.
+    /// Close a TCP or Unix-socket connection idle this long (nothing read,
+    /// no call in flight either way), counted from the connect; "off" never
+    /// closes them. Not stdio; an idle HTTP/1.1 keep-alive connection closes
+    /// after 30 s, and WebSocket has its own pings.
+    #[arg(long, value_name = "DURATION|off", default_value = "60s", value_parser = parse_limit)]
+    idle_timeout: Limit,
+
+    /// Close an HTTP, WebSocket or TLS connection whose first request has
+    /// not begun within DURATION ("off": wait forever).
+    #[arg(long, value_name = "DURATION|off", default_value = "10s", value_parser = parse_limit)]
+    first_request_timeout: Limit,
+
+    /// Most connections open at once per listener; past it a client is
+    /// refused at once (-32007 on TCP and Unix sockets, 503 over HTTP).
     #[arg(long, default_value_t = Server::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
     max_connections: usize,
 
@@ -172,6 +185,17 @@ fn parse_listen_addr(text: &str) -> Result<String, String> {
     port.parse::<u16>()
         .map_err(|_| format!("{text:?}: {port:?} is not a port (0 to 65535)"))?;
     Ok(text.to_owned())
+}
+
+/// A duration, or no limit at all.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit(Option<Duration>);
+
+fn parse_limit(text: &str) -> Result<Limit, String> {
+    match text {
+        "off" | "none" => Ok(Limit(None)),
+        _ => parse_timeout(text).map(|d| Limit(Some(d))),
+    }
 }
 
 /// How much `--log-calls` shows.
@@ -322,7 +346,10 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         .map(|n| RateLimit::per_second(n, n.saturating_mul(2)));
     let metrics = (args.metrics || args.metrics_addr.is_some()).then(Metrics::new);
     let router = args.router(rate.as_ref(), metrics.as_ref())?;
-    let mut config = ConnectionConfig::default().framing(args.framing);
+    let mut config = ConnectionConfig::default()
+        .framing(args.framing)
+        .idle_timeout(args.idle_timeout.0)
+        .first_request_timeout(args.first_request_timeout.0);
     if let Some(protocol) = cancel_protocol(args.cancel, args.framing) {
         config = config.cancellation(protocol);
     }

@@ -1049,3 +1049,53 @@ async fn the_websocket_closing_handshake_answers_requests_then_the_close() {
     assert_eq!(frames[1].0, 0x8, "then the server's Close");
     serving.shutdown().await;
 }
+
+/// Issue 11, item 1: with one connection allowed, a client that connects and
+/// sends nothing, or only the first byte of a preface, no longer blocks the
+/// next client: it is closed after the first-request timeout.
+#[tokio::test]
+async fn silent_http_connections_do_not_hold_the_only_slot() {
+    let config = jrpc::ConnectionConfig::default().first_request_timeout(Some(Duration::from_millis(300)));
+    for opening in [&b""[..], b"P"] {
+        let (serving, url) = serve(
+            HttpServer::new(jrpc::demo::router())
+                .max_connections(1)
+                .connection(config.clone()),
+        )
+        .await;
+        let mut silent = TcpStream::connect(url.trim_start_matches("http://"))
+            .await
+            .unwrap();
+        silent.write_all(opening).await.unwrap();
+        // Until the silent one is closed, others are refused (503); a
+        // client that retries gets through once it is.
+        let client = Client::builder()
+            .retry(Retry::attempts(20))
+            .connect(&url)
+            .await
+            .unwrap();
+        let sum: i64 = bounded("a call after the silent client", client.call("add", (1, 2)))
+            .await
+            .unwrap();
+        assert_eq!(sum, 3, "after {opening:?}");
+        drop(silent);
+        serving.shutdown().await;
+    }
+}
+
+/// Issue 11, item 2: past the connection bound, an HTTP client gets a 503
+/// with a JSON-RPC error body at once, instead of hanging in the backlog.
+#[tokio::test]
+async fn past_the_connection_limit_http_answers_503() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).max_connections(1)).await;
+    let _holding = TcpStream::connect(url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let call = br#"{"jsonrpc":"2.0","method":"get_data","id":1}"#;
+    let refused = bounded("the refusal", raw(&url, "POST", "/", &[JSON], call)).await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.json()["error"]["code"], -32007);
+    assert!(refused.header("retry-after").is_some());
+    serving.shutdown().await;
+}

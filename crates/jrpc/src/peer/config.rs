@@ -43,6 +43,18 @@ pub struct ConnectionConfig {
     /// Requests wait for the notifications that arrived before them
     /// (default off).
     pub ordered: bool,
+    /// A server closes a connection on a stream listener (TCP, Unix
+    /// sockets, one of your own) that has been idle this long: nothing
+    /// read, no call in flight either way, counted from the connect
+    /// (default 60 s; `None`: never). Stdio, child processes and clients
+    /// are never closed for idleness. Over HTTP, an idle keep-alive
+    /// connection closes after 30 s (the header-read timeout), and WebSocket
+    /// has its own ping and idle limits (`transport::ws::WsOptions`).
+    pub idle_timeout: Option<Duration>,
+    /// A server closes an HTTP, WebSocket or TLS connection whose first
+    /// request has not arrived within this (default 10 s; `None`: never),
+    /// so that silent connections cannot hold slots.
+    pub first_request_timeout: Option<Duration>,
 }
 
 impl ConnectionConfig {
@@ -50,6 +62,11 @@ impl ConnectionConfig {
     pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
     /// The default bound on incoming requests running at once: 128.
     pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
+    /// The default idle limit of a server's network connections: 60 s.
+    pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+    /// The default wait for an HTTP, WebSocket or TLS connection's first
+    /// request: 10 s.
+    pub const DEFAULT_FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
     /// The framing of byte streams.
     pub fn framing(mut self, framing: Framing) -> Self {
@@ -82,6 +99,20 @@ impl ConnectionConfig {
         self
     }
 
+    /// How long a server lets a network connection sit idle; see
+    /// [`idle_timeout`](Self::idle_timeout).
+    pub fn idle_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.idle_timeout = limit;
+        self
+    }
+
+    /// How long a server waits for an HTTP, WebSocket or TLS connection's
+    /// first request; see [`first_request_timeout`](Self::first_request_timeout).
+    pub fn first_request_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.first_request_timeout = limit;
+        self
+    }
+
     /// Make each incoming request wait until the notifications that arrived
     /// before it have been handled. Editors rely on this: an LSP
     /// `textDocument/didChange` must be applied before the `completion`
@@ -101,6 +132,8 @@ impl Default for ConnectionConfig {
             cancel: None,
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
             ordered: false,
+            idle_timeout: Some(Self::DEFAULT_IDLE_TIMEOUT),
+            first_request_timeout: Some(Self::DEFAULT_FIRST_REQUEST_TIMEOUT),
         }
     }
 }

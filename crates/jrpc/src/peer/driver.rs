@@ -50,6 +50,9 @@ pub(crate) struct Bounds {
     pub(crate) queued: usize,
     /// Requests wait for the notifications that arrived before them.
     pub(crate) ordered: bool,
+    /// Close the connection after this long with nothing read and no call
+    /// in flight (servers' network connections only).
+    pub(crate) idle: Option<Duration>,
 }
 
 fn busy(reason: &str) -> Error {
@@ -84,6 +87,8 @@ pub(crate) fn start<S, K>(
         ordered: bounds.ordered,
         notifications_queued: 0,
         notifications_handled: handled,
+        idle: bounds.idle,
+        last_heard: tokio::time::Instant::now(),
     };
     tokio::spawn(async move {
         let ended = reader.run(stream).await;
@@ -112,6 +117,7 @@ pub(crate) fn start<S, K>(
                 format!("read error: {e}").into()
             }
             Ended::Killed => "aborted".into(),
+            Ended::Idle(limit) => format!("idle for {limit:?}: closed by this side").into(),
         };
         // Nothing more will be read, so no response can come: fail every
         // pending call now. Requests already read are still answered.
@@ -185,6 +191,8 @@ where
 enum Ended {
     Eof,
     Closed,
+    /// Nothing read and no call in flight for this long.
+    Idle(Duration),
     Failed(Arc<io::Error>),
     Killed,
 }
@@ -204,6 +212,10 @@ struct Reader {
     notifications_queued: u64,
     /// Notifications the worker has finished.
     notifications_handled: watch::Receiver<u64>,
+    /// The idle limit, if this connection has one.
+    idle: Option<Duration>,
+    /// When something was last read.
+    last_heard: tokio::time::Instant,
 }
 
 /// Frames taken from the read buffer per wake-up of the reader.
@@ -217,7 +229,9 @@ impl Reader {
         let shared = Arc::clone(&self.shared);
         let stopped = shared.stop_reading.cancelled();
         let killed = shared.kill.cancelled();
-        tokio::pin!(stopped, killed);
+        // Far enough never to fire when there is no idle limit.
+        let quiet = tokio::time::sleep(self.idle.unwrap_or(Duration::from_secs(86_400 * 365)));
+        tokio::pin!(stopped, killed, quiet);
         loop {
             if self.draining && self.tasks.is_empty() {
                 return Ended::Closed;
@@ -231,7 +245,19 @@ impl Reader {
                     self.notifications = None;
                 }
                 Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
+                () = &mut quiet, if self.idle.is_some() && !self.draining => {
+                    let limit = self.idle.unwrap_or_default();
+                    let now = tokio::time::Instant::now();
+                    if now >= self.last_heard + limit && !self.busy() {
+                        return Ended::Idle(limit);
+                    }
+                    // Heard from since, or still working: look again later.
+                    quiet.as_mut().reset((self.last_heard + limit).max(now + limit / 4));
+                }
                 item = stream.next() => {
+                    if self.idle.is_some() {
+                        self.last_heard = tokio::time::Instant::now();
+                    }
                     if let Some(ended) = self.on_inbound(item).await {
                         return ended;
                     }
@@ -250,6 +276,15 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// Whether a call is in flight either way: an incoming one being served
+    /// (the notification worker is always among the tasks), a notification
+    /// waiting, or an outgoing one waiting for its answer.
+    fn busy(&self) -> bool {
+        self.tasks.len() > 1
+            || *self.notifications_handled.borrow() < self.notifications_queued
+            || self.shared.has_pending_calls()
     }
 
     /// Handles one item from the frame stream; `Some` when reading ends.

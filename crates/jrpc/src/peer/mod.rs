@@ -140,6 +140,8 @@ pub struct PeerBuilder {
     resources: Vec<Box<dyn std::any::Any + Send>>,
     /// Middleware for outgoing calls, innermost first.
     outgoing: Vec<OutgoingLayerFn>,
+    /// The idle limit a server puts on its network connections.
+    idle: Option<Duration>,
 }
 
 impl PeerBuilder {
@@ -196,6 +198,13 @@ impl PeerBuilder {
             outgoing: self.outgoing.clone(),
             ..PeerBuilder::default()
         }
+    }
+
+    /// Closes the connection once idle this long (servers' network
+    /// connections).
+    pub(crate) fn idle_limit(mut self, limit: Option<Duration>) -> Self {
+        self.idle = limit;
+        self
     }
 
     pub(crate) fn connection_config(&self) -> &ConnectionConfig {
@@ -286,6 +295,7 @@ impl PeerBuilder {
             close_reason,
             resources,
             outgoing,
+            idle,
         } = self;
         let shared = Arc::new_cyclic(|weak: &Weak<PeerState>| {
             extensions.insert(PeerLink(weak.clone()));
@@ -315,6 +325,7 @@ impl PeerBuilder {
             running: config.max_in_flight,
             queued: config.max_in_flight.saturating_mul(8),
             ordered: config.ordered,
+            idle,
         };
         driver::start(
             Arc::clone(&shared),

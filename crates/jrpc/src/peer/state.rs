@@ -116,6 +116,11 @@ impl PeerState {
             .unwrap_or_else(|| CallError::Closed("connection closed".into()))
     }
 
+    /// Whether outgoing calls are waiting for their answers.
+    pub(crate) fn has_pending_calls(&self) -> bool {
+        !self.calls().pending.is_empty()
+    }
+
     /// Whether new calls are refused (the connection is closing or closed).
     pub(crate) fn is_refusing(&self) -> bool {
         self.calls().refused.is_some()

@@ -190,6 +190,7 @@ impl Server {
                 let counted = server.count_connection(connection.info().transport);
                 let peer = server
                     .peer_builder(server.router.clone(), Extensions::new())
+                    .idle_limit(server.config.idle_timeout)
                     .connect(connection);
                 let grace = server.shutdown_grace;
                 async move {
@@ -223,6 +224,22 @@ pub(crate) async fn close_gracefully(peer: &Peer, grace: Duration) {
     }
 }
 
+/// How long telling a refused client why may take.
+const REFUSAL_WRITE: Duration = Duration::from_secs(1);
+
+/// The frame a connection refused for lack of room gets: a `-32007 Server
+/// busy` error, as a WebSocket upgrade's 503 carries.
+pub(crate) fn busy_frame() -> bytes::Bytes {
+    crate::message::Response {
+        id: crate::message::Id::NULL,
+        outcome: Err(
+            crate::message::Error::new(crate::message::codes::SERVER_BUSY, "Server busy")
+                .with_data("too many connections: try again later"),
+        ),
+    }
+    .to_bytes()
+}
+
 /// A public [`Listener`] as the accept loop takes it.
 struct Frames<L>(L);
 
@@ -233,6 +250,17 @@ impl<L: Listener> Accept for Frames<L> {
         let connection = self.0.accept().await?;
         let info = connection.info().clone();
         Ok((connection, info))
+    }
+
+    // Not `async fn`: the refusal outlives the borrow of the listener.
+    #[allow(clippy::manual_async_fn)]
+    fn refuse(&self, connection: Connection) -> impl Future<Output = ()> + Send + 'static {
+        async move {
+            use futures_util::SinkExt;
+            let (_, mut outgoing, _) = connection.into_parts();
+            let _ = outgoing.send(busy_frame()).await;
+            let _ = outgoing.close().await;
+        }
     }
 }
 
@@ -251,10 +279,6 @@ async fn accept_loop<L, F, Fut>(
     let slots = Arc::new(Semaphore::new(max_connections.max(1)));
     let connections = TaskTracker::new();
     loop {
-        let permit = tokio::select! {
-            () = shutdown.cancelled() => break,
-            permit = Arc::clone(&slots).acquire_owned() => permit.expect("the semaphore is never closed"),
-        };
         let accepted = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept_conn() => accepted,
@@ -267,6 +291,16 @@ async fn accept_loop<L, F, Fut>(
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
+        };
+        // Past the bound, a client is told so at once (and the connection
+        // closed), rather than left waiting in the backlog.
+        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+            tracing::warn!(peer = ?info.peer_addr, max_connections, "connection refused: server busy");
+            let refusal = listener.refuse(conn);
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(REFUSAL_WRITE, refusal).await;
+            });
+            continue;
         };
         tracing::debug!(peer = ?info.peer_addr, "connection accepted");
         let serving = serve(conn, shutdown.clone());

@@ -172,4 +172,7 @@ pub(crate) trait Accept: Send + 'static {
     type Conn: Send + 'static;
 
     fn accept_conn(&mut self) -> impl Future<Output = io::Result<(Self::Conn, ConnectionInfo)>> + Send;
+
+    /// Tells a connection there is no room for it, and closes it.
+    fn refuse(&self, conn: Self::Conn) -> impl Future<Output = ()> + Send + 'static;
 }

@@ -32,6 +32,10 @@ const MAX_CONNECTIONS: usize = 64;
 pub async fn serve_metrics(addr: impl tokio::net::ToSocketAddrs, metrics: Metrics) -> io::Result<Serving> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local_addr = format!("http://{}", crate::transport::tcp::address(&listener));
+    let listener = super::HttpAccept {
+        listener,
+        refusal: None,
+    };
     Ok(Serving::start(
         listener,
         local_addr,

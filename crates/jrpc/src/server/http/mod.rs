@@ -353,12 +353,18 @@ impl HttpServer {
         let rpc = self.build(connections.clone(), shutdown.clone());
         let compression = self.compression;
         let grace = self.shutdown_grace;
+        let first_request = self.config.first_request_timeout;
         let cors = self.cors.clone();
         let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let scheme = if tls.is_some() { "https" } else { "http" };
         let local_addr = format!("{scheme}://{}", crate::transport::tcp::address(&listener));
         #[cfg(feature = "metrics")]
         let metrics = self.metrics.clone();
+        let listener = HttpAccept {
+            listener,
+            // Over TLS a plain-text answer would be noise: just close.
+            refusal: tls.is_none().then(busy_response),
+        };
         let mut serving = Serving::start(
             listener,
             local_addr,
@@ -371,14 +377,31 @@ impl HttpServer {
                     #[cfg(feature = "metrics")]
                     let _gauge = gauge;
                     match tls {
-                        None => serve_connection(stream, info, rpc, (compression, grace), cors, stop).await,
+                        None => {
+                            serve_connection(
+                                stream,
+                                info,
+                                rpc,
+                                (compression, grace, first_request),
+                                cors,
+                                stop,
+                            )
+                            .await
+                        }
                         Some(acceptor) => {
                             let handshake =
                                 tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
                             match handshake.await {
                                 Ok(Ok(stream)) => {
-                                    serve_connection(stream, info, rpc, (compression, grace), cors, stop)
-                                        .await
+                                    serve_connection(
+                                        stream,
+                                        info,
+                                        rpc,
+                                        (compression, grace, first_request),
+                                        cors,
+                                        stop,
+                                    )
+                                    .await
                                 }
                                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                                 Err(_) => tracing::debug!("TLS handshake timed out"),
@@ -399,7 +422,7 @@ async fn serve_connection<I>(
     io: I,
     info: ConnectionInfo,
     rpc: Stack,
-    (compression, grace): (bool, Duration),
+    (compression, grace, first_request): (bool, Duration, Option<Duration>),
     cors: Option<CorsLayer>,
     stop: CancellationToken,
 ) where
@@ -457,6 +480,7 @@ async fn serve_connection<I>(
         .keep_alive_timeout(Duration::from_secs(20))
         // Each stream may buffer a body up to the frame limit.
         .max_concurrent_streams(MAX_STREAMS);
+    let io = FirstRequest::new(io, first_request);
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(connection);
     tokio::select! {
@@ -559,4 +583,160 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         self.0.call(request)
     }
+}
+
+/// A connection's byte stream that fails its reads if the first request has
+/// not begun to arrive in time. hyper reads the protocol preface with no
+/// timeout of its own, so a client that connects and says nothing (or only
+/// `P`) would hold its slot forever. The deadline is lifted once the first
+/// 24 bytes (an HTTP/2 preface, or any HTTP/1.1 request line) are in, or
+/// once the server writes (it is answering).
+struct FirstRequest<I> {
+    io: I,
+    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    read: usize,
+}
+
+/// Bytes after which the first request is under way.
+const FIRST_REQUEST_BYTES: usize = 24;
+
+impl<I> FirstRequest<I> {
+    fn new(io: I, limit: Option<Duration>) -> Self {
+        FirstRequest {
+            io,
+            deadline: limit.map(|limit| Box::pin(tokio::time::sleep(limit))),
+            read: 0,
+        }
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for FirstRequest<I> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.io).poll_read(cx, buf);
+        match polled {
+            std::task::Poll::Ready(Ok(())) => {
+                self.read += buf.filled().len() - before;
+                if self.read >= FIRST_REQUEST_BYTES {
+                    self.deadline = None;
+                }
+                std::task::Poll::Ready(Ok(()))
+            }
+            std::task::Poll::Pending => {
+                let expired = self
+                    .deadline
+                    .as_mut()
+                    .is_some_and(|deadline| std::future::Future::poll(deadline.as_mut(), cx).is_ready());
+                if expired {
+                    return std::task::Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no request within the first-request timeout",
+                    )));
+                }
+                std::task::Poll::Pending
+            }
+            other => other,
+        }
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for FirstRequest<I> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.deadline = None;
+        std::pin::Pin::new(&mut self.io).poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.deadline = None;
+        std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// TCP connections for an HTTP server; one past the connection bound is
+/// answered `503` with a JSON-RPC error body (over TLS, closed).
+pub(crate) struct HttpAccept {
+    pub(crate) listener: tokio::net::TcpListener,
+    pub(crate) refusal: Option<Bytes>,
+}
+
+impl crate::transport::Accept for HttpAccept {
+    type Conn = (tokio::net::TcpStream, ConnectionInfo);
+
+    async fn accept_conn(&mut self) -> io::Result<((tokio::net::TcpStream, ConnectionInfo), ConnectionInfo)> {
+        let (stream, _) = self.listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        crate::transport::tcp::keep_alive(&stream);
+        let info = crate::transport::tcp::info(&stream);
+        Ok(((stream, info.clone()), info))
+    }
+
+    fn refuse(
+        &self,
+        (mut stream, _): (tokio::net::TcpStream, ConnectionInfo),
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let refusal = self.refusal.clone();
+        async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            if let Some(refusal) = refusal {
+                // Read the request's head first (briefly): an HTTP client
+                // takes an answer to a request it has sent, not one that
+                // comes before it.
+                let mut head = Vec::new();
+                let mut chunk = [0u8; 2048];
+                let reading = async {
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+                        match stream.read(&mut chunk).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => head.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_millis(500), reading).await;
+                let _ = stream.write_all(&refusal).await;
+            }
+            let _ = stream.shutdown().await;
+        }
+    }
+}
+
+/// The whole HTTP/1.1 response refusing a connection past the bound.
+fn busy_response() -> Bytes {
+    let body = crate::server::busy_frame();
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut response = head.into_bytes();
+    response.extend_from_slice(&body);
+    response.into()
 }
