@@ -106,6 +106,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PROTOCOL")]
     cancel: Option<Cancel>,
 
+    /// Most bytes of HTTP request bodies read but not yet whole, across all
+    /// connections; past it a request gets 503 with error -32007.
+    #[arg(long, default_value_t = HttpServer::DEFAULT_BODY_BUDGET, value_name = "BYTES")]
+    body_budget: usize,
+
     /// Allow cross-origin requests from any origin (CORS).
     #[arg(long)]
     cors: bool,
@@ -303,6 +308,7 @@ fn http_server(
     metrics: Option<&Metrics>,
 ) -> anyhow::Result<HttpServer> {
     let mut http = HttpServer::new(router)
+        .body_budget(args.body_budget)
         .max_connections(args.max_connections)
         .connection(config.clone());
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {

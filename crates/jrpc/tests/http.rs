@@ -1099,3 +1099,44 @@ async fn past_the_connection_limit_http_answers_503() {
     assert!(refused.header("retry-after").is_some());
     serving.shutdown().await;
 }
+
+/// Issue 11, item 4: bytes of unfinished request bodies are bounded across
+/// connections; past the budget a request gets 503 with -32007 at once, and
+/// the budget comes back when an unfinished body goes away.
+#[tokio::test]
+async fn unfinished_bodies_share_a_bounded_budget() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).body_budget(64 * 1024)).await;
+    let addr = url.trim_start_matches("http://").to_owned();
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    );
+    let unfinished = |addr: String, head: String| async move {
+        let mut stream = TcpStream::connect(&addr).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&[b' '; 40 * 1024]).await.unwrap();
+        stream
+    };
+    let first = unfinished(addr.clone(), head.clone()).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut second = unfinished(addr.clone(), head.clone()).await;
+    let mut reply = vec![0u8; 512];
+    let n = bounded("the refusal", second.read(&mut reply)).await.unwrap();
+    let reply = String::from_utf8_lossy(&reply[..n]).into_owned();
+    assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
+    assert!(reply.contains("-32007"), "{reply}");
+    drop((first, second));
+    // The budget is back: a whole request is served.
+    let call = br#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}"#;
+    let served = bounded("a request after", async {
+        loop {
+            let response = raw(&url, "POST", "/", &[JSON], call).await;
+            if response.status == 200 {
+                return response;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(served.json()["result"], 3);
+    serving.shutdown().await;
+}

@@ -102,6 +102,7 @@ pub struct HttpServer {
     compression: bool,
     cors: Option<CorsLayer>,
     null_origin: bool,
+    body_budget: usize,
     tls: Option<Arc<ServerConfig>>,
     auth: Option<AuthLayer>,
     rate_limit: Option<RateLimit>,
@@ -126,6 +127,9 @@ impl std::fmt::Debug for HttpServer {
 }
 
 impl HttpServer {
+    /// The default budget for request bodies in progress: 256 MiB.
+    pub const DEFAULT_BODY_BUDGET: usize = 256 * 1024 * 1024;
+
     /// Serves `router` on `/`, with WebSocket, compression and `/health` on,
     /// and no TLS, auth, CORS, rate limit or timeout.
     pub fn new(router: Router) -> Self {
@@ -143,6 +147,7 @@ impl HttpServer {
             compression: true,
             cors: None,
             null_origin: false,
+            body_budget: Self::DEFAULT_BODY_BUDGET,
             tls: None,
             auth: None,
             rate_limit: None,
@@ -206,6 +211,15 @@ impl HttpServer {
     /// (e.g. `CorsLayer::permissive()`); off by default.
     pub fn cors(mut self, cors: CorsLayer) -> Self {
         self.cors = Some(cors);
+        self
+    }
+
+    /// The most bytes of request bodies read but not yet whole, across all
+    /// connections (default 256 MiB): past it a request is answered `503`
+    /// with `Retry-After` and a `-32007 Server busy` body, so that many
+    /// clients sending large bodies slowly cannot exhaust memory.
+    pub fn body_budget(mut self, bytes: usize) -> Self {
+        self.body_budget = bytes;
         self
     }
 
@@ -313,6 +327,7 @@ impl HttpServer {
             any_origin: self.cors.is_some(),
             null_origin: self.null_origin,
             ws_slots: Arc::new(tokio::sync::Semaphore::new(self.max_connections)),
+            body_budget: Arc::new(service::BodyBudget::new(self.body_budget)),
             config: self.config.clone(),
             shutdown_grace: self.shutdown_grace,
             connections,

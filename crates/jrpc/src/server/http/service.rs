@@ -40,6 +40,8 @@ pub(crate) struct Settings {
     /// WebSocket connections outlive their HTTP connection's slot: they are
     /// bounded here instead.
     pub(crate) ws_slots: Arc<tokio::sync::Semaphore>,
+    /// Bytes of request bodies being read, across connections.
+    pub(crate) body_budget: Arc<BodyBudget>,
     pub(crate) config: crate::peer::ConnectionConfig,
     pub(crate) shutdown_grace: std::time::Duration,
     pub(crate) connections: tokio_util::task::TaskTracker,
@@ -230,7 +232,7 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
         // A rate limit among the layers counts here what it refuses.
         connection.insert(Refusals::default());
     }
-    let reading = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, limit));
+    let reading = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, limit, &settings.body_budget));
     let Ok(body) = reading.await else {
         return error_response(
             StatusCode::REQUEST_TIMEOUT,
@@ -240,6 +242,17 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
     let body = match body {
         Ok(body) => body,
         Err(BodyError::TooLarge) => return too_large(),
+        Err(BodyError::OverBudget) => {
+            let mut response = error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Error::new(codes::SERVER_BUSY, "Server busy")
+                    .with_data("too many request bodies in progress: try again later"),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return response;
+        }
         Err(BodyError::Read(e)) => {
             return error_response(
                 StatusCode::BAD_REQUEST,
@@ -268,14 +281,62 @@ const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30
 
 enum BodyError {
     TooLarge,
+    /// The server-wide budget for bodies being read is spent.
+    OverBudget,
     Read(String),
 }
 
+/// A server-wide bound on the bytes of request bodies read but not yet
+/// whole, so that many slow clients with large unfinished bodies cannot
+/// exhaust memory (each may hold up to the frame limit).
+#[derive(Debug)]
+pub(crate) struct BodyBudget {
+    limit: usize,
+    used: std::sync::atomic::AtomicUsize,
+}
+
+impl BodyBudget {
+    pub(crate) fn new(limit: usize) -> Self {
+        BodyBudget {
+            limit,
+            used: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+}
+
+/// What one body holds of the budget; given back when dropped.
+struct Charge<'a> {
+    budget: &'a BodyBudget,
+    held: usize,
+}
+
+impl Charge<'_> {
+    fn take(&mut self, bytes: usize) -> Result<(), BodyError> {
+        use std::sync::atomic::Ordering;
+        let before = self.budget.used.fetch_add(bytes, Ordering::AcqRel);
+        self.held += bytes;
+        if before + bytes > self.budget.limit {
+            return Err(BodyError::OverBudget);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.held, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// Reads a whole body of at most `limit` bytes, stopping as soon as it is
-/// known to be larger. A body that arrives in one piece is not copied.
-async fn read_body(mut body: HttpBody, limit: usize) -> Result<Bytes, BodyError> {
+/// known to be larger, within the server's budget for bodies in progress.
+/// A body that arrives in one piece is not copied.
+async fn read_body(mut body: HttpBody, limit: usize, budget: &BodyBudget) -> Result<Bytes, BodyError> {
     let mut first: Option<Bytes> = None;
     let mut joined = bytes::BytesMut::new();
+    let mut charge = Charge { budget, held: 0 };
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| BodyError::Read(e.to_string()))?;
         let Ok(data) = frame.into_data() else { continue };
@@ -283,6 +344,7 @@ async fn read_body(mut body: HttpBody, limit: usize) -> Result<Bytes, BodyError>
         if so_far + data.len() > limit {
             return Err(BodyError::TooLarge);
         }
+        charge.take(data.len())?;
         match first.take() {
             None if joined.is_empty() => first = Some(data),
             None => joined.extend_from_slice(&data),
