@@ -127,6 +127,12 @@ impl Error {
         Error::new(codes::INVALID_PARAMS, "Invalid params")
     }
 
+    /// `-32007 Server busy`: a bound (connections, requests in flight,
+    /// buffered bodies) is reached; try again later.
+    pub fn server_busy() -> Self {
+        Error::new(codes::SERVER_BUSY, "Server busy")
+    }
+
     /// `-32603 Internal error`.
     pub fn internal_error() -> Self {
         Error::new(codes::INTERNAL_ERROR, "Internal error")

@@ -56,7 +56,7 @@ pub(crate) struct Bounds {
 }
 
 fn busy(reason: &str) -> Error {
-    Error::new(codes::SERVER_BUSY, "Server busy").with_data(reason)
+    Error::server_busy().with_data(reason)
 }
 
 pub(crate) fn start<S, K>(

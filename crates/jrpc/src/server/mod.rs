@@ -232,10 +232,7 @@ const REFUSAL_WRITE: Duration = Duration::from_secs(1);
 pub(crate) fn busy_frame() -> bytes::Bytes {
     crate::message::Response {
         id: crate::message::Id::NULL,
-        outcome: Err(
-            crate::message::Error::new(crate::message::codes::SERVER_BUSY, "Server busy")
-                .with_data("too many connections: try again later"),
-        ),
+        outcome: Err(crate::message::Error::server_busy().with_data("too many connections: try again later")),
     }
     .to_bytes()
 }

@@ -154,6 +154,18 @@ fn origin_allowed(settings: &Settings, headers: &HeaderMap) -> bool {
         || host.is_some_and(|h| h.ends_with(".localhost"))
 }
 
+/// `503` with `Retry-After: 1` and a `-32007 Server busy` body saying why.
+fn service_unavailable(why: &str) -> Response<Full<Bytes>> {
+    let mut response = error_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Error::server_busy().with_data(why),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
 fn method_not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
     let mut response = error_response(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -243,15 +255,7 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
         Ok(body) => body,
         Err(BodyError::TooLarge) => return too_large(),
         Err(BodyError::OverBudget) => {
-            let mut response = error_response(
-                StatusCode::SERVICE_UNAVAILABLE,
-                Error::new(codes::SERVER_BUSY, "Server busy")
-                    .with_data("too many request bodies in progress: try again later"),
-            );
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return response;
+            return service_unavailable("too many request bodies in progress: try again later")
         }
         Err(BodyError::Read(e)) => {
             return error_response(
@@ -392,10 +396,7 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
     };
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     let Ok(slot) = Arc::clone(&settings.ws_slots).try_acquire_owned() else {
-        return error_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Error::new(codes::SERVER_BUSY, "Server busy").with_data("too many WebSocket connections"),
-        );
+        return service_unavailable("too many WebSocket connections: try again later");
     };
     let Some(options) = settings.websocket else {
         return method_not_allowed("POST");
