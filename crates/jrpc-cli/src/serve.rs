@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
-use jrpc::codec::Framing;
+use jrpc::codec::{BufferBudget, Framing};
 use jrpc::message::Limits;
 use jrpc::middleware::{
     Authorize, CallLog, CallTimeout, ConcurrencyLimit, LogDetail, Metrics, RateLimit, Redaction,
@@ -106,9 +106,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PROTOCOL")]
     cancel: Option<Cancel>,
 
-    /// Most bytes of HTTP request bodies read but not yet whole, across all
-    /// connections; past it a request gets 503 with error -32007.
-    #[arg(long, default_value_t = HttpServer::DEFAULT_BODY_BUDGET, value_name = "BYTES")]
+    /// Most bytes held for requests not yet whole (HTTP bodies, unfinished
+    /// TCP and Unix socket frames), across all connections; past it an HTTP
+    /// request gets 503 with error -32007, a stream connection the -32007
+    /// error and a close.
+    #[arg(long, alias = "buffer-budget", default_value_t = BufferBudget::DEFAULT, value_name = "BYTES")]
     body_budget: usize,
 
     /// Allow cross-origin requests from any origin (CORS).
@@ -302,13 +304,14 @@ impl ServeArgs {
 
 fn http_server(
     args: &ServeArgs,
+    budget: &BufferBudget,
     config: &ConnectionConfig,
     router: Router,
     rate: Option<&RateLimit>,
     metrics: Option<&Metrics>,
 ) -> anyhow::Result<HttpServer> {
     let mut http = HttpServer::new(router)
-        .body_budget(args.body_budget)
+        .body_budget(budget.clone())
         .max_connections(args.max_connections)
         .connection(config.clone());
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
@@ -359,7 +362,10 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
     if let Some(protocol) = cancel_protocol(args.cancel, args.framing) {
         config = config.cancellation(protocol);
     }
+    // One budget for every listener: the bound is on the whole process.
+    let budget = BufferBudget::new(args.body_budget);
     let mut server = Server::new(router.clone())
+        .buffer_budget(budget.clone())
         .connection(config.clone())
         .max_connections(args.max_connections);
     if let Some(metrics) = &metrics {
@@ -376,7 +382,7 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         metrics_page = Some(serving);
     }
     if !args.http.is_empty() {
-        let http = http_server(&args, &config, router, rate.as_ref(), metrics.as_ref())?;
+        let http = http_server(&args, &budget, &config, router, rate.as_ref(), metrics.as_ref())?;
         for addr in &args.http {
             let serving = http
                 .bind(addr.as_str())

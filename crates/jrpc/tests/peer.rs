@@ -698,3 +698,64 @@ async fn idle_tcp_connections_are_closed_but_busy_ones_are_not() {
     assert_eq!(reply["result"], 900, "{reply}");
     serving.shutdown().await;
 }
+
+/// Issue 11, item 4: unfinished frames across TCP connections share one
+/// budget. A client whose unfinished frame does not fit is answered -32007
+/// and closed; the one within the budget is served when its frame ends, and
+/// its bytes are given back.
+#[tokio::test]
+async fn unfinished_tcp_frames_share_a_budget() {
+    let free = jrpc::codec::Budgeted::<jrpc::codec::FrameCodec>::FREE_BYTES;
+    let budget = jrpc::codec::BufferBudget::new(100 * 1024);
+    let serving = Server::new(jrpc::demo::router())
+        .buffer_budget(budget.clone())
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    // 64 KiB free per connection, then 86 KiB charged: one such frame fits,
+    // two do not.
+    let start = |fill: usize| {
+        let mut head = br#"{"jsonrpc":"2.0","method":"echo","params":[""#.to_vec();
+        head.resize(head.len() + fill, b'x');
+        head
+    };
+    let fill = free + 86 * 1024;
+    let mut first = TcpStream::connect(&addr).await.unwrap();
+    first.write_all(&start(fill)).await.unwrap();
+    bounded("the first frame is charged", async {
+        while budget.in_use() < 80 * 1024 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+
+    let mut second = TcpStream::connect(&addr).await.unwrap();
+    // The server may close while this is still being written.
+    let _ = second.write_all(&start(fill)).await;
+    let mut reply = String::new();
+    bounded("the refusal", BufReader::new(&mut second).read_line(&mut reply))
+        .await
+        .unwrap();
+    let refusal: Value = serde_json::from_str(&reply).unwrap();
+    assert_eq!(refusal["error"]["code"], -32007, "{refusal}");
+    assert_eq!(refusal["id"], Value::Null, "{refusal}");
+    let mut rest = Vec::new();
+    let end = bounded("the close after the refusal", second.read_to_end(&mut rest)).await;
+    assert!(matches!(end, Ok(0) | Err(_)), "{end:?}");
+
+    // The first connection was not harmed: its frame ends and is answered.
+    first.write_all(b"\"],\"id\":7}\n").await.unwrap();
+    let mut reply = String::new();
+    bounded(
+        "the first reply",
+        BufReader::new(&mut first).read_line(&mut reply),
+    )
+    .await
+    .unwrap();
+    let reply: Value = serde_json::from_str(&reply).unwrap();
+    assert_eq!(reply["id"], 7);
+    assert_eq!(reply["result"].as_str().map(str::len), Some(fill));
+    assert_eq!(budget.in_use(), 0, "the finished frame gave its bytes back");
+    serving.shutdown().await;
+}

@@ -9,6 +9,7 @@
 //! oversized frame is reported and skipped without being buffered, and the
 //! stream goes on.
 
+mod budget;
 mod content_length;
 mod ndjson;
 
@@ -19,6 +20,7 @@ use std::str::FromStr;
 use bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
+pub use budget::{Budgeted, BufferBudget, Charge, OverBudget};
 pub use content_length::ContentLengthCodec;
 pub use ndjson::NdjsonCodec;
 
@@ -37,6 +39,13 @@ pub enum Inbound {
     /// Framing that could not be understood (bad headers). The decoder has
     /// skipped to where the next frame can start.
     Malformed(String),
+    /// The bytes held for unfinished frames across connections exceed their
+    /// shared [`BufferBudget`]: the unfinished frame was dropped, and the
+    /// stream cannot go on (answer `-32007` and close).
+    OverBudget {
+        /// The budget's limit.
+        limit: usize,
+    },
 }
 
 /// Which framing a byte stream uses.

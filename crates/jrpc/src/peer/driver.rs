@@ -117,6 +117,9 @@ pub(crate) fn start<S, K>(
                 format!("read error: {e}").into()
             }
             Ended::Killed => "aborted".into(),
+            Ended::OverBudget => {
+                "the server's budget for unfinished frames is spent: closed by this side".into()
+            }
             Ended::Idle(limit) => format!("idle for {limit:?}: closed by this side").into(),
         };
         // Nothing more will be read, so no response can come: fail every
@@ -194,6 +197,9 @@ enum Ended {
     /// Nothing read and no call in flight for this long.
     Idle(Duration),
     Failed(Arc<io::Error>),
+    /// The server's budget for unfinished frames was spent: answered
+    /// `-32007`, nothing more read.
+    OverBudget,
     Killed,
 }
 
@@ -303,6 +309,14 @@ impl Reader {
                 tracing::warn!(%reason, "malformed framing skipped");
                 self.send_error(Id::NULL, Error::parse_error().with_data(&reason))
                     .await;
+            }
+            Some(Ok(Inbound::OverBudget { limit })) => {
+                tracing::warn!(limit, "buffer budget spent: connection closed");
+                let error = Error::server_busy().with_data(&format!(
+                    "the server holds too many unfinished frames ({limit} bytes across connections): try again later"
+                ));
+                self.send_error(Id::NULL, error).await;
+                return Some(Ended::OverBudget);
             }
         }
         None

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::codec::Framing;
+use crate::codec::{BufferBudget, Framing};
 use crate::context::Extensions;
 use crate::peer::{CancelProtocol, ConnectionConfig, Peer, PeerBuilder};
 use crate::transport::{Accept, Connection, Listener};
@@ -46,6 +46,7 @@ pub struct Server {
     config: ConnectionConfig,
     max_connections: usize,
     shutdown_grace: Duration,
+    budget: BufferBudget,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::middleware::Metrics>,
 }
@@ -64,9 +65,22 @@ impl Server {
             config: ConnectionConfig::default(),
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
+            budget: BufferBudget::default(),
             #[cfg(feature = "metrics")]
             metrics: None,
         }
+    }
+
+    /// The most bytes held in unfinished frames across all connections of
+    /// the listeners this server binds (default 256 MiB,
+    /// [`BufferBudget::DEFAULT`]): a number of bytes, or a budget shared
+    /// with another server. Past it, the connection whose frame did not fit
+    /// gets `-32007 Server busy` and is closed. The first 64 KiB of each
+    /// connection's buffer are not counted
+    /// ([`Budgeted::FREE_BYTES`](crate::codec::Budgeted::FREE_BYTES)).
+    pub fn buffer_budget(mut self, budget: impl Into<BufferBudget>) -> Self {
+        self.budget = budget.into();
+        self
     }
 
     /// How every connection behaves (framing, cancellation, bounds,
@@ -161,8 +175,9 @@ impl Server {
     /// connection until shut down.
     pub async fn bind_tcp(&self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Serving> {
         let max_frame_len = self.router.parse_limits().max_frame_len;
-        let listener =
-            crate::transport::tcp::TcpListener::bind(addr, self.config.framing, max_frame_len).await?;
+        let listener = crate::transport::tcp::TcpListener::bind(addr, self.config.framing, max_frame_len)
+            .await?
+            .buffer_budget(self.budget.clone());
         Ok(self.serve(listener))
     }
 
@@ -172,8 +187,9 @@ impl Server {
     #[cfg(unix)]
     pub async fn bind_unix(&self, path: impl AsRef<std::path::Path>) -> io::Result<Serving> {
         let max_frame_len = self.router.parse_limits().max_frame_len;
-        let listener =
-            crate::transport::unix::UnixListener::bind(path, self.config.framing, max_frame_len).await?;
+        let listener = crate::transport::unix::UnixListener::bind(path, self.config.framing, max_frame_len)
+            .await?
+            .buffer_budget(self.budget.clone());
         Ok(self.serve(listener))
     }
 

@@ -13,7 +13,7 @@ use futures_util::{Sink, Stream};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-use crate::codec::{Framing, Inbound};
+use crate::codec::{Budgeted, BufferBudget, Framing, Inbound};
 use crate::context::ConnectionInfo;
 
 /// Incoming frames of a connection, boxed.
@@ -89,6 +89,25 @@ impl Connection {
         let codec = framing.codec(max_frame_len);
         Connection::new(
             FramedRead::new(reader, codec.clone()),
+            FramedWrite::new(writer, codec),
+            info,
+        )
+    }
+
+    /// [`over_io`](Self::over_io), with the unfinished frame charged to a
+    /// budget shared with other connections (a server's): when the budget
+    /// is spent, the frame is dropped and [`Inbound::OverBudget`] reported.
+    pub fn over_io_budgeted(
+        reader: impl AsyncRead + Send + 'static,
+        writer: impl AsyncWrite + Send + 'static,
+        framing: Framing,
+        max_frame_len: usize,
+        budget: &BufferBudget,
+        info: ConnectionInfo,
+    ) -> Self {
+        let codec = framing.codec(max_frame_len);
+        Connection::new(
+            FramedRead::new(reader, Budgeted::new(codec.clone(), budget)),
             FramedWrite::new(writer, codec),
             info,
         )

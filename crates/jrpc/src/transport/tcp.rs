@@ -7,7 +7,7 @@ use std::io;
 use tokio::net::TcpStream;
 
 use super::connection::{Connection, Dialer, Listener};
-use crate::codec::Framing;
+use crate::codec::{BufferBudget, Framing};
 use crate::context::ConnectionInfo;
 
 pub(crate) fn info(stream: &TcpStream) -> ConnectionInfo {
@@ -33,6 +33,7 @@ pub struct TcpListener {
     listener: tokio::net::TcpListener,
     framing: Framing,
     max_frame_len: usize,
+    budget: Option<BufferBudget>,
 }
 
 impl TcpListener {
@@ -55,7 +56,16 @@ impl TcpListener {
             listener,
             framing,
             max_frame_len,
+            budget: None,
         }
+    }
+
+    /// Charges every connection's unfinished frame to `budget`, shared with
+    /// other listeners (see [`BufferBudget`]); without one, each connection
+    /// is bounded only by the frame limit.
+    pub fn buffer_budget(mut self, budget: BufferBudget) -> Self {
+        self.budget = Some(budget);
+        self
     }
 }
 
@@ -63,7 +73,20 @@ impl Listener for TcpListener {
     async fn accept(&mut self) -> io::Result<Connection> {
         let (stream, _) = self.listener.accept().await?;
         keep_alive(&stream);
-        Ok(connection(stream, self.framing, self.max_frame_len))
+        let Some(budget) = &self.budget else {
+            return Ok(connection(stream, self.framing, self.max_frame_len));
+        };
+        let _ = stream.set_nodelay(true);
+        let info = info(&stream);
+        let (read, write) = stream.into_split();
+        Ok(Connection::over_io_budgeted(
+            read,
+            write,
+            self.framing,
+            self.max_frame_len,
+            budget,
+            info,
+        ))
     }
 
     fn local_addr(&self) -> String {

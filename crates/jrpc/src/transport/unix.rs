@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tokio::net::UnixStream;
 
 use super::connection::{Connection, Dialer, Listener};
-use crate::codec::Framing;
+use crate::codec::{BufferBudget, Framing};
 use crate::context::ConnectionInfo;
 
 fn info(stream: &UnixStream) -> ConnectionInfo {
@@ -38,6 +38,7 @@ pub struct UnixListener {
     path: PathBuf,
     framing: Framing,
     max_frame_len: usize,
+    budget: Option<BufferBudget>,
 }
 
 impl UnixListener {
@@ -71,7 +72,16 @@ impl UnixListener {
             path: path.to_owned(),
             framing,
             max_frame_len,
+            budget: None,
         })
+    }
+
+    /// Charges every connection's unfinished frame to `budget`, shared with
+    /// other listeners (see [`BufferBudget`]); without one, each connection
+    /// is bounded only by the frame limit.
+    pub fn buffer_budget(mut self, budget: BufferBudget) -> Self {
+        self.budget = Some(budget);
+        self
     }
 }
 
@@ -84,7 +94,19 @@ impl Drop for UnixListener {
 impl Listener for UnixListener {
     async fn accept(&mut self) -> io::Result<Connection> {
         let (stream, _) = self.listener.accept().await?;
-        Ok(connection(stream, self.framing, self.max_frame_len))
+        let Some(budget) = &self.budget else {
+            return Ok(connection(stream, self.framing, self.max_frame_len));
+        };
+        let info = info(&stream);
+        let (read, write) = stream.into_split();
+        Ok(Connection::over_io_budgeted(
+            read,
+            write,
+            self.framing,
+            self.max_frame_len,
+            budget,
+            info,
+        ))
     }
 
     fn local_addr(&self) -> String {

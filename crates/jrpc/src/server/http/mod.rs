@@ -70,6 +70,7 @@ pub use layers::{
 pub use metrics_server::serve_metrics;
 pub use service::{error_response, ClientAddr, RpcService};
 
+use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
 use crate::peer::ConnectionConfig;
 use crate::server::{Server, Serving};
@@ -102,7 +103,7 @@ pub struct HttpServer {
     compression: bool,
     cors: Option<CorsLayer>,
     null_origin: bool,
-    body_budget: usize,
+    body_budget: BufferBudget,
     tls: Option<Arc<ServerConfig>>,
     auth: Option<AuthLayer>,
     rate_limit: Option<RateLimit>,
@@ -128,7 +129,7 @@ impl std::fmt::Debug for HttpServer {
 
 impl HttpServer {
     /// The default budget for request bodies in progress: 256 MiB.
-    pub const DEFAULT_BODY_BUDGET: usize = 256 * 1024 * 1024;
+    pub const DEFAULT_BODY_BUDGET: usize = BufferBudget::DEFAULT;
 
     /// Serves `router` on `/`, with WebSocket, compression and `/health` on,
     /// and no TLS, auth, CORS, rate limit or timeout.
@@ -147,7 +148,7 @@ impl HttpServer {
             compression: true,
             cors: None,
             null_origin: false,
-            body_budget: Self::DEFAULT_BODY_BUDGET,
+            body_budget: BufferBudget::default(),
             tls: None,
             auth: None,
             rate_limit: None,
@@ -217,9 +218,11 @@ impl HttpServer {
     /// The most bytes of request bodies read but not yet whole, across all
     /// connections (default 256 MiB): past it a request is answered `503`
     /// with `Retry-After` and a `-32007 Server busy` body, so that many
-    /// clients sending large bodies slowly cannot exhaust memory.
-    pub fn body_budget(mut self, bytes: usize) -> Self {
-        self.body_budget = bytes;
+    /// clients sending large bodies slowly cannot exhaust memory. A number
+    /// of bytes, or a [`BufferBudget`] shared with another server (say the
+    /// [`Server`] of your TCP listeners).
+    pub fn body_budget(mut self, budget: impl Into<BufferBudget>) -> Self {
+        self.body_budget = budget.into();
         self
     }
 
@@ -327,7 +330,7 @@ impl HttpServer {
             any_origin: self.cors.is_some(),
             null_origin: self.null_origin,
             ws_slots: Arc::new(tokio::sync::Semaphore::new(self.max_connections)),
-            body_budget: Arc::new(service::BodyBudget::new(self.body_budget)),
+            body_budget: self.body_budget.clone(),
             config: self.config.clone(),
             shutdown_grace: self.shutdown_grace,
             connections,

@@ -13,6 +13,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
 use super::HttpBody;
+use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
 use crate::context::Extensions;
 use crate::context::Identity;
@@ -41,7 +42,7 @@ pub(crate) struct Settings {
     /// bounded here instead.
     pub(crate) ws_slots: Arc<tokio::sync::Semaphore>,
     /// Bytes of request bodies being read, across connections.
-    pub(crate) body_budget: Arc<BodyBudget>,
+    pub(crate) body_budget: BufferBudget,
     pub(crate) config: crate::peer::ConnectionConfig,
     pub(crate) shutdown_grace: std::time::Duration,
     pub(crate) connections: tokio_util::task::TaskTracker,
@@ -290,57 +291,13 @@ enum BodyError {
     Read(String),
 }
 
-/// A server-wide bound on the bytes of request bodies read but not yet
-/// whole, so that many slow clients with large unfinished bodies cannot
-/// exhaust memory (each may hold up to the frame limit).
-#[derive(Debug)]
-pub(crate) struct BodyBudget {
-    limit: usize,
-    used: std::sync::atomic::AtomicUsize,
-}
-
-impl BodyBudget {
-    pub(crate) fn new(limit: usize) -> Self {
-        BodyBudget {
-            limit,
-            used: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-}
-
-/// What one body holds of the budget; given back when dropped.
-struct Charge<'a> {
-    budget: &'a BodyBudget,
-    held: usize,
-}
-
-impl Charge<'_> {
-    fn take(&mut self, bytes: usize) -> Result<(), BodyError> {
-        use std::sync::atomic::Ordering;
-        let before = self.budget.used.fetch_add(bytes, Ordering::AcqRel);
-        self.held += bytes;
-        if before + bytes > self.budget.limit {
-            return Err(BodyError::OverBudget);
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Charge<'_> {
-    fn drop(&mut self) {
-        self.budget
-            .used
-            .fetch_sub(self.held, std::sync::atomic::Ordering::AcqRel);
-    }
-}
-
 /// Reads a whole body of at most `limit` bytes, stopping as soon as it is
 /// known to be larger, within the server's budget for bodies in progress.
 /// A body that arrives in one piece is not copied.
-async fn read_body(mut body: HttpBody, limit: usize, budget: &BodyBudget) -> Result<Bytes, BodyError> {
+async fn read_body(mut body: HttpBody, limit: usize, budget: &BufferBudget) -> Result<Bytes, BodyError> {
     let mut first: Option<Bytes> = None;
     let mut joined = bytes::BytesMut::new();
-    let mut charge = Charge { budget, held: 0 };
+    let mut charge = budget.charge();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| BodyError::Read(e.to_string()))?;
         let Ok(data) = frame.into_data() else { continue };
@@ -348,7 +305,9 @@ async fn read_body(mut body: HttpBody, limit: usize, budget: &BodyBudget) -> Res
         if so_far + data.len() > limit {
             return Err(BodyError::TooLarge);
         }
-        charge.take(data.len())?;
+        charge
+            .hold(so_far + data.len())
+            .map_err(|_| BodyError::OverBudget)?;
         match first.take() {
             None if joined.is_empty() => first = Some(data),
             None => joined.extend_from_slice(&data),
