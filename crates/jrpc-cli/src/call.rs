@@ -89,7 +89,7 @@ pub struct CallArgs {
 /// How to reach the server: shared by `jrpc call` and `jrpc bench`.
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
-    /// How long to wait for a response: 500ms, 10s, 2m, or seconds. When it
+    /// How long to wait for a response: 500ms, 10s, 2m, 1h, or seconds. When it
     /// runs out, the call is cancelled on the server too (see --cancel).
     #[arg(long, default_value = "30s", value_parser = parse_timeout)]
     pub(crate) timeout: Duration,
@@ -178,6 +178,8 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         (n, 1.0)
     } else if let Some(n) = text.strip_suffix('m') {
         (n, 60.0)
+    } else if let Some(n) = text.strip_suffix('h') {
+        (n, 3600.0)
     } else {
         (text, 1.0)
     };
@@ -532,4 +534,26 @@ async fn batch(client: &Client, text: &str, compact: bool) -> Result<(), Failure
         return Err(Failure::BatchErrors);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_take_every_unit() {
+        for (text, expected) in [
+            ("250ms", Duration::from_millis(250)),
+            ("10s", Duration::from_secs(10)),
+            ("2m", Duration::from_secs(120)),
+            ("1h", Duration::from_secs(3600)),
+            ("1.5", Duration::from_millis(1500)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(expected), "{text}");
+        }
+        for bad in ["", "ms", "ten", "-1s", "1d"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
 }
