@@ -2,6 +2,7 @@
 
 mod bench;
 mod call;
+mod mcp;
 mod pretty;
 mod serve;
 
@@ -35,6 +36,9 @@ enum Command {
     /// Load a server with calls and report requests/s, latency percentiles
     /// and errors.
     Bench(bench::BenchArgs),
+    /// MCP (Model Context Protocol): `jrpc mcp serve --stdio` serves the
+    /// demo MCP server.
+    Mcp(mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Call(args) => Ok(call::run(args).await),
             Command::Bench(args) => Ok(bench::run(args).await),
+            Command::Mcp(args) => mcp::run(args).await.map(|()| ExitCode::SUCCESS),
         }
     });
     match result {

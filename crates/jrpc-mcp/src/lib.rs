@@ -1,0 +1,20 @@
+//! # jrpc-mcp
+//!
+//! MCP (the Model Context Protocol) on jrpc: the protocol's types
+//! ([`types`], revision 2025-11-25, also negotiating 2025-06-18, 2025-03-26
+//! and 2024-11-05) and a server ([`server::McpServer`]) with tools,
+//! resources, resource templates, prompts, progress, logging, cancellation,
+//! and requests back to the client (sampling, elicitation, roots).
+//!
+//! The server is transport-neutral: it serves any jrpc
+//! [`Connection`](jrpc::transport::Connection), stdio included. The JSON-RPC
+//! core stays protocol-neutral; MCP's rules live here.
+
+#![warn(missing_docs)]
+
+#[cfg(feature = "demo")]
+pub mod demo;
+pub mod server;
+pub mod types;
+
+pub use server::{McpContext, McpServer, Structured, ToolError};

@@ -1,0 +1,291 @@
+//! The protocol's methods as JSON-RPC handlers: the lifecycle, the lists,
+//! and the calls into tools, resources and prompts.
+
+use std::collections::BTreeMap;
+
+use jrpc::message::codes::INVALID_PARAMS;
+use jrpc::{Error, RequestContext, Router};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::context::McpContext;
+use super::session::{Phase, Session};
+use super::McpServer;
+use crate::types::{
+    codes, negotiate_version, CallToolParams, CallToolResult, GetPromptParams, GetPromptResult,
+    InitializeParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedParams, ReadResourceParams, ReadResourceResult, RequestMeta, SetLevelParams,
+};
+
+/// Params that carry nothing but, perhaps, `_meta` (`ping`, notifications).
+#[derive(Debug, Default, Deserialize)]
+struct MetaOnly {
+    #[serde(rename = "_meta", default)]
+    _meta: Option<RequestMeta>,
+}
+
+/// The empty result: `{}`.
+#[derive(Debug, Serialize)]
+struct Empty {}
+
+pub(crate) fn router(server: &McpServer) -> Router {
+    let s = server.clone();
+    let mut router = Router::new()
+        .method("initialize", move |p: InitializeParams, ctx: RequestContext| {
+            let s = s.clone();
+            async move { s.initialize(p, &ctx) }
+        })
+        .method("ping", |_: Option<MetaOnly>| async { Ok(Empty {}) })
+        .notification(
+            "notifications/initialized",
+            |_: Option<MetaOnly>, ctx: RequestContext| async move {
+                if let Ok(session) = Session::of(&ctx) {
+                    session.state().client_ready = true;
+                }
+            },
+        )
+        .method(
+            "logging/setLevel",
+            |p: SetLevelParams, ctx: RequestContext| async move {
+                Session::ready(&ctx)?.state().log_level = p.level;
+                Ok(Empty {})
+            },
+        );
+    let capabilities = server.capabilities();
+    if capabilities.tools.is_some() {
+        let (list, call) = (server.clone(), server.clone());
+        router = router
+            .method(
+                "tools/list",
+                move |p: Option<PaginatedParams>, ctx: RequestContext| {
+                    let s = list.clone();
+                    async move { s.list_tools(p.unwrap_or_default(), &ctx) }
+                },
+            )
+            .method("tools/call", move |p: CallToolParams, ctx: RequestContext| {
+                let s = call.clone();
+                async move { s.call_tool(p, ctx).await }
+            });
+    }
+    if capabilities.resources.is_some() {
+        let (list, templates, read) = (server.clone(), server.clone(), server.clone());
+        router = router
+            .method(
+                "resources/list",
+                move |p: Option<PaginatedParams>, ctx: RequestContext| {
+                    let s = list.clone();
+                    async move { s.list_resources(p.unwrap_or_default(), &ctx) }
+                },
+            )
+            .method(
+                "resources/templates/list",
+                move |p: Option<PaginatedParams>, ctx: RequestContext| {
+                    let s = templates.clone();
+                    async move { s.list_templates(p.unwrap_or_default(), &ctx) }
+                },
+            )
+            .method(
+                "resources/read",
+                move |p: ReadResourceParams, ctx: RequestContext| {
+                    let s = read.clone();
+                    async move { s.read_resource(p, ctx).await }
+                },
+            );
+    }
+    if capabilities.prompts.is_some() {
+        let (list, get) = (server.clone(), server.clone());
+        router = router
+            .method(
+                "prompts/list",
+                move |p: Option<PaginatedParams>, ctx: RequestContext| {
+                    let s = list.clone();
+                    async move { s.list_prompts(p.unwrap_or_default(), &ctx) }
+                },
+            )
+            .method("prompts/get", move |p: GetPromptParams, ctx: RequestContext| {
+                let s = get.clone();
+                async move { s.get_prompt(p, ctx).await }
+            });
+    }
+    router
+}
+
+/// One page of `items` from `cursor` (an offset this server handed out).
+fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec<T>, Option<String>), Error> {
+    let start = match cursor {
+        None => 0,
+        Some(cursor) => cursor
+            .parse::<usize>()
+            .ok()
+            .filter(|start| *start <= items.len())
+            .ok_or_else(|| {
+                Error::new(INVALID_PARAMS, "Invalid cursor").with_data(&format!("unknown cursor {cursor:?}"))
+            })?,
+    };
+    let end = (start + size).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    Ok((items[start..end].to_vec(), next))
+}
+
+/// Runs `work` with a token that is cancelled if the work is dropped before
+/// it finishes (the request was cancelled, or the connection closed).
+async fn cancellable<T>(token: CancellationToken, work: impl std::future::Future<Output = T>) -> T {
+    let guard = token.drop_guard();
+    let out = work.await;
+    guard.disarm();
+    out
+}
+
+impl McpServer {
+    fn initialize(&self, params: InitializeParams, ctx: &RequestContext) -> Result<InitializeResult, Error> {
+        let session = Session::of(ctx)?;
+        let mut state = session.state();
+        if state.phase != Phase::New {
+            return Err(Error::invalid_request().with_data("the session is already initialized"));
+        }
+        let version = negotiate_version(&params.protocol_version);
+        state.phase = Phase::Initialized;
+        state.protocol_version = version;
+        state.client_info = Some(params.client_info);
+        state.client_capabilities = params.capabilities;
+        Ok(InitializeResult {
+            protocol_version: version.to_owned(),
+            capabilities: self.capabilities(),
+            server_info: self.inner.info.clone(),
+            instructions: self.inner.instructions.clone(),
+            meta: None,
+        })
+    }
+
+    fn context(
+        &self,
+        ctx: &RequestContext,
+        session: std::sync::Arc<Session>,
+        meta: Option<RequestMeta>,
+    ) -> (McpContext, CancellationToken) {
+        let token = CancellationToken::new();
+        let cx = McpContext::new(
+            ctx,
+            session,
+            meta.and_then(|m| m.progress_token),
+            token.clone(),
+            self.inner.client_timeout,
+            Some(self.inner.info.name.clone()),
+        );
+        (cx, token)
+    }
+
+    fn list_tools(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListToolsResult, Error> {
+        Session::ready(ctx)?;
+        let (tools, next_cursor) = page(&self.inner.tools, p.cursor.as_deref(), self.inner.page_size)?;
+        Ok(ListToolsResult {
+            tools: tools.into_iter().map(|entry| entry.tool).collect(),
+            next_cursor,
+            meta: None,
+        })
+    }
+
+    async fn call_tool(&self, p: CallToolParams, ctx: RequestContext) -> Result<CallToolResult, Error> {
+        let session = Session::ready(&ctx)?;
+        let Some(entry) = self.inner.tools.iter().find(|entry| entry.tool.name == p.name) else {
+            return Err(Error::new(INVALID_PARAMS, format!("Unknown tool: {}", p.name)));
+        };
+        let (cx, token) = self.context(&ctx, session, p.meta);
+        let handler = entry.handler.clone();
+        Ok(cancellable(token, handler(p.arguments.unwrap_or_default(), cx)).await)
+    }
+
+    fn list_resources(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListResourcesResult, Error> {
+        Session::ready(ctx)?;
+        let (resources, next_cursor) =
+            page(&self.inner.resources, p.cursor.as_deref(), self.inner.page_size)?;
+        Ok(ListResourcesResult {
+            resources: resources.into_iter().map(|entry| entry.resource).collect(),
+            next_cursor,
+            meta: None,
+        })
+    }
+
+    fn list_templates(
+        &self,
+        p: PaginatedParams,
+        ctx: &RequestContext,
+    ) -> Result<ListResourceTemplatesResult, Error> {
+        Session::ready(ctx)?;
+        let (templates, next_cursor) =
+            page(&self.inner.templates, p.cursor.as_deref(), self.inner.page_size)?;
+        Ok(ListResourceTemplatesResult {
+            resource_templates: templates.into_iter().map(|entry| entry.template).collect(),
+            next_cursor,
+            meta: None,
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        p: ReadResourceParams,
+        ctx: RequestContext,
+    ) -> Result<ReadResourceResult, Error> {
+        let session = Session::ready(&ctx)?;
+        let found = match self
+            .inner
+            .resources
+            .iter()
+            .find(|entry| entry.resource.uri == p.uri)
+        {
+            Some(entry) => Some((entry.read.clone(), BTreeMap::new())),
+            None => self.inner.templates.iter().find_map(|entry| {
+                entry
+                    .parsed
+                    .matches(&p.uri)
+                    .map(|vars| (entry.read.clone(), vars))
+            }),
+        };
+        let Some((read, vars)) = found else {
+            return Err(Error::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
+                .with_data(&serde_json::json!({ "uri": p.uri })));
+        };
+        let (cx, token) = self.context(&ctx, session, p.meta);
+        cancellable(token, read(p.uri, vars, cx)).await
+    }
+
+    fn list_prompts(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListPromptsResult, Error> {
+        Session::ready(ctx)?;
+        let (prompts, next_cursor) = page(&self.inner.prompts, p.cursor.as_deref(), self.inner.page_size)?;
+        Ok(ListPromptsResult {
+            prompts: prompts.into_iter().map(|entry| entry.prompt).collect(),
+            next_cursor,
+            meta: None,
+        })
+    }
+
+    async fn get_prompt(&self, p: GetPromptParams, ctx: RequestContext) -> Result<GetPromptResult, Error> {
+        let session = Session::ready(&ctx)?;
+        let Some(entry) = self
+            .inner
+            .prompts
+            .iter()
+            .find(|entry| entry.prompt.name == p.name)
+        else {
+            return Err(Error::new(INVALID_PARAMS, format!("Unknown prompt: {}", p.name)));
+        };
+        let args = p.arguments.unwrap_or_default();
+        let missing: Vec<&str> = entry
+            .prompt
+            .arguments
+            .iter()
+            .flatten()
+            .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+            .map(|a| a.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::new(
+                INVALID_PARAMS,
+                format!("Missing required arguments: {}", missing.join(", ")),
+            ));
+        }
+        let (cx, token) = self.context(&ctx, session, p.meta);
+        let get = entry.get.clone();
+        cancellable(token, get(args, cx)).await
+    }
+}

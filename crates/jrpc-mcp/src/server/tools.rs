@@ -1,0 +1,246 @@
+//! Tools on the server: how a handler's arguments are decoded and its
+//! output turned into a `tools/call` result, and where their schemas come
+//! from.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::McpContext;
+use crate::types::{CallToolResult, ContentBlock, JsonObject, Tool};
+
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A registered tool's handler, type-erased: arguments in, result out.
+pub(crate) type ToolHandler = Arc<dyn Fn(JsonObject, McpContext) -> BoxFuture<CallToolResult> + Send + Sync>;
+
+/// A tool and its handler.
+#[derive(Clone)]
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Tool,
+    pub(crate) handler: ToolHandler,
+}
+
+/// Why a tool failed. It reaches the client as a result with
+/// `isError: true` and this text, so that the model can read it and try
+/// again; protocol errors (an unknown tool) are JSON-RPC errors instead.
+///
+/// Any error converts into one with `?`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// A failure that says `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+        }
+    }
+
+    /// What it says.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        ToolError::new(error.into().to_string())
+    }
+}
+
+/// What a tool handler may return: text, content blocks, a whole
+/// [`CallToolResult`], or a typed value with [`Structured`].
+pub trait ToolOutput: Send + 'static {
+    /// The JSON Schema of the tool's `structuredContent`, published as its
+    /// `outputSchema`; `None` when it has none.
+    fn output_schema() -> Option<JsonObject> {
+        None
+    }
+
+    /// The result to send.
+    fn into_result(self) -> CallToolResult;
+}
+
+impl ToolOutput for CallToolResult {
+    fn into_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl ToolOutput for String {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl ToolOutput for &'static str {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl ToolOutput for ContentBlock {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult {
+            content: vec![self],
+            ..Default::default()
+        }
+    }
+}
+
+impl ToolOutput for Vec<ContentBlock> {
+    fn into_result(self) -> CallToolResult {
+        CallToolResult {
+            content: self,
+            ..Default::default()
+        }
+    }
+}
+
+/// A typed tool output: sent as `structuredContent` (and, for clients that
+/// read only content, as text), with its JSON Schema published as the
+/// tool's `outputSchema`. `T` must serialize to a JSON object.
+///
+/// ```
+/// use jrpc_mcp::server::Structured;
+///
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Sum { result: f64 }
+///
+/// // Text "42", structured content {"result": 42.0}.
+/// let output = Structured::new(Sum { result: 42.0 }).text("42");
+/// ```
+#[derive(Debug, Clone)]
+pub struct Structured<T> {
+    value: T,
+    text: Option<String>,
+}
+
+impl<T> Structured<T> {
+    /// `value` as structured content; its text form is its JSON.
+    pub fn new(value: T) -> Self {
+        Structured { value, text: None }
+    }
+
+    /// The text content to send beside the structured content (by default
+    /// the value's JSON).
+    pub fn text(mut self, text: impl Into<String>) -> Self {
+        self.text = Some(text.into());
+        self
+    }
+}
+
+impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for Structured<T> {
+    fn output_schema() -> Option<JsonObject> {
+        schema_object::<T>().filter(is_object_schema)
+    }
+
+    fn into_result(self) -> CallToolResult {
+        let value = match serde_json::to_value(&self.value) {
+            Ok(serde_json::Value::Object(map)) => map,
+            Ok(_) => return CallToolResult::error("the tool's structured output is not a JSON object"),
+            Err(e) => return CallToolResult::error(format!("the tool's output could not be encoded: {e}")),
+        };
+        let text = self
+            .text
+            .unwrap_or_else(|| serde_json::Value::Object(value.clone()).to_string());
+        CallToolResult {
+            content: vec![ContentBlock::text(text)],
+            structured_content: Some(value),
+            ..Default::default()
+        }
+    }
+}
+
+/// Arguments of a tool that takes none: its input schema is the empty
+/// object schema, and it accepts `{}` or no arguments at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoArgs {}
+
+impl JsonSchema for NoArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NoArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "object", "properties": {} })
+    }
+}
+
+/// The JSON Schema of `T`, as an object.
+pub(crate) fn schema_object<T: JsonSchema>() -> Option<JsonObject> {
+    match serde_json::to_value(schemars::schema_for!(T)) {
+        Ok(serde_json::Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+fn is_object_schema(schema: &JsonObject) -> bool {
+    schema.get("type").and_then(|t| t.as_str()) == Some("object")
+}
+
+/// The input schema of a tool whose arguments are `A`: always an object
+/// schema, as MCP requires, also for types whose own schema is not one.
+pub(crate) fn input_schema<A: JsonSchema>() -> JsonObject {
+    schema_object::<A>()
+        .filter(is_object_schema)
+        .unwrap_or_else(empty_object_schema)
+}
+
+/// `{"type": "object", "properties": {}}`.
+pub(crate) fn empty_object_schema() -> JsonObject {
+    let mut schema = JsonObject::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), JsonObject::new().into());
+    schema
+}
+
+/// A handler for a tool with typed arguments `A` and output `R`.
+pub(crate) fn typed_handler<A, R, F, Fut>(handler: F) -> ToolHandler
+where
+    A: DeserializeOwned + Send + 'static,
+    R: ToolOutput,
+    F: Fn(A, McpContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
+{
+    let handler = Arc::new(handler);
+    Arc::new(move |arguments: JsonObject, cx: McpContext| {
+        let handler = Arc::clone(&handler);
+        Box::pin(async move {
+            let args: A = match serde_json::from_value(serde_json::Value::Object(arguments)) {
+                Ok(args) => args,
+                // Bad arguments are the model's mistake: it gets to read why
+                // and try again.
+                Err(e) => return CallToolResult::error(format!("invalid arguments: {e}")),
+            };
+            match handler(args, cx).await {
+                Ok(output) => output.into_result(),
+                Err(e) => CallToolResult::error(e.message),
+            }
+        })
+    })
+}
+
+/// A handler for a tool that takes its arguments as a JSON object.
+pub(crate) fn raw_handler<F, Fut>(handler: F) -> ToolHandler
+where
+    F: Fn(JsonObject, McpContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
+{
+    let handler = Arc::new(handler);
+    Arc::new(move |arguments: JsonObject, cx: McpContext| {
+        let handler = Arc::clone(&handler);
+        Box::pin(async move {
+            handler(arguments, cx)
+                .await
+                .unwrap_or_else(|e| CallToolResult::error(e.message))
+        })
+    })
+}
