@@ -136,11 +136,15 @@ impl Decoder for ContentLengthCodec {
                     // the protocol, bare LF tolerated.
                     let found = header_end(buf).filter(|(end, _)| *end <= MAX_HEADER_LEN);
                     let Some((end, terminator)) = found else {
-                        if buf.len() > MAX_HEADER_LEN {
-                            // Drop at least the first line, so that the
-                            // search for the next frame makes progress.
-                            let first_line = memchr::memchr(b'\n', buf).map_or(buf.len(), |p| p + 1);
-                            buf.advance(first_line);
+                        // Decide only once any terminator that could start
+                        // within the limit would be whole (4 bytes), so
+                        // that the outcome does not depend on how the
+                        // stream was cut into reads.
+                        if buf.len() >= MAX_HEADER_LEN + 4 {
+                            // Drop one byte, so that the search for the
+                            // next `Content-Length:` makes progress past
+                            // this one without skipping a later one.
+                            buf.advance(1);
                             self.state = State::Resync;
                             return Ok(Some(Inbound::Malformed(format!(
                                 "no end of headers within {MAX_HEADER_LEN} bytes"
@@ -257,6 +261,28 @@ mod tests {
 
     use super::*;
     use crate::codec::{decode_all, frame};
+
+    /// Found by the `codec_content_length` fuzz target: near the header
+    /// bound, the outcome depended on where the stream was cut.
+    #[test]
+    fn header_overflow_decodes_the_same_however_cut() {
+        let mut junk_then_frame = vec![b'a'; 9000];
+        junk_then_frame.extend_from_slice(b"Content-Length: 2\r\n\r\n{}");
+        let mut headers_at_the_bound = b"Content-Length: 2\r\nX: ".to_vec();
+        headers_at_the_bound.resize(MAX_HEADER_LEN, b'b');
+        headers_at_the_bound.extend_from_slice(b"\r\n\r\n{}");
+        for stream in [junk_then_frame, headers_at_the_bound] {
+            let whole = decode_all(&mut ContentLengthCodec::new(64), &[&stream]);
+            assert_eq!(whole.last(), Some(&frame("{}")), "{whole:?}");
+            for split in (MAX_HEADER_LEN - 8..MAX_HEADER_LEN + 6).chain([1, 100, stream.len() - 1]) {
+                let cut = decode_all(
+                    &mut ContentLengthCodec::new(64),
+                    &[&stream[..split], &stream[split..]],
+                );
+                assert_eq!(cut, whole, "split at {split}");
+            }
+        }
+    }
 
     #[test]
     fn frames_split_anywhere() {
@@ -382,7 +408,11 @@ mod tests {
     #[test]
     fn endless_headers_are_malformed() {
         let mut codec = ContentLengthCodec::new(100);
-        let mut buf = BytesMut::from(&vec![b'a'; MAX_HEADER_LEN + 1][..]);
+        // Undecided while a terminator starting within the bound could
+        // still be completing.
+        let mut buf = BytesMut::from(&vec![b'a'; MAX_HEADER_LEN + 3][..]);
+        assert_eq!(codec.decode(&mut buf).unwrap(), None);
+        buf.extend_from_slice(b"a");
         assert!(matches!(
             codec.decode(&mut buf).unwrap(),
             Some(Inbound::Malformed(_))
