@@ -18,6 +18,7 @@ async fn main() -> Outcome {
     middleware()?;
     caller_generic().await?;
     own_transport().await?;
+    mcp_server().await?;
     println!("every README snippet ran");
     Ok(())
 }
@@ -145,5 +146,50 @@ async fn own_transport() -> Outcome {
     let sum: i64 = client.call("add", (2, 40)).await?;
     assert_eq!(sum, 42);
     serving.shutdown().await;
+    Ok(())
+}
+
+// Kept as the README shows it, not as rustfmt would.
+#[rustfmt::skip]
+async fn mcp_server() -> Outcome {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(theirs);
+    let info = jrpc::router::ConnectionInfo { transport: "pipe", peer_addr: None, local_addr: None };
+    let connection = jrpc::transport::Connection::over_io(read, write, jrpc::codec::Framing::Ndjson, 1 << 16, info);
+
+    // README: an MCP server.
+    use jrpc_mcp::{McpContext, McpServer, Structured, ToolError};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Add { a: f64, b: f64 }
+
+    #[derive(serde::Serialize, schemars::JsonSchema)]
+    struct Sum { result: f64 }
+
+    let server = McpServer::builder("calculator", "1.0.0")
+        .tool("add", "Adds two numbers", |args: Add, cx: McpContext| async move {
+            cx.progress(1.0, Some(1.0), None).await;           // sent if the client asked for progress
+            Ok::<_, ToolError>(Structured::new(Sum { result: args.a + args.b }))
+        })
+        .build();
+    let session = server.connect(connection);   // any jrpc Connection; serve_stdio() for stdin/stdout
+
+    // A client on the other end of the pipe: initialize, then call add.
+    let (read, mut write) = tokio::io::split(ours);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    write.write_all(concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"readme","version":"1"}}}"#, "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":40}}}"#, "\n",
+    ).as_bytes()).await?;
+    let mut replies = Vec::new();
+    while replies.len() < 2 {
+        let line = lines.next_line().await?.ok_or("the session ended")?;
+        replies.push(serde_json::from_str::<serde_json::Value>(&line)?);
+    }
+    assert_eq!(replies[1]["result"]["structuredContent"]["result"], 42.0);
+    session.close();
     Ok(())
 }

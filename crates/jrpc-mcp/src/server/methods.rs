@@ -1,9 +1,11 @@
 //! The protocol's methods as JSON-RPC handlers: the lifecycle, the lists,
 //! and the calls into tools, resources and prompts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use jrpc::message::codes::INVALID_PARAMS;
+use jrpc::middleware::{BoxCallService, Call, CallFuture, Layer, RawResult, Service, ServiceExt};
 use jrpc::{Error, RequestContext, Router};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -28,7 +30,81 @@ struct MetaOnly {
 #[derive(Debug, Serialize)]
 struct Empty {}
 
+/// Refuses the protocol's requests (but `initialize` and `ping`) until the
+/// session is initialized, before their params are even looked at. Methods
+/// the server does not have pass through, to be answered -32601.
+#[derive(Clone)]
+struct Lifecycle {
+    gated: Arc<HashSet<&'static str>>,
+}
+
+impl Layer<BoxCallService> for Lifecycle {
+    type Service = LifecycleService;
+
+    fn layer(&self, inner: BoxCallService) -> LifecycleService {
+        LifecycleService {
+            gated: Arc::clone(&self.gated),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct LifecycleService {
+    gated: Arc<HashSet<&'static str>>,
+    inner: BoxCallService,
+}
+
+impl Service<Call> for LifecycleService {
+    type Response = RawResult;
+    type Error = Error;
+    type Future = CallFuture;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: Call) -> CallFuture {
+        if !call.is_notification() && self.gated.contains(call.method()) {
+            let session = call.get::<Arc<Session>>();
+            if session.is_some_and(|s| s.state().phase == Phase::New) {
+                return Box::pin(async { Err(not_initialized()) });
+            }
+        }
+        let inner = self.inner.clone();
+        Box::pin(inner.oneshot(call))
+    }
+}
+
+pub(crate) fn not_initialized() -> Error {
+    Error::invalid_request().with_data("the session is not initialized: send initialize first")
+}
+
 pub(crate) fn router(server: &McpServer) -> Router {
+    let router = methods(server);
+    let gated = router
+        .method_names()
+        .into_iter()
+        .filter_map(|name| GATED.iter().copied().find(|known| *known == name))
+        .collect();
+    router.layer(Lifecycle {
+        gated: Arc::new(gated),
+    })
+}
+
+/// Every request of the protocol that needs an initialized session.
+const GATED: &[&str] = &[
+    "logging/setLevel",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+];
+
+fn methods(server: &McpServer) -> Router {
     let s = server.clone();
     let mut router = Router::new()
         .method("initialize", move |p: InitializeParams, ctx: RequestContext| {

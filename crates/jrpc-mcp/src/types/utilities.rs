@@ -47,9 +47,14 @@ pub struct ProgressParams {
     /// The token of the request this is about.
     pub progress_token: ProgressToken,
     /// How far along: increases with every notification.
+    #[serde(serialize_with = "whole_if_integral")]
     pub progress: f64,
     /// The total, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "whole_if_integral_opt"
+    )]
     pub total: Option<f64>,
     /// What is happening, for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,4 +88,25 @@ pub struct PaginatedParams {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
+}
+
+/// Writes `3.0` as `3`: progress counts are usually whole, and peers that
+/// compare JSON numbers by type should see what they would have sent.
+fn whole_if_integral<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    // Below 2^53 every integral f64 is an exact i64.
+    if value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0 {
+        serializer.serialize_i64(*value as i64)
+    } else {
+        serializer.serialize_f64(*value)
+    }
+}
+
+fn whole_if_integral_opt<S: serde::Serializer>(
+    value: &Option<f64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(value) => whole_if_integral(value, serializer),
+        None => serializer.serialize_none(),
+    }
 }

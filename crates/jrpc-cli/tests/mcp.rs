@@ -1,0 +1,101 @@
+//! End to end: spawn `jrpc mcp serve --stdio` and talk MCP to it over pipes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args(args)
+        .args(["mcp", "serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn jrpc")
+}
+
+/// Every stdout line, as it arrives, on a channel.
+fn lines(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn next(rx: &mpsc::Receiver<String>) -> Value {
+    let line = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("a line within 20 s");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+}
+
+#[test]
+fn a_session_over_stdio_ends_when_stdin_closes() {
+    // Debug logging on: logs must still go to stderr only.
+    let mut child = spawn(&["--log-level", "debug"]);
+    let rx = lines(&mut child);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    // (The closure borrows stdin; it is last used before stdin is dropped.)
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "cli-test", "version": "1"}}}));
+    let init = next(&rx);
+    assert_eq!(init["id"], 1);
+    assert_eq!(init["result"]["serverInfo"]["name"], "jrpc-demo");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // A text with newlines comes back on one line, escaped.
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "two\nlines\r\n"}}}));
+    let echo = next(&rx);
+    assert_eq!(echo["result"]["content"][0]["text"], "two\nlines\r\n");
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 2, "b": 40}}}));
+    assert_eq!(next(&rx)["result"]["structuredContent"], json!({"result": 42}));
+    drop(stdin);
+    // Stdin closed: the server exits, and stdout held nothing else.
+    let exit = wait_bounded(&mut child, Duration::from_secs(20));
+    assert!(exit.success(), "{exit:?}");
+    assert!(
+        rx.recv_timeout(Duration::from_secs(1)).is_err(),
+        "more output after the replies"
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!stderr.contains("\"jsonrpc\""), "JSON-RPC on stderr: {stderr}");
+}
+
+#[test]
+fn mcp_serve_needs_a_transport() {
+    let output = Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args(["mcp", "serve"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--stdio"));
+}
+
+fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("jrpc mcp serve did not exit after stdin closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
