@@ -42,12 +42,14 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus"
     cp fuzz/corpus/"$target"/* "$corpus"/
     echo "=== $target: ${seconds}s"
+    # libFuzzer reports every new input; keep that in a log, shown on failure.
     if cargo +nightly fuzz run "$target" "$corpus" -- \
         -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
-        2>&1 | tee "$work/$target.log"; then
+        > "$work/$target.log" 2>&1; then
         :
     else
         failed+=("$target")
+        tail -n 60 "$work/$target.log"
     fi
 done
 

@@ -131,10 +131,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "ndjson", value_name = "FRAMING")]
     framing: Framing,
 
-    /// Close a TCP or Unix-socket connection idle this long (nothing read,
-    /// no call in flight either way), counted from the connect; "off" never
-    /// closes them. Not stdio; an idle HTTP/1.1 keep-alive connection closes
-    /// after 30 s, and WebSocket has its own pings.
+    /// Close a connection idle this long: on TCP and Unix sockets nothing
+    /// read and no call in flight either way, counted from the connect; over
+    /// HTTP/1.1 and HTTP/2 no request begun or being answered. "off" never
+    /// closes them. Not stdio; WebSocket has its own pings.
     #[arg(long, value_name = "DURATION|off", default_value = "60s", value_parser = parse_limit)]
     idle_timeout: Limit,
 

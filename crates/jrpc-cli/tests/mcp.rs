@@ -77,6 +77,33 @@ fn a_session_over_stdio_ends_when_stdin_closes() {
 }
 
 #[test]
+fn closing_stdin_ends_a_session_with_a_call_still_running() {
+    let mut child = spawn(&[]);
+    let rx = lines(&mut child);
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "cli-test", "version": "1"}}})
+    )
+    .unwrap();
+    assert_eq!(next(&rx)["id"], 1);
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "sleep", "arguments": {"ms": 120000}}})
+    )
+    .unwrap();
+    drop(stdin);
+    // Far less than the two-minute sleep: the call is cancelled.
+    let exit = wait_bounded(&mut child, Duration::from_secs(20));
+    assert!(exit.success(), "{exit:?}");
+}
+
+#[test]
 fn mcp_serve_needs_a_transport() {
     let output = Command::new(env!("CARGO_BIN_EXE_jrpc"))
         .args(["mcp", "serve"])

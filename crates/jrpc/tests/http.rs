@@ -1140,3 +1140,58 @@ async fn unfinished_bodies_share_a_bounded_budget() {
     assert_eq!(served.json()["result"], 3);
     serving.shutdown().await;
 }
+
+/// Reads until the server closes the connection (or the 20 s bound fails
+/// the test).
+async fn read_until_closed(stream: &mut TcpStream, what: &str) -> Vec<u8> {
+    let mut all = Vec::new();
+    bounded(what, async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => all.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    all
+}
+
+/// Issue 11, item 1: an HTTP connection that goes without a request for the
+/// idle limit is closed, over HTTP/1.1 keep-alive and over HTTP/2 (whose
+/// keep-alive pings do not count as activity); a WebSocket is not.
+#[tokio::test]
+async fn idle_http_connections_are_closed_on_both_protocols() {
+    let config = jrpc::ConnectionConfig::default().idle_timeout(Some(Duration::from_millis(300)));
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).connection(config)).await;
+    let addr = url.trim_start_matches("http://").to_owned();
+
+    // HTTP/1.1: one request, then silence.
+    let mut h1 = TcpStream::connect(&addr).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}"#;
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    h1.write_all(request.as_bytes()).await.unwrap();
+    let seen = read_until_closed(&mut h1, "the idle HTTP/1.1 connection closes").await;
+    assert!(String::from_utf8_lossy(&seen).contains(r#""result":3"#));
+
+    // HTTP/2 with prior knowledge: the preface and empty SETTINGS, then
+    // silence. The server answers SETTINGS, then says GOAWAY and closes.
+    let mut h2 = TcpStream::connect(&addr).await.unwrap();
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    let seen = read_until_closed(&mut h2, "the idle HTTP/2 connection closes").await;
+    let goaway = seen.windows(4).any(|w| w[3] == 0x07 && w[..3] == [0, 0, 8]);
+    assert!(goaway, "no GOAWAY frame in {seen:?}");
+
+    // A WebSocket outlives the HTTP idle limit: it has its own.
+    let client = Client::connect(&url.replace("http://", "ws://")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let sum: i64 = client.call("add", (2, 3)).await.unwrap();
+    assert_eq!(sum, 5);
+    serving.shutdown().await;
+}

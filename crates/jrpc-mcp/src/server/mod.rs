@@ -81,6 +81,9 @@ impl McpServer {
     /// The default wait for the client to answer a request (sampling,
     /// elicitation, roots): 5 minutes, since a person may be answering.
     pub const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(300);
+    /// How long calls may go on after stdin closes: 1 s (clients wait a
+    /// little longer before they signal the server).
+    pub const STDIO_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
     /// A server named `name` at `version` (its `serverInfo`).
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> McpServerBuilder {
@@ -166,10 +169,44 @@ impl McpServer {
     /// Serves one session on this process's stdin and stdout until stdin
     /// closes; returns why the session ended. Nothing else may write to
     /// stdout meanwhile: send logs to stderr.
+    ///
+    /// Closing stdin is how an MCP client shuts a stdio server down: calls
+    /// still running get [`STDIO_SHUTDOWN_GRACE`](Self::STDIO_SHUTDOWN_GRACE)
+    /// to finish, then they are cancelled, so that the server exits before
+    /// the client resorts to signals.
     pub async fn serve_stdio(&self) -> Arc<str> {
         let max_frame_len = jrpc::message::Limits::DEFAULT_MAX_FRAME_LEN;
-        let connection = jrpc::transport::stdio::connection(Framing::Ndjson, max_frame_len);
-        self.connect(connection).closed().await
+        let (incoming, outgoing, info) =
+            jrpc::transport::stdio::connection(Framing::Ndjson, max_frame_len).into_parts();
+        let stdin_closed = Arc::new(tokio::sync::Notify::new());
+        let notify = Arc::clone(&stdin_closed);
+        // Tells when stdin has ended, passing every frame through.
+        let incoming = futures_util::stream::unfold(Some(incoming), move |stream| {
+            let notify = Arc::clone(&notify);
+            async move {
+                let mut stream = stream?;
+                match futures_util::StreamExt::next(&mut stream).await {
+                    Some(item) => Some((item, Some(stream))),
+                    None => {
+                        notify.notify_one();
+                        None
+                    }
+                }
+            }
+        });
+        let peer = self.connect(Connection::new(incoming, outgoing, info));
+        tokio::select! {
+            reason = peer.closed() => return reason,
+            () = stdin_closed.notified() => {}
+        }
+        match tokio::time::timeout(Self::STDIO_SHUTDOWN_GRACE, peer.closed()).await {
+            Ok(reason) => reason,
+            Err(_) => {
+                tracing::info!("stdin closed: cancelling the calls still running");
+                peer.abort();
+                peer.closed().await
+            }
+        }
     }
 }
 

@@ -43,13 +43,13 @@ pub struct ConnectionConfig {
     /// Requests wait for the notifications that arrived before them
     /// (default off).
     pub ordered: bool,
-    /// A server closes a connection on a stream listener (TCP, Unix
-    /// sockets, one of your own) that has been idle this long: nothing
-    /// read, no call in flight either way, counted from the connect
-    /// (default 60 s; `None`: never). Stdio, child processes and clients
-    /// are never closed for idleness. Over HTTP, an idle keep-alive
-    /// connection closes after 30 s (the header-read timeout), and WebSocket
-    /// has its own ping and idle limits (`transport::ws::WsOptions`).
+    /// A server closes a connection that has been idle this long (default
+    /// 60 s; `None`: never). On stream listeners (TCP, Unix sockets, one of
+    /// your own) idle means nothing read and no call in flight either way,
+    /// counted from the connect; over HTTP (1.1 and 2) it means no request
+    /// begun or being answered. Stdio, child processes and clients are never
+    /// closed for idleness, and WebSocket has its own ping and idle limits
+    /// (`transport::ws::WsOptions`).
     pub idle_timeout: Option<Duration>,
     /// A server closes an HTTP, WebSocket or TLS connection whose first
     /// request has not arrived within this (default 10 s; `None`: never),

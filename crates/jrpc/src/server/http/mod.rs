@@ -369,9 +369,12 @@ impl HttpServer {
         let connections = TaskTracker::new();
         let shutdown = CancellationToken::new();
         let rpc = self.build(connections.clone(), shutdown.clone());
-        let compression = self.compression;
-        let grace = self.shutdown_grace;
-        let first_request = self.config.first_request_timeout;
+        let limits = ConnectionLimits {
+            compression: self.compression,
+            grace: self.shutdown_grace,
+            first_request: self.config.first_request_timeout,
+            idle: self.config.idle_timeout,
+        };
         let cors = self.cors.clone();
         let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -395,31 +398,13 @@ impl HttpServer {
                     #[cfg(feature = "metrics")]
                     let _gauge = gauge;
                     match tls {
-                        None => {
-                            serve_connection(
-                                stream,
-                                info,
-                                rpc,
-                                (compression, grace, first_request),
-                                cors,
-                                stop,
-                            )
-                            .await
-                        }
+                        None => serve_connection(stream, info, rpc, limits, cors, stop).await,
                         Some(acceptor) => {
                             let handshake =
                                 tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
                             match handshake.await {
                                 Ok(Ok(stream)) => {
-                                    serve_connection(
-                                        stream,
-                                        info,
-                                        rpc,
-                                        (compression, grace, first_request),
-                                        cors,
-                                        stop,
-                                    )
-                                    .await
+                                    serve_connection(stream, info, rpc, limits, cors, stop).await
                                 }
                                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                                 Err(_) => tracing::debug!("TLS handshake timed out"),
@@ -434,18 +419,103 @@ impl HttpServer {
     }
 }
 
-/// Serves one connection (HTTP/1.1 or HTTP/2, with upgrades) until it ends
-/// or the server shuts down, then finishes gracefully.
+/// How long an idle connection being closed gets to say so (HTTP/2 GOAWAY).
+const IDLE_CLOSE_WAIT: Duration = Duration::from_millis(500);
+
+/// What bounds one HTTP connection.
+#[derive(Debug, Clone, Copy)]
+struct ConnectionLimits {
+    compression: bool,
+    /// How long requests may finish after shutdown begins.
+    grace: Duration,
+    /// How long the first request may take to begin.
+    first_request: Option<Duration>,
+    /// How long the connection may go without a request (none in flight).
+    idle: Option<Duration>,
+}
+
+/// When a connection last began or finished a request, and how many it is
+/// answering: what its idle watchdog looks at. (Bytes read are not
+/// activity: HTTP/2 keep-alive pings would keep every connection busy.)
+struct Activity {
+    start: tokio::time::Instant,
+    last_ms: std::sync::atomic::AtomicU64,
+    in_flight: std::sync::atomic::AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            start: tokio::time::Instant::now(),
+            last_ms: std::sync::atomic::AtomicU64::new(0),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let now = self.start.elapsed().as_millis() as u64;
+        self.last_ms.store(now, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A request begins; the guard marks its end when dropped.
+    fn begin(self: &Arc<Self>) -> RequestGuard {
+        self.in_flight.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.touch();
+        RequestGuard(Arc::clone(self))
+    }
+
+    /// How long the connection has been idle, or `None` while it answers.
+    fn idle_for(&self) -> Option<Duration> {
+        if self.in_flight.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            return None;
+        }
+        let last = Duration::from_millis(self.last_ms.load(std::sync::atomic::Ordering::Relaxed));
+        Some(self.start.elapsed().saturating_sub(last))
+    }
+
+    /// Resolves once the connection has been idle for `limit`.
+    async fn idle(&self, limit: Duration) {
+        loop {
+            match self.idle_for() {
+                Some(idle) if idle >= limit => return,
+                Some(idle) => tokio::time::sleep(limit - idle).await,
+                None => tokio::time::sleep(limit).await,
+            }
+        }
+    }
+}
+
+struct RequestGuard(Arc<Activity>);
+
+impl Drop for RequestGuard {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Serves one connection (HTTP/1.1 or HTTP/2, with upgrades) until it ends,
+/// goes idle, or the server shuts down, then finishes gracefully.
 async fn serve_connection<I>(
     io: I,
     info: ConnectionInfo,
     rpc: Stack,
-    (compression, grace, first_request): (bool, Duration, Option<Duration>),
+    limits: ConnectionLimits,
     cors: Option<CorsLayer>,
     stop: CancellationToken,
 ) where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    let ConnectionLimits {
+        compression,
+        grace,
+        first_request,
+        idle,
+    } = limits;
+    let activity = Arc::new(Activity::new());
+    let watched = Arc::clone(&activity);
     let client = ClientAddr(info.peer_addr);
     // The full stack (compression both ways, CORS) costs a few microseconds
     // and several future moves per request even when it does nothing, so
@@ -466,6 +536,7 @@ async fn serve_connection<I>(
         .layer(RequestDecompressionLayer::new().gzip(compression).br(compression))
         .service(BoxBody(rpc.clone()));
     let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+        let answering = watched.begin();
         request.extensions_mut().insert(client.clone());
         let headers = request.headers();
         // An encoded body always goes through the decompression layer: it
@@ -477,10 +548,16 @@ async fn serve_connection<I>(
         // holds several times, and the layered one is kilobytes large.
         let reply: BoxFuture<Response<ReplyBody>> = if needs_layers {
             let reply = layered.clone().oneshot(request);
-            Box::pin(reply.map(|r| r.map(|r| r.map(|b| ReplyBody::Layered(b.boxed_unsync())))))
+            Box::pin(reply.map(move |r| {
+                drop(answering);
+                r.map(|r| r.map(|b| ReplyBody::Layered(b.boxed_unsync())))
+            }))
         } else {
             let reply = rpc.call(request);
-            Box::pin(reply.map(|r| r.map(|r| r.map(ReplyBody::Plain))))
+            Box::pin(reply.map(move |r| {
+                drop(answering);
+                r.map(|r| r.map(ReplyBody::Plain))
+            }))
         };
         reply
     });
@@ -501,6 +578,12 @@ async fn serve_connection<I>(
     let io = FirstRequest::new(io, first_request);
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(connection);
+    let idle = async {
+        match idle {
+            Some(limit) => activity.idle(limit).await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         result = connection.as_mut() => {
             if let Err(e) = result {
@@ -512,6 +595,15 @@ async fn serve_connection<I>(
             if tokio::time::timeout(grace, connection).await.is_err() {
                 tracing::warn!("HTTP connection still busy after the shutdown grace period; dropping it");
             }
+        }
+        () = idle => {
+            // HTTP/1.1 closes at once; HTTP/2 sends GOAWAY first and would
+            // wait for the client to answer a ping, which an idle (or
+            // vanished) client may never do: nothing is in flight, so a
+            // moment for the GOAWAY to go out is enough.
+            tracing::debug!("idle HTTP connection closed");
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(IDLE_CLOSE_WAIT.min(grace), connection).await;
         }
     }
 }
