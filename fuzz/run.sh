@@ -12,6 +12,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 seconds="${1:-30}"
+# A fixed seed keeps CI runs alike; FUZZ_SEED=0 lets libFuzzer pick one
+# (explore by hand with it).
+seed="${FUZZ_SEED:-1}"
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -eq 0 ]; then
     echo "usage: fuzz/run.sh [SECONDS]" >&2
     exit 2
@@ -44,7 +47,7 @@ for target in "${targets[@]}"; do
     echo "=== $target: ${seconds}s"
     # libFuzzer reports every new input; keep that in a log, shown on failure.
     if cargo +nightly fuzz run "$target" "$corpus" -- \
-        -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
+        -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 -seed="$seed" \
         > "$work/$target.log" 2>&1; then
         :
     else
