@@ -106,10 +106,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PROTOCOL")]
     cancel: Option<Cancel>,
 
-    /// Most bytes held for requests not yet whole (HTTP bodies, unfinished
-    /// TCP and Unix socket frames), across all connections; past it an HTTP
-    /// request gets 503 with error -32007, a stream connection the -32007
-    /// error and a close.
+    /// Most bytes held for requests not yet whole (HTTP bodies, WebSocket
+    /// messages, unfinished TCP and Unix socket frames), across all
+    /// connections; past it an HTTP request gets 503 with error -32007, a
+    /// WebSocket or stream connection the -32007 error and a close.
     #[arg(long, alias = "buffer-budget", default_value_t = BufferBudget::DEFAULT, value_name = "BYTES")]
     body_budget: usize,
 

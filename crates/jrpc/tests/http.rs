@@ -1195,3 +1195,91 @@ async fn idle_http_connections_are_closed_on_both_protocols() {
     assert_eq!(sum, 5);
     serving.shutdown().await;
 }
+
+/// The header of a masked (with a zero key) client text frame of `len` bytes.
+fn text_frame_header(len: u64) -> Vec<u8> {
+    let mut header = vec![0x81, 0x80 | 127];
+    header.extend_from_slice(&len.to_be_bytes());
+    header.extend_from_slice(&[0, 0, 0, 0]);
+    header
+}
+
+/// Reads one server frame: (opcode, payload).
+async fn read_ws_frame(stream: &mut TcpStream) -> (u8, Vec<u8>) {
+    let mut head = [0u8; 2];
+    stream.read_exact(&mut head).await.unwrap();
+    let len = match head[1] & 0x7f {
+        126 => {
+            let mut n = [0u8; 2];
+            stream.read_exact(&mut n).await.unwrap();
+            u16::from_be_bytes(n) as usize
+        }
+        127 => {
+            let mut n = [0u8; 8];
+            stream.read_exact(&mut n).await.unwrap();
+            u64::from_be_bytes(n) as usize
+        }
+        n => n as usize,
+    };
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).await.unwrap();
+    (head[0] & 0x0f, payload)
+}
+
+/// Issue 11, item 4, WebSocket part: messages still arriving share the
+/// server's budget with request bodies. The one that does not fit is
+/// answered -32007 and closed with 1013 ("try again later"); the other
+/// finishes and is served, and the budget comes back.
+#[tokio::test]
+async fn unfinished_websocket_messages_share_the_budget() {
+    let budget = jrpc::codec::BufferBudget::new(100 * 1024);
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).body_budget(budget.clone())).await;
+    let fill = 140 * 1024;
+    let message = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":7}}"#,
+        "x".repeat(fill)
+    );
+    let (start, rest) = message.as_bytes().split_at(120 * 1024);
+
+    let mut first = raw_websocket(&url).await;
+    first
+        .write_all(&text_frame_header(message.len() as u64))
+        .await
+        .unwrap();
+    first.write_all(start).await.unwrap();
+    bounded("the first message is charged", async {
+        while budget.in_use() < 40 * 1024 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+
+    let mut second = raw_websocket(&url).await;
+    second
+        .write_all(&text_frame_header(message.len() as u64))
+        .await
+        .unwrap();
+    // The server may stop reading while this is still being written.
+    let _ = second.write_all(start).await;
+    let (opcode, refusal) = bounded("the refusal", read_ws_frame(&mut second)).await;
+    assert_eq!(opcode, 0x1, "a text frame");
+    let refusal: Value = serde_json::from_slice(&refusal).unwrap();
+    assert_eq!(refusal["error"]["code"], -32007, "{refusal}");
+    let (opcode, close) = bounded("the close", read_ws_frame(&mut second)).await;
+    assert_eq!(opcode, 0x8, "a close frame");
+    assert_eq!(&close[..2], &1013u16.to_be_bytes(), "close code 1013");
+
+    first.write_all(rest).await.unwrap();
+    let (opcode, reply) = bounded("the first reply", read_ws_frame(&mut first)).await;
+    assert_eq!(opcode, 0x1);
+    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(
+        reply["id"],
+        7,
+        "{}",
+        &reply.to_string()[..reply.to_string().len().min(300)]
+    );
+    assert_eq!(reply["result"].as_str().map(str::len), Some(fill));
+    assert_eq!(budget.in_use(), 0, "the whole message gave its bytes back");
+    serving.shutdown().await;
+}

@@ -25,7 +25,9 @@ use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::sync::PollSender;
 
-use crate::codec::Inbound;
+use std::sync::Arc;
+
+use crate::codec::{Budgeted, BufferBudget, Charge, Inbound};
 
 /// WebSocket settings shared by server and client.
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +84,7 @@ impl Stream for Frames {
 pub(crate) fn pump<S>(
     ws: WebSocketStream<S>,
     options: WsOptions,
+    meter: Option<Arc<ReadMeter>>,
 ) -> (
     Frames,
     impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
@@ -93,7 +96,7 @@ where
     let (out_tx, out_rx) = mpsc::channel(32);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        if let Err(e) = run(ws, options, in_tx, out_rx).await {
+        if let Err(e) = run(ws, options, in_tx, out_rx, meter).await {
             tracing::debug!(error = %e, "websocket closed with an error");
         }
         let _ = done_tx.send(());
@@ -171,6 +174,7 @@ async fn run<S>(
     options: WsOptions,
     incoming: mpsc::Sender<io::Result<Inbound>>,
     mut outgoing: mpsc::Receiver<Bytes>,
+    meter: Option<Arc<ReadMeter>>,
 ) -> Result<(), tungstenite::Error>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -192,6 +196,11 @@ where
             },
             message = ws.next(), if held.is_none() => {
                 last_heard = Instant::now();
+                if let (Some(meter), Some(Ok(_))) = (&meter, &message) {
+                    // A message (or control frame) is whole: what was read
+                    // for it is no longer held.
+                    meter.message_done();
+                }
                 let (frame, message) = match message {
                     Some(Ok(Message::Text(text))) => (Some(Bytes::from(text)), None),
                     Some(Ok(Message::Binary(data))) => (Some(data), None),
@@ -220,6 +229,17 @@ where
                         // all sending.
                         drain(&mut outgoing, &mut ws, idle).await;
                         let _ = timed(idle, ws.close(Some(close_frame(CloseCode::Size, "message too large")))).await;
+                        return Ok(());
+                    }
+                    Some(Err(tungstenite::Error::Io(e))) if over_budget(&e).is_some() => {
+                        let limit = over_budget(&e).unwrap_or_default();
+                        let report = incoming.send(Ok(Inbound::OverBudget { limit }));
+                        let _ = tokio::time::timeout(Duration::from_millis(100), report).await;
+                        tracing::warn!(limit, "buffer budget spent by a websocket message; closing");
+                        // The peer answers -32007; that goes out before the
+                        // close ("try again later").
+                        drain(&mut outgoing, &mut ws, idle).await;
+                        let _ = timed(idle, ws.close(Some(close_frame(CloseCode::Again, "server busy")))).await;
                         return Ok(());
                     }
                     Some(Err(e)) => return Err(e),
@@ -460,7 +480,7 @@ pub(crate) async fn connect(
             ),
             other => io::Error::other(other.to_string()),
         })?;
-    let (frames_in, frames_out) = pump(socket, options);
+    let (frames_in, frames_out) = pump(socket, options, None);
     Ok((frames_in, frames_out, info))
 }
 
@@ -512,5 +532,133 @@ impl crate::transport::Dialer for WsDialer {
         let (incoming, outgoing, info) =
             connect(&self.url, &self.headers, self.tls.clone(), self.options).await?;
         Ok(crate::transport::Connection::new(incoming, outgoing, info))
+    }
+}
+
+/// Counts the bytes read for a WebSocket message that has not arrived whole
+/// and charges them to the server's [`BufferBudget`] (the first
+/// [`Budgeted::FREE_BYTES`] of each connection free), so that many clients
+/// sending large messages slowly cannot exhaust memory together. Reads fail
+/// once the budget is spent; the pump answers `-32007` and closes.
+// Only a server meters its reads.
+#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+pub(crate) struct ReadMeter {
+    pending: std::sync::atomic::AtomicUsize,
+    charge: std::sync::Mutex<Charge>,
+}
+
+// Only a server meters its reads.
+#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+impl ReadMeter {
+    pub(crate) fn new(budget: &BufferBudget) -> Arc<Self> {
+        Arc::new(ReadMeter {
+            pending: std::sync::atomic::AtomicUsize::new(0),
+            charge: std::sync::Mutex::new(budget.charge()),
+        })
+    }
+
+    /// Counts `n` bytes read; an error once the budget is spent.
+    fn read(&self, n: usize) -> io::Result<()> {
+        use std::sync::atomic::Ordering;
+        let pending = self.pending.fetch_add(n, Ordering::Relaxed) + n;
+        let Some(beyond) = pending.checked_sub(Budgeted::<()>::FREE_BYTES).filter(|b| *b > 0) else {
+            return Ok(());
+        };
+        let mut charge = self.charge.lock().unwrap_or_else(|p| p.into_inner());
+        charge
+            .hold(beyond)
+            .map_err(|over| io::Error::new(io::ErrorKind::OutOfMemory, over))
+    }
+
+    fn message_done(&self) {
+        use std::sync::atomic::Ordering;
+        if self.pending.swap(0, Ordering::Relaxed) > Budgeted::<()>::FREE_BYTES {
+            let _ = self.charge.lock().unwrap_or_else(|p| p.into_inner()).hold(0);
+        }
+    }
+
+    /// The byte stream `io`, metered.
+    pub(crate) fn wrap<I>(self: &Arc<Self>, io: I) -> Metered<I> {
+        Metered {
+            io,
+            meter: Arc::clone(self),
+        }
+    }
+}
+
+/// The budget's limit, when `e` says it was spent.
+// Only a server meters its reads.
+#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+fn over_budget(e: &io::Error) -> Option<usize> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<crate::codec::OverBudget>())
+        .map(|over| over.limit)
+}
+
+/// A byte stream whose reads a [`ReadMeter`] counts.
+// Only a server meters its reads.
+#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+pub(crate) struct Metered<I> {
+    io: I,
+    meter: Arc<ReadMeter>,
+}
+
+// Only a server meters its reads.
+#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+impl<I: AsyncRead + Unpin> AsyncRead for Metered<I> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.io).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = polled {
+            let n = buf.filled().len() - before;
+            if n > 0 {
+                if let Err(e) = self.meter.read(n) {
+                    return std::task::Poll::Ready(Err(e));
+                }
+            }
+        }
+        polled
+    }
+}
+
+// Only a server meters its reads.
+#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+impl<I: AsyncWrite + Unpin> AsyncWrite for Metered<I> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, data)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }

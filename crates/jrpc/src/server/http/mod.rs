@@ -215,10 +215,12 @@ impl HttpServer {
         self
     }
 
-    /// The most bytes of request bodies read but not yet whole, across all
-    /// connections (default 256 MiB): past it a request is answered `503`
-    /// with `Retry-After` and a `-32007 Server busy` body, so that many
-    /// clients sending large bodies slowly cannot exhaust memory. A number
+    /// The most bytes of request bodies and WebSocket messages read but not
+    /// yet whole, across all connections (default 256 MiB), so that many
+    /// clients sending large requests slowly cannot exhaust memory. Past it
+    /// a request is answered `503` with `Retry-After` and a `-32007 Server
+    /// busy` body; a WebSocket gets that error as a message and is closed
+    /// with 1013 (the first 64 KiB of each WebSocket are not counted). A number
     /// of bytes, or a [`BufferBudget`] shared with another server (say the
     /// [`Server`] of your TCP listeners).
     pub fn body_budget(mut self, budget: impl Into<BufferBudget>) -> Self {

@@ -375,6 +375,7 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
     let grace = settings.shutdown_grace;
     let router = settings.router.clone();
     let shutdown = settings.shutdown.clone();
+    let budget = settings.body_budget.clone();
     #[cfg(feature = "metrics")]
     let gauge = settings.metrics.as_ref().map(|m| m.connection("websocket"));
     settings.connections.spawn(async move {
@@ -385,14 +386,17 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
             Ok(upgraded) => upgraded,
             Err(e) => return tracing::debug!(error = %e, "websocket upgrade failed"),
         };
-        let io = hyper_util::rt::TokioIo::new(upgraded);
+        // Messages still arriving are charged to the server's budget, as
+        // request bodies are.
+        let meter = ws::ReadMeter::new(&budget);
+        let io = meter.wrap(hyper_util::rt::TokioIo::new(upgraded));
         let socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
             io,
             tokio_tungstenite::tungstenite::protocol::Role::Server,
             Some(options.config()),
         )
         .await;
-        let (frames_in, frames_out) = ws::pump(socket, options);
+        let (frames_in, frames_out) = ws::pump(socket, options, Some(meter));
         let peer: Peer = Peer::builder()
             .router(router)
             .config(config)
