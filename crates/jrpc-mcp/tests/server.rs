@@ -391,6 +391,8 @@ async fn older_clients_get_no_elicitation_mode() {
         )
         .await;
     assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    wire.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
     wire.send(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
                      "params": {"name": "elicit", "arguments": {"message": "Who?"}}}))
         .await;
@@ -517,4 +519,91 @@ async fn lists_are_paged_with_cursors() {
     // A server without resources or prompts does not offer them.
     let absent = wire.request("resources/list", json!({})).await;
     assert_eq!(absent["error"]["code"], -32601, "{absent}");
+}
+
+#[tokio::test]
+async fn no_requests_to_the_client_before_it_is_initialized() {
+    let mut wire = Wire::start(&jrpc_mcp::demo::server());
+    wire.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+               "clientInfo": {"name": "slow", "version": "1"}}),
+    )
+    .await;
+    // No notifications/initialized yet: the tool waits before sampling.
+    wire.send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                     "params": {"name": "sample", "arguments": {"prompt": "p"}}}))
+        .await;
+    assert!(wire.next_within(Duration::from_millis(300)).await.is_none());
+    wire.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    answer(
+        &mut wire,
+        "sampling/createMessage",
+        json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}),
+    )
+    .await;
+    assert_eq!(text(&wire.next().await["result"]), "ok");
+}
+
+#[tokio::test]
+async fn ids_mcp_forbids_and_notifications_sent_as_requests_are_refused() {
+    let mut wire = Wire::start(&jrpc_mcp::demo::server());
+    wire.initialize().await;
+    for (id, code) in [(json!(null), -32600), (json!(1.5), -32600)] {
+        wire.send(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+            .await;
+        let refused = wire.next().await;
+        assert_eq!(refused["error"]["code"], code, "{refused}");
+    }
+    let refused = wire.request("notifications/initialized", json!({})).await;
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    let ok = wire.request("ping", json!({})).await;
+    assert_eq!(ok["result"], json!({}));
+}
+
+#[tokio::test]
+async fn pipelined_requests_after_initialized_run_in_order() {
+    let mut wire = Wire::start(&jrpc_mcp::demo::server());
+    // Everything in one burst, as a pipelining client writes it.
+    wire.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "fast", "version": "1"}}}))
+        .await;
+    assert_eq!(wire.next().await["id"], 1);
+    wire.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    wire.send(json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}}))
+        .await;
+    wire.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                     "params": {"name": "echo", "arguments": {"text": "x"}}}))
+        .await;
+    let mut seen = Vec::new();
+    while seen.iter().filter(|m: &&Value| m.get("id").is_some()).count() < 2 {
+        seen.push(wire.next().await);
+    }
+    assert!(
+        seen.iter().any(|m| m["method"] == "notifications/message"),
+        "echo ran before setLevel: {seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn schemas_are_plain_and_odd_progress_tokens_are_ignored() {
+    let mut wire = Wire::start(&jrpc_mcp::demo::server());
+    wire.initialize().await;
+    let list = wire.request("tools/list", json!({})).await;
+    let text = list["result"].to_string();
+    for odd in ["$schema", "\"title\"", "uint64", "$ref", "$defs"] {
+        assert!(!text.contains(odd), "{odd} in {text}");
+    }
+    let sleep = &list["result"]["tools"][2];
+    assert_eq!(sleep["inputSchema"]["properties"]["ms"]["type"], "integer");
+    let call = wire
+        .request(
+            "tools/call",
+            json!({"name": "sleep", "arguments": {"ms": 10}, "_meta": {"progressToken": 1.5}}),
+        )
+        .await;
+    assert_eq!(call["result"]["content"][0]["text"], "slept 10", "{call}");
 }

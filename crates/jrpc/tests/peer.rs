@@ -759,3 +759,58 @@ async fn unfinished_tcp_frames_share_a_budget() {
     assert_eq!(budget.in_use(), 0, "the finished frame gave its bytes back");
     serving.shutdown().await;
 }
+
+/// Requests that wait for a notification before them start in the order
+/// they arrived (an MCP client pipelining `logging/setLevel` and a tool call
+/// behind `notifications/initialized` relies on it).
+#[tokio::test]
+async fn requests_held_behind_a_notification_start_in_arrival_order() {
+    let value = Arc::new(Mutex::new(Vec::new()));
+    let (record, read) = (Arc::clone(&value), Arc::clone(&value));
+    let router = Router::new()
+        .notification("slow", |(): ()| async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        })
+        .method("push", move |(n,): (u32,)| {
+            let record = Arc::clone(&record);
+            async move {
+                record.lock().unwrap().push(n);
+                Ok(n)
+            }
+        })
+        .method("seen", move |(): ()| {
+            let read = Arc::clone(&read);
+            async move { Ok(read.lock().unwrap().clone()) }
+        });
+    let serving = Server::new(router)
+        .connection(jrpc::ConnectionConfig::default().ordered(true))
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    for round in 0..10u32 {
+        value.lock().unwrap().clear();
+        let mut stream = TcpStream::connect(&addr).await.unwrap();
+        let mut burst = String::from("{\"jsonrpc\":\"2.0\",\"method\":\"slow\"}\n");
+        for n in 0..8 {
+            burst.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"push\",\"params\":[{n}],\"id\":{n}}}\n"
+            ));
+        }
+        burst.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"seen\",\"id\":\"last\"}\n");
+        stream.write_all(burst.as_bytes()).await.unwrap();
+        let mut lines = BufReader::new(&mut stream).lines();
+        let seen = bounded("every reply", async {
+            loop {
+                let line = lines.next_line().await.unwrap().expect("a reply");
+                let reply: Value = serde_json::from_str(&line).unwrap();
+                if reply["id"] == "last" {
+                    return reply["result"].clone();
+                }
+            }
+        })
+        .await;
+        assert_eq!(seen, serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]), "round {round}");
+    }
+    serving.shutdown().await;
+}

@@ -24,6 +24,11 @@ pub enum ClientRequestError {
     /// was not sent.
     #[error("the client does not support {0}")]
     Unsupported(&'static str),
+    /// The client has not said it is ready (`notifications/initialized`)
+    /// within the client timeout; before that a server sends it no
+    /// requests.
+    #[error("the client has not finished initializing")]
+    NotReady,
     /// The call failed: the client answered with an error, did not answer
     /// in time, or the connection closed.
     #[error(transparent)]
@@ -226,6 +231,9 @@ impl McpContext {
         method: &str,
         params: &impl Serialize,
     ) -> Result<R, ClientRequestError> {
+        if !self.inner.session.wait_ready(self.inner.client_timeout).await {
+            return Err(ClientRequestError::NotReady);
+        }
         let peer = self
             .inner
             .peer

@@ -65,6 +65,9 @@ impl Service<Call> for LifecycleService {
     }
 
     fn call(&mut self, call: Call) -> CallFuture {
+        if let Some(refusal) = refuse_request(&call) {
+            return Box::pin(async move { Err(refusal) });
+        }
         if !call.is_notification() && self.gated.contains(call.method()) {
             let session = call.get::<Arc<Session>>();
             if session.is_some_and(|s| s.state().phase == Phase::New) {
@@ -74,6 +77,23 @@ impl Service<Call> for LifecycleService {
         let inner = self.inner.clone();
         Box::pin(inner.oneshot(call))
     }
+}
+
+/// What MCP forbids that JSON-RPC allows: a null or fractional request id
+/// (ids are strings or integers), and a notification's method called as a
+/// request (it has no result to give).
+fn refuse_request(call: &Call) -> Option<Error> {
+    let id = call.id()?;
+    if id.is_null() {
+        return Some(Error::invalid_request().with_data("MCP request ids must not be null"));
+    }
+    if id.as_number_text().is_some_and(|n| n.contains(['.', 'e', 'E'])) {
+        return Some(Error::invalid_request().with_data("MCP request ids are strings or integers"));
+    }
+    if call.method().starts_with("notifications/") {
+        return Some(Error::method_not_found().with_data("a notification's method, sent as a request"));
+    }
+    None
 }
 
 pub(crate) fn not_initialized() -> Error {
@@ -116,7 +136,11 @@ fn methods(server: &McpServer) -> Router {
             "notifications/initialized",
             |_: Option<MetaOnly>, ctx: RequestContext| async move {
                 if let Ok(session) = Session::of(&ctx) {
-                    session.state().client_ready = true;
+                    // Only once initialize has been answered does it count.
+                    let initialized = session.state().phase == Phase::Initialized;
+                    if initialized {
+                        session.set_ready();
+                    }
                 }
             },
         )

@@ -135,9 +135,9 @@ impl McpServer {
     }
 
     /// The JSON-RPC methods of the protocol. Each connection it serves needs
-    /// a session of its own: run connections with [`connect`](Self::connect)
-    /// (or [`serve_stdio`](Self::serve_stdio)), which give it one.
-    pub fn router(&self) -> Router {
+    /// a session of its own, which [`connect`](Self::connect) and
+    /// [`serve_stdio`](Self::serve_stdio) give it.
+    pub(crate) fn router(&self) -> Router {
         methods::router(self)
     }
 

@@ -35,6 +35,9 @@ pub(crate) struct State {
 #[derive(Debug)]
 pub(crate) struct Session {
     state: Mutex<State>,
+    /// Whether `notifications/initialized` has come: the server sends the
+    /// client no requests before it.
+    ready: tokio::sync::watch::Sender<bool>,
 }
 
 impl Session {
@@ -48,7 +51,21 @@ impl Session {
                 client_capabilities: ClientCapabilities::default(),
                 log_level,
             }),
+            ready: tokio::sync::watch::Sender::new(false),
         })
+    }
+
+    /// The client has said it is ready (`notifications/initialized`).
+    pub(crate) fn set_ready(&self) {
+        self.state().client_ready = true;
+        self.ready.send_replace(true);
+    }
+
+    /// Waits until the client is ready, at most `limit`; whether it is.
+    pub(crate) async fn wait_ready(&self, limit: std::time::Duration) -> bool {
+        let mut ready = self.ready.subscribe();
+        let waited = tokio::time::timeout(limit, ready.wait_for(|r| *r)).await;
+        matches!(waited, Ok(Ok(_)))
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {

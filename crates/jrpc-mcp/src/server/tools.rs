@@ -49,6 +49,12 @@ impl ToolError {
     }
 }
 
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> From<E> for ToolError {
     fn from(error: E) -> Self {
         ToolError::new(error.into().to_string())
@@ -174,11 +180,66 @@ impl JsonSchema for NoArgs {
     }
 }
 
-/// The JSON Schema of `T`, as an object.
+/// The JSON Schema of `T`, as an object that strict validators accept:
+/// draft 2020-12 without a `$schema` member (validators set up for draft 7
+/// reject the 2020-12 meta-schema URI), subschemas inlined (no `$ref`s to
+/// resolve), no root `title` (a Rust type name is noise to a model), and
+/// only the formats JSON Schema defines (schemars adds `uint64` and the
+/// like, which strict validators refuse).
 pub(crate) fn schema_object<T: JsonSchema>() -> Option<JsonObject> {
-    match serde_json::to_value(schemars::schema_for!(T)) {
-        Ok(serde_json::Value::Object(map)) => Some(map),
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.meta_schema = None;
+    settings.inline_subschemas = true;
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let serde_json::Value::Object(mut map) = serde_json::to_value(schema).ok()? else {
+        return None;
+    };
+    map.remove("title");
+    let mut value = serde_json::Value::Object(map);
+    keep_standard_formats(&mut value);
+    match value {
+        serde_json::Value::Object(map) => Some(map),
         _ => None,
+    }
+}
+
+/// The `format`s JSON Schema 2020-12 defines.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+fn keep_standard_formats(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            let odd = map
+                .get("format")
+                .and_then(|f| f.as_str())
+                .is_some_and(|f| !STANDARD_FORMATS.contains(&f));
+            if odd {
+                map.remove("format");
+            }
+            map.values_mut().for_each(keep_standard_formats);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(keep_standard_formats),
+        _ => {}
     }
 }
 
@@ -187,11 +248,26 @@ fn is_object_schema(schema: &JsonObject) -> bool {
 }
 
 /// The input schema of a tool whose arguments are `A`: always an object
-/// schema, as MCP requires, also for types whose own schema is not one.
+/// schema, as MCP requires. A type whose schema also allows other types
+/// (`Option<T>`: `["object", "null"]`) or says so only through `oneOf` (an
+/// enum of structs) is made `"type": "object"` at its root, keeping the
+/// rest, so that its fields stay described.
 pub(crate) fn input_schema<A: JsonSchema>() -> JsonObject {
-    schema_object::<A>()
-        .filter(is_object_schema)
-        .unwrap_or_else(empty_object_schema)
+    let Some(mut schema) = schema_object::<A>() else {
+        return empty_object_schema();
+    };
+    if !is_object_schema(&schema) {
+        let allows_object = match schema.get("type") {
+            Some(serde_json::Value::Array(types)) => types.iter().any(|t| t == "object"),
+            None => true,
+            _ => false,
+        };
+        if !allows_object {
+            return empty_object_schema();
+        }
+        schema.insert("type".into(), "object".into());
+    }
+    schema
 }
 
 /// `{"type": "object", "properties": {}}`.

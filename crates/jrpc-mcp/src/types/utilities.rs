@@ -32,8 +32,14 @@ impl fmt::Display for ProgressToken {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RequestMeta {
-    /// Where to send `notifications/progress` for this request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where to send `notifications/progress` for this request. A token
+    /// that is neither a string nor an integer is ignored (no progress is
+    /// sent), not an error.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_token"
+    )]
     pub progress_token: Option<ProgressToken>,
     /// Everything else.
     #[serde(flatten)]
@@ -109,4 +115,11 @@ fn whole_if_integral_opt<S: serde::Serializer>(
         Some(value) => whole_if_integral(value, serializer),
         None => serializer.serialize_none(),
     }
+}
+
+fn lenient_token<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ProgressToken>, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    Ok(serde_json::from_value(value).ok())
 }

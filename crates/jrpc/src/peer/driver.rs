@@ -89,6 +89,7 @@ pub(crate) fn start<S, K>(
         notifications_handled: handled,
         idle: bounds.idle,
         last_heard: tokio::time::Instant::now(),
+        turns: Turnstile::default(),
     };
     tokio::spawn(async move {
         let ended = reader.run(stream).await;
@@ -222,6 +223,8 @@ struct Reader {
     idle: Option<Duration>,
     /// When something was last read.
     last_heard: tokio::time::Instant,
+    /// Requests that waited for notifications start in arrival order.
+    turns: Turnstile,
 }
 
 /// Frames taken from the read buffer per wake-up of the reader.
@@ -490,6 +493,7 @@ impl Reader {
         let task_answered = Arc::clone(&answered);
         let mut handled = self.notifications_handled.clone();
         let task_id = id.clone();
+        let turn = barrier.map(|_| self.turns.take());
         let handle = self.tasks.spawn(async move {
             let _queued = queued;
             let out = match (started, call) {
@@ -498,8 +502,27 @@ impl Reader {
                     if let Some(barrier) = barrier {
                         let _ = handled.wait_for(|n| *n >= barrier).await;
                     }
-                    let _running = running.acquire_owned().await;
-                    serve_owned(Arc::clone(&shared), call).await
+                    match turn {
+                        // Woken together once the notifications are done,
+                        // these requests start one by one in the order they
+                        // arrived: each runs until it first waits, as a
+                        // request that needed no barrier would have.
+                        Some(turn) => {
+                            turn.wait().await;
+                            let _running = running.acquire_owned().await;
+                            let mut serving = Box::pin(serve_owned(Arc::clone(&shared), call));
+                            let first = (&mut serving).now_or_never();
+                            turn.done();
+                            match first {
+                                Some(out) => out,
+                                None => serving.await,
+                            }
+                        }
+                        None => {
+                            let _running = running.acquire_owned().await;
+                            serve_owned(Arc::clone(&shared), call).await
+                        }
+                    }
                 }
                 // The call is either started or still here.
                 (None, None) => Vec::new(),
@@ -554,6 +577,80 @@ impl Reader {
             };
             self.reply(entry.reply, out).await;
         }
+    }
+}
+
+/// Hands out turns in arrival order: a request's turn comes once every
+/// earlier one has started (or gone away).
+#[derive(Default)]
+struct Turnstile {
+    next_ticket: u64,
+    state: Arc<watch::Sender<TurnState>>,
+}
+
+#[derive(Default)]
+struct TurnState {
+    /// The ticket whose turn it is.
+    serving: u64,
+    /// Tickets given up before their turn came.
+    skipped: std::collections::BTreeSet<u64>,
+}
+
+impl TurnState {
+    fn advance(&mut self) {
+        self.serving += 1;
+        while self.skipped.remove(&self.serving) {
+            self.serving += 1;
+        }
+    }
+}
+
+impl Turnstile {
+    fn take(&mut self) -> Turn {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        Turn {
+            ticket,
+            state: Arc::clone(&self.state),
+            done: false,
+        }
+    }
+}
+
+/// One request's place in the [`Turnstile`].
+struct Turn {
+    ticket: u64,
+    state: Arc<watch::Sender<TurnState>>,
+    done: bool,
+}
+
+impl Turn {
+    async fn wait(&self) {
+        let mut state = self.state.subscribe();
+        let _ = state.wait_for(|s| s.serving == self.ticket).await;
+    }
+
+    /// This request has started: the next may.
+    fn done(mut self) {
+        self.done = true;
+        self.state.send_modify(TurnState::advance);
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        // Cancelled before (or while) taking its turn: never hold up the rest.
+        let ticket = self.ticket;
+        self.state.send_modify(|s| {
+            if s.serving == ticket {
+                s.advance();
+            } else if s.serving < ticket {
+                s.skipped.insert(ticket);
+            }
+        });
     }
 }
 
