@@ -1283,3 +1283,111 @@ async fn unfinished_websocket_messages_share_the_budget() {
     assert_eq!(budget.in_use(), 0, "the whole message gave its bytes back");
     serving.shutdown().await;
 }
+
+/// Issue 13, core hooks: a route of its own answers with its own status,
+/// headers and body, reads bodies within the server's limits, and leaves
+/// the RPC endpoint as it was.
+#[tokio::test]
+async fn routes_answer_with_their_own_status_headers_and_bodies() {
+    use jrpc::server::http::route;
+    let router = jrpc::demo::router().max_frame_len(1024);
+    let server = HttpServer::new(router).route("/custom", |request, cx: route::RouteContext| async move {
+        let (parts, body) = request.into_parts();
+        let body = match cx.read_body(body).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal.into_response(),
+        };
+        let mut response =
+            http::Response::new(route::full_body(format!("{} {} bytes", parts.method, body.len())));
+        *response.status_mut() = http::StatusCode::IM_A_TEAPOT;
+        response
+            .headers_mut()
+            .insert("x-route", http::HeaderValue::from_static("custom"));
+        response
+    });
+    let (serving, url) = serve(server).await;
+    let custom = raw(&url, "PUT", "/custom", &[], b"12345").await;
+    assert_eq!(custom.status, 418);
+    assert_eq!(custom.header("x-route"), Some("custom"));
+    assert_eq!(custom.body, b"PUT 5 bytes");
+    let too_large = raw(&url, "POST", "/custom", &[], &[b' '; 2000]).await;
+    assert_eq!(too_large.status, 413);
+    assert_eq!(too_large.json()["error"]["code"], -32001);
+    // The RPC endpoint is untouched.
+    let call = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON],
+        br#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":1}"#,
+    )
+    .await;
+    assert_eq!(call.json()["result"], 3);
+    serving.shutdown().await;
+}
+
+/// A route streaming Server-Sent Events: each event arrives as it is sent,
+/// the connection is not idle while the stream is open, and shutdown ends
+/// a stream that watches for it.
+#[tokio::test]
+async fn routes_stream_server_sent_events() {
+    use jrpc::server::http::{route, sse};
+    let config = jrpc::ConnectionConfig::default().idle_timeout(Some(Duration::from_millis(150)));
+    let server = HttpServer::new(jrpc::demo::router()).connection(config).route(
+        "/events",
+        |_request, cx: route::RouteContext| async move {
+            let stop = cx.shutdown().clone();
+            let events = futures_util::stream::unfold(0u32, move |n| {
+                let stop = stop.clone();
+                async move {
+                    if n == 5 {
+                        // Then wait for shutdown, holding the stream open.
+                        stop.cancelled().await;
+                        return None;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    Some((
+                        sse::Event::data(format!("{{\"n\":{n}}}")).id(n.to_string()),
+                        n + 1,
+                    ))
+                }
+            });
+            sse::response(events, Some(Duration::from_secs(15)))
+        },
+    );
+    let (serving, url) = serve(server).await;
+    let addr = url.trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    stream
+        .write_all(b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    bounded("five events, past the idle limit", async {
+        let mut buf = [0u8; 1024];
+        while !String::from_utf8_lossy(&seen).contains("data: {\"n\":4}") {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await;
+    let text = String::from_utf8_lossy(&seen).into_owned();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.to_ascii_lowercase()
+            .contains("content-type: text/event-stream"),
+        "{text}"
+    );
+    let order: Vec<usize> = (0..5)
+        .map(|n| text.find(&format!("id: {n}\ndata: {{\"n\":{n}}}")).unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+    // Shutdown ends the stream the route holds open.
+    bounded("shutdown with a stream open", serving.shutdown()).await;
+    let rest = read_until_closed(&mut stream, "the stream ends").await;
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("data:"),
+        "more events after shutdown"
+    );
+}

@@ -39,7 +39,9 @@
 mod layers;
 #[cfg(feature = "metrics")]
 mod metrics_server;
+pub mod route;
 mod service;
+pub mod sse;
 
 use std::convert::Infallible;
 use std::io;
@@ -109,6 +111,7 @@ pub struct HttpServer {
     rate_limit: Option<RateLimit>,
     request_timeout: Option<Duration>,
     layers: Vec<Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>>,
+    routes: Vec<(String, route::RouteHandler)>,
     /// How WebSocket connections behave.
     config: ConnectionConfig,
     shutdown_grace: Duration,
@@ -154,6 +157,7 @@ impl HttpServer {
             rate_limit: None,
             request_timeout: None,
             layers: Vec::new(),
+            routes: Vec::new(),
             max_connections: Server::DEFAULT_MAX_CONNECTIONS,
             #[cfg(feature = "metrics")]
             metrics: None,
@@ -307,6 +311,34 @@ impl HttpServer {
         self
     }
 
+    /// Serves `path` with a handler of your own instead of the RPC service:
+    /// every method, any status and headers, a body that may stream (see
+    /// [`sse`]). The RPC endpoint's layers (auth, rate limits, timeouts,
+    /// compression, CORS) do not apply; the handler reads the body with
+    /// [`RouteContext::read_body`](route::RouteContext::read_body) and does
+    /// its own checks. A connection with a response still streaming is not
+    /// idle. A second route for the same path replaces the first.
+    ///
+    /// ```
+    /// use jrpc::server::http::{route, HttpServer};
+    ///
+    /// let server = HttpServer::new(jrpc::Router::new()).route("/hello", |_request, _cx| async {
+    ///     let mut response = http::Response::new(route::full_body("hello"));
+    ///     *response.status_mut() = http::StatusCode::IM_A_TEAPOT;
+    ///     response
+    /// });
+    /// ```
+    pub fn route<F, Fut>(mut self, path: impl Into<String>, handler: F) -> Self
+    where
+        F: Fn(Request<HttpBody>, route::RouteContext) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Response<route::RouteBody>> + Send + 'static,
+    {
+        let path = path.into();
+        self.routes.retain(|(taken, _)| *taken != path);
+        self.routes.push((path, route::handler(handler)));
+        self
+    }
+
     /// The RPC service with this server's layers, for serving it some other
     /// way (inside an existing hyper or axum server, say). WebSocket
     /// upgrades need a connection served with upgrades enabled.
@@ -377,6 +409,14 @@ impl HttpServer {
             first_request: self.config.first_request_timeout,
             idle: self.config.idle_timeout,
         };
+        let routes = Routes(Arc::new(self.routes.clone()));
+        let route_context = route::RouteContext {
+            peer_addr: None,
+            max_body_len: self.router.parse_limits().max_frame_len,
+            budget: self.body_budget.clone(),
+            // Replaced per connection by its own stop signal.
+            shutdown: CancellationToken::new(),
+        };
         let cors = self.cors.clone();
         let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let scheme = if tls.is_some() { "https" } else { "http" };
@@ -394,19 +434,20 @@ impl HttpServer {
             self.max_connections,
             move |(stream, info): (tokio::net::TcpStream, ConnectionInfo), stop| {
                 let (rpc, cors, tls) = (rpc.clone(), cors.clone(), tls.clone());
+                let routes = (routes.clone(), route_context.clone());
                 #[cfg(feature = "metrics")]
                 let gauge = metrics.as_ref().map(|m| m.connection("http"));
                 async move {
                     #[cfg(feature = "metrics")]
                     let _gauge = gauge;
                     match tls {
-                        None => serve_connection(stream, info, rpc, limits, cors, stop).await,
+                        None => serve_connection(stream, info, rpc, limits, cors, routes, stop).await,
                         Some(acceptor) => {
                             let handshake =
                                 tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream));
                             match handshake.await {
                                 Ok(Ok(stream)) => {
-                                    serve_connection(stream, info, rpc, limits, cors, stop).await
+                                    serve_connection(stream, info, rpc, limits, cors, routes, stop).await
                                 }
                                 Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                                 Err(_) => tracing::debug!("TLS handshake timed out"),
@@ -506,6 +547,7 @@ async fn serve_connection<I>(
     rpc: Stack,
     limits: ConnectionLimits,
     cors: Option<CorsLayer>,
+    (routes, route_context): (Routes, route::RouteContext),
     stop: CancellationToken,
 ) where
     I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
@@ -537,8 +579,31 @@ async fn serve_connection<I>(
         .option_layer(cors.clone())
         .layer(RequestDecompressionLayer::new().gzip(compression).br(compression))
         .service(BoxBody(rpc.clone()));
+    // Routes see shutdown begin, so that their streams can end then.
+    let route_context = route::RouteContext {
+        peer_addr: client.0.clone(),
+        shutdown: stop.clone(),
+        ..route_context
+    };
     let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
         let answering = watched.begin();
+        if let Some(handler) = routes.find(request.uri().path()) {
+            let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
+            let reply = handler(request, route_context.clone());
+            // The connection is busy for as long as the body streams.
+            let reply: BoxFuture<Response<ReplyBody>> = Box::pin(reply.map(move |response| {
+                Ok(response.map(|body| {
+                    ReplyBody::Layered(
+                        Guarded {
+                            body,
+                            _answering: answering,
+                        }
+                        .boxed_unsync(),
+                    )
+                }))
+            }));
+            return reply;
+        }
         request.extensions_mut().insert(client.clone());
         let headers = request.headers();
         // An encoded body always goes through the decompression layer: it
@@ -607,6 +672,42 @@ async fn serve_connection<I>(
             connection.as_mut().graceful_shutdown();
             let _ = tokio::time::timeout(IDLE_CLOSE_WAIT.min(grace), connection).await;
         }
+    }
+}
+
+/// The routes of a server, by path.
+#[derive(Clone)]
+struct Routes(Arc<Vec<(String, route::RouteHandler)>>);
+
+impl Routes {
+    fn find(&self, path: &str) -> Option<&route::RouteHandler> {
+        self.0.iter().find(|(p, _)| p == path).map(|(_, handler)| handler)
+    }
+}
+
+/// A route's body, keeping its connection busy until it ends.
+struct Guarded {
+    body: route::RouteBody,
+    _answering: RequestGuard,
+}
+
+impl Body for Guarded {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 

@@ -284,7 +284,7 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
 /// How long a client may take to send a request body.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-enum BodyError {
+pub(crate) enum BodyError {
     TooLarge,
     /// The server-wide budget for bodies being read is spent.
     OverBudget,
@@ -294,7 +294,11 @@ enum BodyError {
 /// Reads a whole body of at most `limit` bytes, stopping as soon as it is
 /// known to be larger, within the server's budget for bodies in progress.
 /// A body that arrives in one piece is not copied.
-async fn read_body(mut body: HttpBody, limit: usize, budget: &BufferBudget) -> Result<Bytes, BodyError> {
+pub(crate) async fn read_body(
+    mut body: HttpBody,
+    limit: usize,
+    budget: &BufferBudget,
+) -> Result<Bytes, BodyError> {
     let mut first: Option<Bytes> = None;
     let mut joined = bytes::BytesMut::new();
     let mut charge = budget.charge();

@@ -1,0 +1,145 @@
+//! Routes of your own beside the RPC endpoint: a handler for one path that
+//! answers with any status, any headers and a body that may stream (Server-
+//! Sent Events, see [`sse`](super::sse)). MCP's Streamable HTTP endpoint is
+//! built on this; the RPC endpoint's layers (auth, rate limits, timeouts,
+//! compression) do not apply to a route, which does its own checks.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use tokio_util::sync::CancellationToken;
+
+use super::service::{self, BodyError};
+use super::HttpBody;
+use crate::codec::BufferBudget;
+use crate::message::Error;
+
+/// A route's response body: whole, or streaming.
+pub type RouteBody =
+    http_body_util::combinators::UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What a route handler returns.
+pub type RouteFuture = Pin<Box<dyn Future<Output = Response<RouteBody>> + Send>>;
+
+pub(crate) type RouteHandler = Arc<dyn Fn(Request<HttpBody>, RouteContext) -> RouteFuture + Send + Sync>;
+
+/// A whole body of `bytes`.
+pub fn full_body(bytes: impl Into<Bytes>) -> RouteBody {
+    http_body_util::Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// An empty body.
+pub fn empty_body() -> RouteBody {
+    full_body(Bytes::new())
+}
+
+/// A response of `status` whose body is a JSON-RPC error (id null), as the
+/// RPC endpoint's refusals are.
+pub fn error_response(status: StatusCode, error: Error) -> Response<RouteBody> {
+    service::error_response(status, error).map(|body| body.map_err(|never| match never {}).boxed_unsync())
+}
+
+/// What a route handler can use of the server: the client's address, the
+/// server's body limits and shutdown.
+#[derive(Clone, Debug)]
+pub struct RouteContext {
+    pub(crate) peer_addr: Option<String>,
+    pub(crate) max_body_len: usize,
+    pub(crate) budget: BufferBudget,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// Why a request body could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadBodyError {
+    /// Longer than the server's frame limit.
+    #[error("the body may be at most {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// The server's budget for bodies in progress is spent.
+    #[error("too many request bodies in progress: try again later")]
+    OverBudget,
+    /// The body did not arrive within 30 s.
+    #[error("the request body did not arrive in time")]
+    Timeout,
+    /// Reading failed.
+    #[error("cannot read the body: {0}")]
+    Read(String),
+}
+
+impl ReadBodyError {
+    /// The refusal to send: `413`, `503` with `Retry-After`, `408` or
+    /// `400`, each with a JSON-RPC error body.
+    pub fn into_response(self) -> Response<RouteBody> {
+        let (status, error) = match &self {
+            ReadBodyError::TooLarge { .. } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Error::new(crate::message::codes::FRAME_TOO_LARGE, "Frame too large"),
+            ),
+            ReadBodyError::OverBudget => (StatusCode::SERVICE_UNAVAILABLE, Error::server_busy()),
+            ReadBodyError::Timeout => (StatusCode::REQUEST_TIMEOUT, Error::invalid_request()),
+            ReadBodyError::Read(_) => (StatusCode::BAD_REQUEST, Error::parse_error()),
+        };
+        let mut response = error_response(status, error.with_data(&self.to_string()));
+        if self == ReadBodyError::OverBudget {
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+/// How long a client may take to send a request body.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl RouteContext {
+    /// The client's address.
+    pub fn peer_addr(&self) -> Option<&str> {
+        self.peer_addr.as_deref()
+    }
+
+    /// The server's limit on request bodies (its router's frame limit).
+    pub fn max_body_len(&self) -> usize {
+        self.max_body_len
+    }
+
+    /// Cancelled when the server begins to shut down: end long-lived
+    /// streams then, so that shutdown need not wait out its grace period.
+    pub fn shutdown(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Reads a whole request body within the server's limits: its size
+    /// limit, its budget for bodies in progress, and 30 s.
+    pub async fn read_body(&self, body: HttpBody) -> Result<Bytes, ReadBodyError> {
+        let reading = service::read_body(body, self.max_body_len, &self.budget);
+        match tokio::time::timeout(BODY_READ_TIMEOUT, reading).await {
+            Err(_) => Err(ReadBodyError::Timeout),
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(BodyError::TooLarge)) => Err(ReadBodyError::TooLarge {
+                limit: self.max_body_len,
+            }),
+            Ok(Err(BodyError::OverBudget)) => Err(ReadBodyError::OverBudget),
+            Ok(Err(BodyError::Read(e))) => Err(ReadBodyError::Read(e)),
+        }
+    }
+}
+
+pub(crate) fn handler<F, Fut>(handler: F) -> RouteHandler
+where
+    F: Fn(Request<HttpBody>, RouteContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response<RouteBody>> + Send + 'static,
+{
+    Arc::new(move |request, cx| Box::pin(handler(request, cx)))
+}

@@ -1,0 +1,161 @@
+//! Server-Sent Events: a `text/event-stream` response body fed by a stream
+//! of [`Event`]s, for [routes](super::route) that push messages to a
+//! client.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use http::{header, HeaderValue, Response, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+
+use super::route::RouteBody;
+
+/// One event.
+///
+/// ```
+/// use jrpc::server::http::sse::Event;
+///
+/// let event = Event::data("{\"jsonrpc\":\"2.0\"}").id("7").event("message");
+/// assert_eq!(event.to_bytes(), "id: 7\nevent: message\ndata: {\"jsonrpc\":\"2.0\"}\n\n");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Event {
+    id: Option<String>,
+    event: Option<String>,
+    data: String,
+    retry: Option<Duration>,
+}
+
+/// Drops line breaks, which would end a field early.
+fn one_line(text: &str) -> String {
+    text.replace(['\r', '\n'], "")
+}
+
+impl Event {
+    /// An event carrying `data` (several lines become several `data:`
+    /// fields, which the client joins back).
+    pub fn data(data: impl Into<String>) -> Self {
+        Event {
+            data: data.into(),
+            ..Default::default()
+        }
+    }
+
+    /// An event with no data that only sets the client's reconnection
+    /// delay.
+    pub fn retry_only(delay: Duration) -> Self {
+        Event {
+            retry: Some(delay),
+            ..Default::default()
+        }
+    }
+
+    /// Its id: a client that reconnects sends the last one it saw as
+    /// `Last-Event-ID`.
+    pub fn id(mut self, id: impl AsRef<str>) -> Self {
+        self.id = Some(one_line(id.as_ref()));
+        self
+    }
+
+    /// Its type (`message` when unset).
+    pub fn event(mut self, name: impl AsRef<str>) -> Self {
+        self.event = Some(one_line(name.as_ref()));
+        self
+    }
+
+    /// How long the client should wait before reconnecting.
+    pub fn retry(mut self, delay: Duration) -> Self {
+        self.retry = Some(delay);
+        self
+    }
+
+    /// The event as it goes on the wire.
+    pub fn to_bytes(&self) -> Bytes {
+        let mut out = String::with_capacity(self.data.len() + 32);
+        if let Some(id) = &self.id {
+            out.push_str("id: ");
+            out.push_str(id);
+            out.push('\n');
+        }
+        if let Some(event) = &self.event {
+            out.push_str("event: ");
+            out.push_str(event);
+            out.push('\n');
+        }
+        if let Some(retry) = self.retry {
+            out.push_str(&format!("retry: {}\n", retry.as_millis()));
+        }
+        if !self.data.is_empty() || (self.id.is_none() && self.event.is_none() && self.retry.is_none()) {
+            for line in self.data.split('\n') {
+                out.push_str("data: ");
+                out.push_str(line.strip_suffix('\r').unwrap_or(line));
+                out.push('\n');
+            }
+        }
+        out.push('\n');
+        Bytes::from(out)
+    }
+}
+
+/// A `200` response streaming `events` as Server-Sent Events, with a
+/// comment every `keep_alive` while nothing else is sent (so that proxies
+/// and the client keep the connection). The stream ends when `events` does.
+pub fn response(
+    events: impl Stream<Item = Event> + Send + 'static,
+    keep_alive: Option<Duration>,
+) -> Response<RouteBody> {
+    let frames = with_keep_alive(events.map(|event| event.to_bytes()), keep_alive)
+        .map(|bytes| Ok::<_, Box<dyn std::error::Error + Send + Sync>>(http_body::Frame::data(bytes)));
+    let mut response = Response::new(StreamBody::new(frames).boxed_unsync());
+    *response.status_mut() = StatusCode::OK;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// `items`, with `: keep-alive` comments whenever `every` passes without one.
+fn with_keep_alive(
+    items: impl Stream<Item = Bytes> + Send + 'static,
+    every: Option<Duration>,
+) -> impl Stream<Item = Bytes> + Send + 'static {
+    let items = Box::pin(items);
+    futures_util::stream::unfold(items, move |mut items| async move {
+        let next = match every {
+            None => items.next().await,
+            Some(every) => match tokio::time::timeout(every, items.next()).await {
+                Ok(next) => next,
+                Err(_) => Some(Bytes::from_static(b": keep-alive\n\n")),
+            },
+        };
+        next.map(|bytes| (bytes, items))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_framed_as_the_spec_says() {
+        assert_eq!(Event::data("a").to_bytes(), "data: a\n\n");
+        assert_eq!(Event::data("a\nb").to_bytes(), "data: a\ndata: b\n\n");
+        assert_eq!(Event::data("").to_bytes(), "data: \n\n");
+        assert_eq!(
+            Event::retry_only(Duration::from_secs(2)).to_bytes(),
+            "retry: 2000\n\n"
+        );
+        assert_eq!(
+            Event::data("x")
+                .id("1\n2")
+                .event("m\r")
+                .retry(Duration::from_millis(5))
+                .to_bytes(),
+            "id: 12\nevent: m\nretry: 5\ndata: x\n\n"
+        );
+    }
+}
