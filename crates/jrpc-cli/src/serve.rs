@@ -178,7 +178,7 @@ pub struct ServeArgs {
 
 /// A listen address, `HOST:PORT` (an IPv6 host in brackets): a malformed
 /// one is a usage error, found before anything starts.
-fn parse_listen_addr(text: &str) -> Result<String, String> {
+pub(crate) fn parse_listen_addr(text: &str) -> Result<String, String> {
     let hint = "expected HOST:PORT, e.g. 127.0.0.1:4000, localhost:0 or [::1]:4000";
     let Some((host, port)) = text.rsplit_once(':') else {
         return Err(format!("{text:?}: {hint}"));
@@ -474,7 +474,7 @@ fn print_try_lines(addr: &str, args: &ServeArgs) {
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

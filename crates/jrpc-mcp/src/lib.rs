@@ -14,6 +14,8 @@
 
 #[cfg(feature = "demo")]
 pub mod demo;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod server;
 pub mod types;
 

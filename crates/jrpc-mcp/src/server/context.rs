@@ -43,7 +43,29 @@ pub struct McpContext {
     inner: Arc<Inner>,
 }
 
+/// A transport that carries a request's own messages to the client apart
+/// from the rest (Streamable HTTP: on the stream that answers that
+/// request). Kept in the connection's extensions.
+pub(crate) trait RequestOutbound: Send + Sync {
+    /// Sends a notification related to the request `related`.
+    fn notify(&self, related: &Id, frame: String);
+    /// Sends a request related to `related` and waits for its result.
+    fn call(
+        &self,
+        related: &Id,
+        method: &str,
+        params: Box<serde_json::value::RawValue>,
+        timeout: Duration,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Box<serde_json::value::RawValue>, CallError>> + Send>,
+    >;
+    /// The request was cancelled: no response will come for it.
+    fn abandoned(&self, related: &Id);
+}
+
 struct Inner {
+    /// Set when the transport routes messages per request.
+    outbound: Option<Arc<dyn RequestOutbound>>,
     peer: Option<Peer>,
     session: Arc<Session>,
     request_id: Option<Id>,
@@ -66,6 +88,7 @@ impl McpContext {
     ) -> Self {
         McpContext {
             inner: Arc::new(Inner {
+                outbound: ctx.get::<Arc<dyn RequestOutbound>>().cloned(),
                 peer: ctx.peer(),
                 session,
                 request_id: ctx.id().cloned(),
@@ -152,6 +175,10 @@ impl McpContext {
     }
 
     async fn notify(&self, method: &str, params: &impl Serialize) {
+        if let (Some(outbound), Some(id)) = (&self.inner.outbound, &self.inner.request_id) {
+            let frame = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+            return outbound.notify(id, frame.to_string());
+        }
         if let Some(peer) = &self.inner.peer {
             if let Err(e) = peer.notify(method, params).await {
                 tracing::debug!(method, error = %e, "notification not sent");
@@ -233,6 +260,15 @@ impl McpContext {
     ) -> Result<R, ClientRequestError> {
         if !self.inner.session.wait_ready(self.inner.client_timeout).await {
             return Err(ClientRequestError::NotReady);
+        }
+        if let (Some(outbound), Some(id)) = (&self.inner.outbound, &self.inner.request_id) {
+            let params = serde_json::value::to_raw_value(params)
+                .map_err(|e| CallError::Encode(e.to_string().into()))?;
+            let raw = outbound
+                .call(id, method, params, self.inner.client_timeout)
+                .await?;
+            return serde_json::from_str(raw.get())
+                .map_err(|e| ClientRequestError::Call(CallError::Decode(Arc::new(e))));
         }
         let peer = self
             .inner

@@ -10,7 +10,7 @@ use jrpc::{Error, RequestContext, Router};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::context::McpContext;
+use super::context::{McpContext, RequestOutbound};
 use super::session::{Phase, Session};
 use super::McpServer;
 use crate::types::{
@@ -229,11 +229,31 @@ fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec
 
 /// Runs `work` with a token that is cancelled if the work is dropped before
 /// it finishes (the request was cancelled, or the connection closed).
-async fn cancellable<T>(token: CancellationToken, work: impl std::future::Future<Output = T>) -> T {
-    let guard = token.drop_guard();
+async fn cancellable<T>(mut guard: Unfinished, work: impl std::future::Future<Output = T>) -> T {
     let out = work.await;
-    guard.disarm();
+    guard.finished = true;
     out
+}
+
+/// A request being served: if it is dropped before it finishes (cancelled,
+/// or its connection closed), its token is cancelled and the transport is
+/// told no response will come.
+struct Unfinished {
+    token: CancellationToken,
+    outbound: Option<(Arc<dyn RequestOutbound>, jrpc::Id)>,
+    finished: bool,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.token.cancel();
+        if let Some((outbound, id)) = &self.outbound {
+            outbound.abandoned(id);
+        }
+    }
 }
 
 impl McpServer {
@@ -262,7 +282,7 @@ impl McpServer {
         ctx: &RequestContext,
         session: std::sync::Arc<Session>,
         meta: Option<RequestMeta>,
-    ) -> (McpContext, CancellationToken) {
+    ) -> (McpContext, Unfinished) {
         let token = CancellationToken::new();
         let cx = McpContext::new(
             ctx,
@@ -272,7 +292,16 @@ impl McpServer {
             self.inner.client_timeout,
             Some(self.inner.info.name.clone()),
         );
-        (cx, token)
+        let outbound = ctx
+            .get::<Arc<dyn RequestOutbound>>()
+            .cloned()
+            .zip(ctx.id().cloned());
+        let guard = Unfinished {
+            token,
+            outbound,
+            finished: false,
+        };
+        (cx, guard)
     }
 
     fn list_tools(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListToolsResult, Error> {

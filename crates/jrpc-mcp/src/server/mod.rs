@@ -51,6 +51,7 @@ use crate::types::{
     ReadResourceResult, Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool,
 };
 use catalog::{PromptEntry, ResourceEntry, TemplateEntry};
+pub(crate) use context::RequestOutbound;
 pub use context::{ClientRequestError, McpContext};
 use session::Session;
 use tools::ToolEntry;
@@ -159,11 +160,24 @@ impl McpServer {
     /// socket, an in-memory pipe of your own); the peer runs until the
     /// connection closes.
     pub fn connect(&self, connection: Connection) -> Peer {
-        Peer::builder()
+        self.connect_with(connection, None)
+    }
+
+    /// [`connect`](Self::connect), with a transport that routes each
+    /// request's messages to the client itself (Streamable HTTP).
+    pub(crate) fn connect_with(
+        &self,
+        connection: Connection,
+        outbound: Option<Arc<dyn RequestOutbound>>,
+    ) -> Peer {
+        let mut builder = Peer::builder()
             .router(self.router())
             .config(self.connection_config())
-            .extension(Session::new(self.inner.log_level))
-            .connect(connection)
+            .extension(Session::new(self.inner.log_level));
+        if let Some(outbound) = outbound {
+            builder = builder.extension(outbound);
+        }
+        builder.connect(connection)
     }
 
     /// Serves one session on this process's stdin and stdout until stdin

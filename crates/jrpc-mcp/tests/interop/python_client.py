@@ -1,16 +1,20 @@
-"""The official MCP Python SDK as a client of `jrpc mcp serve --stdio`.
+"""The official MCP Python SDK as a client of `jrpc mcp serve`, over stdio
+and over Streamable HTTP.
 
     python python_client.py PATH/TO/jrpc
 
 Uses every tool, resource and prompt of the demo server, progress,
 cancellation, sampling, elicitation (accept, decline, cancel), roots and
-logging, once with the SDK's default connect (it probes `server/discover`,
-gets -32601 and falls back to `initialize`) and once with the legacy
-handshake only. Exits non-zero on the first failed check.
+logging: over stdio with the SDK's default connect (it probes
+`server/discover`, gets -32601 and falls back to `initialize`) and with the
+legacy handshake only, then over Streamable HTTP (`jrpc mcp serve --http`).
+Exits non-zero on the first failed check.
 """
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
 import time
 import warnings
@@ -76,10 +80,9 @@ def text_of(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def session(mode: str) -> int:
-    check = Checks(mode)
+async def session(mode: str, server) -> int:
+    check = Checks(mode if isinstance(server, StdioServerParameters) else f"http, {mode}")
     callbacks = Callbacks()
-    server = StdioServerParameters(command=JRPC, args=["mcp", "serve", "--stdio"])
     async with Client(
         server,
         mode=mode,
@@ -218,12 +221,37 @@ async def session(mode: str) -> int:
     return check.count
 
 
+def start_http_server() -> tuple[subprocess.Popen, str]:
+    """`jrpc mcp serve --http 127.0.0.1:0`, and the URL it prints."""
+    process = subprocess.Popen(
+        [JRPC, "mcp", "serve", "--http", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        found = re.search(r"at (http://\S+/mcp)", line)
+        if found:
+            return process, found.group(1)
+    process.kill()
+    raise AssertionError("jrpc mcp serve --http did not say where it listens")
+
+
 async def main() -> None:
     total = 0
+    stdio = StdioServerParameters(command=JRPC, args=["mcp", "serve", "--stdio"])
     for mode in ("auto", "legacy"):
-        count = await session(mode)
-        print(f"python SDK ({mode} connect): {count} checks passed")
+        count = await session(mode, stdio)
+        print(f"python SDK over stdio ({mode} connect): {count} checks passed")
         total += count
+    process, url = start_http_server()
+    try:
+        for mode in ("auto", "legacy"):
+            count = await session(mode, url)
+            print(f"python SDK over Streamable HTTP ({mode} connect): {count} checks passed")
+            total += count
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
     print(f"python SDK interop: {total} checks passed")
 
 

@@ -400,6 +400,12 @@ impl HttpServer {
     /// down. [`Serving::local_addr`] gives `http://…` (or `https://…`).
     pub async fn bind(&self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Serving> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        Ok(self.serve_tcp(listener))
+    }
+
+    /// Serves on a TCP listener already bound, until shut down. Must be
+    /// called within a tokio runtime.
+    pub fn serve_tcp(&self, listener: tokio::net::TcpListener) -> Serving {
         let connections = TaskTracker::new();
         let shutdown = CancellationToken::new();
         let rpc = self.build(connections.clone(), shutdown.clone());
@@ -458,7 +464,7 @@ impl HttpServer {
             },
         );
         serving.detached_work(connections, shutdown);
-        Ok(serving)
+        serving
     }
 }
 

@@ -1,0 +1,479 @@
+//! Streamable HTTP end to end, with raw HTTP/1.1 requests: sessions, the
+//! statuses the transport answers with, and the streams of a request.
+
+use std::time::Duration;
+
+use jrpc_mcp::http::HttpOptions;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Fails the test instead of hanging.
+async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish"))
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    /// The JSON messages of an SSE body, in order.
+    fn events(&self) -> Vec<Value> {
+        self.body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}")))
+            .collect()
+    }
+}
+
+/// Undoes chunked transfer encoding.
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || rest.len() < size {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = rest[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// One request on its own connection; the reply read to its end.
+async fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let mut request = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request += &format!("Host: {addr}\r\n");
+    }
+    for (name, value) in headers {
+        request += &format!("{name}: {value}\r\n");
+    }
+    request += &format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    bounded("the reply", stream.read_to_end(&mut raw)).await.unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a header section");
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v == "chunked");
+    let body = if chunked { dechunk(body) } else { body.to_owned() };
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+async fn post(addr: &str, session: Option<&str>, message: Value) -> Reply {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+    }
+    send(addr, "POST", &headers, &message.to_string()).await
+}
+
+struct Endpoint {
+    serving: jrpc::server::Serving,
+    addr: String,
+}
+
+impl Endpoint {
+    async fn start() -> Self {
+        let serving = jrpc_mcp::demo::server()
+            .serve_http("127.0.0.1:0", HttpOptions::default())
+            .await
+            .unwrap();
+        let addr = serving.local_addr().trim_start_matches("http://").to_owned();
+        Endpoint { serving, addr }
+    }
+
+    async fn send(&self, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        send(&self.addr, method, headers, body).await
+    }
+
+    async fn post(&self, session: Option<&str>, message: Value) -> Reply {
+        post(&self.addr, session, message).await
+    }
+
+    /// A new session, initialized; its id.
+    async fn initialize(&self) -> String {
+        let reply = self
+            .post(
+                None,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "raw", "version": "1"}}}),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(reply.json()["result"]["serverInfo"]["name"], "jrpc-demo");
+        let session = reply.header("mcp-session-id").expect("a session id").to_owned();
+        assert!(session.len() >= 32, "an unguessable id: {session}");
+        let ready = self
+            .post(
+                Some(&session),
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            )
+            .await;
+        assert_eq!(ready.status, 202);
+        session
+    }
+}
+
+#[tokio::test]
+async fn a_session_from_initialize_to_delete() {
+    let endpoint = Endpoint::start().await;
+    let session = endpoint.initialize().await;
+    let list = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(list.status, 200);
+    assert_eq!(list.header("content-type"), Some("application/json"));
+    assert_eq!(list.json()["result"]["tools"][0]["name"], "add");
+
+    let call = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call",
+                   "params": {"name": "add", "arguments": {"a": 2, "b": 40}}}),
+        )
+        .await;
+    assert_eq!(call.status, 200);
+    assert_eq!(call.header("content-type"), Some("text/event-stream"));
+    let events = call.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["id"], "c");
+    assert_eq!(events[0]["result"]["structuredContent"], json!({"result": 42}));
+
+    let deleted = endpoint.send("DELETE", &[("Mcp-Session-Id", &session)], "").await;
+    assert!(
+        deleted.status == 200 || deleted.status == 204,
+        "{}",
+        deleted.status
+    );
+    let gone = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+        )
+        .await;
+    assert_eq!(gone.status, 404);
+    assert!(gone.json()["error"]["code"].is_i64());
+    endpoint.serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn progress_and_logs_travel_on_the_request_stream_before_its_result() {
+    let endpoint = Endpoint::start().await;
+    let session = endpoint.initialize().await;
+    endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "debug"}}),
+        )
+        .await;
+    let echo = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}),
+        )
+        .await;
+    let events = echo.events();
+    assert_eq!(events[0]["method"], "notifications/message", "{events:?}");
+    assert_eq!(events.last().unwrap()["result"]["content"][0]["text"], "hi");
+
+    let sleep = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                   "params": {"name": "sleep", "arguments": {"ms": 250}, "_meta": {"progressToken": "p"}}}),
+        )
+        .await;
+    let events = sleep.events();
+    let (result, progress) = events.split_last().unwrap();
+    assert_eq!(result["result"]["content"][0]["text"], "slept 250");
+    assert!(progress.len() >= 2, "{events:?}");
+    assert!(progress
+        .iter()
+        .all(|p| p["method"] == "notifications/progress" && p["params"]["progressToken"] == "p"));
+    endpoint.serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_request_s_stream_ends_without_a_result() {
+    let endpoint = Endpoint::start().await;
+    let session = endpoint.initialize().await;
+    let long = {
+        let (addr, session) = (endpoint.addr.clone(), session.clone());
+        tokio::spawn(async move {
+            post(
+                &addr,
+                Some(&session),
+                json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                       "params": {"name": "sleep", "arguments": {"ms": 60000}, "_meta": {"progressToken": 1}}}),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}),
+        )
+        .await;
+    assert_eq!(cancel.status, 202);
+    let reply = bounded("the cancelled stream ends", long).await.unwrap();
+    assert_eq!(reply.status, 200);
+    let events = reply.events();
+    assert!(!events.is_empty(), "progress came first");
+    assert!(
+        events.iter().all(|e| e["method"] == "notifications/progress"),
+        "a result for a cancelled request: {events:?}"
+    );
+    endpoint.serving.shutdown().await;
+}
+
+/// An HTTP method, headers, body, and the status expected.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, String, u16);
+
+#[tokio::test]
+async fn refusals_have_their_statuses() {
+    let endpoint = Endpoint::start().await;
+    let session = endpoint.initialize().await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let json_accept = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut headers: Vec<(&str, &str)> = json_accept.to_vec();
+        headers.extend_from_slice(extra);
+        headers
+    };
+    let session_header: &'static str = Box::leak(session.clone().into_boxed_str());
+    let cases: Vec<Case> = vec![
+        // No session: only initialize may come without one.
+        ("POST", with(&[]), list.clone(), 400),
+        (
+            "POST",
+            with(&[("Mcp-Session-Id", "not-a-session")]),
+            list.clone(),
+            404,
+        ),
+        (
+            "POST",
+            with(&[
+                ("Mcp-Session-Id", session_header),
+                ("MCP-Protocol-Version", "1999-01-01"),
+            ]),
+            list.clone(),
+            400,
+        ),
+        (
+            "POST",
+            with(&[("Mcp-Session-Id", session_header)]),
+            format!("[{list}]"),
+            400,
+        ),
+        (
+            "POST",
+            with(&[("Mcp-Session-Id", session_header)]),
+            "{not json".to_owned(),
+            400,
+        ),
+        (
+            "POST",
+            vec![
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json"),
+                ("Mcp-Session-Id", session_header),
+            ],
+            list.clone(),
+            406,
+        ),
+        (
+            "POST",
+            vec![
+                ("Content-Type", "text/plain"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", session_header),
+            ],
+            list.clone(),
+            415,
+        ),
+        (
+            "GET",
+            vec![("Accept", "application/json"), ("Mcp-Session-Id", session_header)],
+            String::new(),
+            406,
+        ),
+        (
+            "PUT",
+            with(&[("Mcp-Session-Id", session_header)]),
+            list.clone(),
+            405,
+        ),
+        (
+            "POST",
+            with(&[
+                ("Mcp-Session-Id", session_header),
+                ("Origin", "https://evil.example"),
+            ]),
+            list.clone(),
+            403,
+        ),
+        (
+            "POST",
+            with(&[("Mcp-Session-Id", session_header), ("Origin", "null")]),
+            list.clone(),
+            403,
+        ),
+        (
+            "POST",
+            with(&[("Mcp-Session-Id", session_header), ("Host", "evil.example:80")]),
+            list.clone(),
+            421,
+        ),
+        (
+            "DELETE",
+            vec![("Mcp-Session-Id", "not-a-session")],
+            String::new(),
+            404,
+        ),
+    ];
+    for (method, headers, body, status) in cases {
+        let reply = endpoint.send(method, &headers, &body).await;
+        assert_eq!(
+            reply.status, status,
+            "{method} {headers:?} {body}: {}",
+            reply.body
+        );
+        if status != 405 || !reply.body.is_empty() {
+            assert!(
+                reply.json()["error"]["code"].is_i64(),
+                "a JSON-RPC error body: {}",
+                reply.body
+            );
+        }
+    }
+    let put = endpoint.send("PUT", &with(&[]), "").await;
+    assert_eq!(put.header("allow"), Some("GET, POST, DELETE"));
+    // A page from this machine may call; a notification gets 202.
+    let origin: &'static str =
+        Box::leak(format!("http://localhost:{}", endpoint.addr.rsplit(':').next().unwrap()).into_boxed_str());
+    let local = endpoint
+        .send(
+            "POST",
+            &with(&[("Mcp-Session-Id", session_header), ("Origin", origin)]),
+            &list,
+        )
+        .await;
+    assert_eq!(local.status, 200, "{}", local.body);
+    endpoint.serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_requests_travel_on_the_tool_s_stream() {
+    let endpoint = Endpoint::start().await;
+    // A client that can sample, answering through POSTs.
+    let reply = endpoint
+        .post(
+            None,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {"sampling": {}},
+                              "clientInfo": {"name": "raw", "version": "1"}}}),
+        )
+        .await;
+    let session = reply.header("mcp-session-id").unwrap().to_owned();
+    endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        )
+        .await;
+    // The tool's stream carries the sampling request; the answer is POSTed.
+    let addr = endpoint.addr.clone();
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                      "params": {"name": "sample", "arguments": {"prompt": "2+2?"}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    let sampling: Value = bounded("the sampling request", async {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if let Some(line) = seen
+                .lines()
+                .find(|l| l.starts_with("data: ") && l.contains("sampling/createMessage"))
+            {
+                return serde_json::from_str(&line["data: ".len()..]).unwrap();
+            }
+        }
+    })
+    .await;
+    let answered = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": sampling["id"],
+                   "result": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}}),
+        )
+        .await;
+    assert_eq!(answered.status, 202);
+    let mut rest = String::new();
+    bounded("the tool's result", async {
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            rest.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+    .await;
+    assert!(rest.contains(r#""text":"4""#), "{rest}");
+    endpoint.serving.shutdown().await;
+}
