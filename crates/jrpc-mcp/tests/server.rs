@@ -607,3 +607,46 @@ async fn schemas_are_plain_and_odd_progress_tokens_are_ignored() {
         .await;
     assert_eq!(call["result"]["content"][0]["text"], "slept 10", "{call}");
 }
+
+#[tokio::test]
+async fn completions_suggest_argument_values() {
+    use jrpc_mcp::types::{Completion, CompletionReference, Prompt};
+    let server = McpServer::builder("complete", "1")
+        .prompt(
+            Prompt::new("pick").argument("language", "A language", true),
+            |_, _cx| async { Ok::<_, jrpc::Error>(Vec::<jrpc_mcp::types::PromptMessage>::new()) },
+        )
+        .completion(|p, _cx| async move {
+            let CompletionReference::Prompt { name } = &p.reference else {
+                return Err(jrpc::Error::invalid_params());
+            };
+            assert_eq!(name, "pick");
+            let all = (0..150).map(|n| format!("{}{n}", p.argument.value));
+            Ok(Completion::of(all))
+        })
+        .build();
+    let mut wire = Wire::start(&server);
+    let init = wire.initialize().await;
+    assert_eq!(init["result"]["capabilities"]["completions"], json!({}));
+    let reply = wire
+        .request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "pick"}, "argument": {"name": "language", "value": "py"}}),
+        )
+        .await;
+    let completion = &reply["result"]["completion"];
+    assert_eq!(completion["values"].as_array().unwrap().len(), 100);
+    assert_eq!(completion["values"][0], "py0");
+    assert_eq!(completion["total"], 150);
+    assert_eq!(completion["hasMore"], true);
+    // The demo offers no completions: the method is not there.
+    let mut demo = Wire::start(&jrpc_mcp::demo::server());
+    demo.initialize().await;
+    let absent = demo
+        .request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": ""}}),
+        )
+        .await;
+    assert_eq!(absent["error"]["code"], -32601);
+}

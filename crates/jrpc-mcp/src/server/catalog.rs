@@ -21,6 +21,24 @@ pub(crate) type PromptHandler = Arc<
     dyn Fn(BTreeMap<String, String>, McpContext) -> BoxFuture<Result<GetPromptResult, Error>> + Send + Sync,
 >;
 
+pub(crate) type CompleteHandler = Arc<
+    dyn Fn(crate::types::CompleteParams, McpContext) -> BoxFuture<Result<crate::types::Completion, Error>>
+        + Send
+        + Sync,
+>;
+
+pub(crate) fn complete_handler<F, Fut>(handler: F) -> CompleteHandler
+where
+    F: Fn(crate::types::CompleteParams, McpContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<crate::types::Completion, Error>> + Send + 'static,
+{
+    let handler = Arc::new(handler);
+    Arc::new(move |params, cx| {
+        let handler = Arc::clone(&handler);
+        Box::pin(async move { handler(params, cx).await })
+    })
+}
+
 /// A resource with a fixed URI.
 #[derive(Clone)]
 pub(crate) struct ResourceEntry {

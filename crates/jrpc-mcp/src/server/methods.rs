@@ -14,9 +14,10 @@ use super::context::{McpContext, RequestOutbound};
 use super::session::{Phase, Session};
 use super::McpServer;
 use crate::types::{
-    codes, negotiate_version, CallToolParams, CallToolResult, GetPromptParams, GetPromptResult,
-    InitializeParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedParams, ReadResourceParams, ReadResourceResult, RequestMeta, SetLevelParams,
+    codes, negotiate_version, CallToolParams, CallToolResult, CompleteParams, CompleteResult,
+    GetPromptParams, GetPromptResult, InitializeParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedParams, ReadResourceParams,
+    ReadResourceResult, RequestMeta, SetLevelParams,
 };
 
 /// Params that carry nothing but, perhaps, `_meta` (`ping`, notifications).
@@ -122,6 +123,7 @@ const GATED: &[&str] = &[
     "resources/read",
     "prompts/list",
     "prompts/get",
+    "completion/complete",
 ];
 
 fn methods(server: &McpServer) -> Router {
@@ -191,6 +193,16 @@ fn methods(server: &McpServer) -> Router {
                     async move { s.read_resource(p, ctx).await }
                 },
             );
+    }
+    if capabilities.completions.is_some() {
+        let complete = server.clone();
+        router = router.method(
+            "completion/complete",
+            move |p: CompleteParams, ctx: RequestContext| {
+                let s = complete.clone();
+                async move { s.complete(p, ctx).await }
+            },
+        );
     }
     if capabilities.prompts.is_some() {
         let (list, get) = (server.clone(), server.clone());
@@ -384,6 +396,20 @@ impl McpServer {
         Ok(ListPromptsResult {
             prompts: prompts.into_iter().map(|entry| entry.prompt).collect(),
             next_cursor,
+            meta: None,
+        })
+    }
+
+    async fn complete(&self, p: CompleteParams, ctx: RequestContext) -> Result<CompleteResult, Error> {
+        let session = Session::ready(&ctx)?;
+        let Some(handler) = self.inner.completion.clone() else {
+            return Err(Error::method_not_found());
+        };
+        let (cx, guard) = self.context(&ctx, session, p.meta.clone());
+        let mut completion = cancellable(guard, handler(p, cx)).await?;
+        completion.values.truncate(crate::types::Completion::MAX_VALUES);
+        Ok(CompleteResult {
+            completion,
             meta: None,
         })
     }

@@ -71,6 +71,7 @@ struct Catalog {
     resources: Vec<ResourceEntry>,
     templates: Vec<TemplateEntry>,
     prompts: Vec<PromptEntry>,
+    completion: Option<catalog::CompleteHandler>,
     page_size: usize,
     log_level: LoggingLevel,
     client_timeout: Duration,
@@ -96,6 +97,7 @@ impl McpServer {
                 resources: Vec::new(),
                 templates: Vec::new(),
                 prompts: Vec::new(),
+                completion: None,
                 page_size: Self::DEFAULT_PAGE_SIZE,
                 log_level: LoggingLevel::Info,
                 client_timeout: Self::DEFAULT_CLIENT_TIMEOUT,
@@ -125,7 +127,7 @@ impl McpServer {
             ),
             prompts: (!catalog.prompts.is_empty()).then(|| listed.clone()).flatten(),
             logging: Some(JsonObject::new()),
-            completions: None,
+            completions: catalog.completion.is_some().then(JsonObject::new),
             experimental: None,
         }
     }
@@ -385,6 +387,20 @@ impl McpServerBuilder {
             prompt,
             get: catalog::prompt_handler(get),
         });
+        self
+    }
+
+    /// Suggestions for prompt arguments and resource template variables
+    /// (`completion/complete`; the `completions` capability). The handler
+    /// gets what is being completed and what has been typed;
+    /// [`Completion::of`](crate::types::Completion::of) keeps to the 100
+    /// values a reply may hold.
+    pub fn completion<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(crate::types::CompleteParams, McpContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<crate::types::Completion, Error>> + Send + 'static,
+    {
+        self.catalog.completion = Some(catalog::complete_handler(handler));
         self
     }
 

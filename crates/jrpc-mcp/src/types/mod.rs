@@ -6,6 +6,7 @@
 //! from newer peers are ignored.
 
 mod client;
+mod completion;
 mod content;
 mod lifecycle;
 mod logging;
@@ -19,6 +20,9 @@ pub use client::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, IncludeContext,
     ListRootsResult, ModelHint, ModelPreferences, OneOrMany, Root, SamplingContent, SamplingMessage,
     ToolResultContent, ToolUseContent,
+};
+pub use completion::{
+    CompleteParams, CompleteResult, Completion, CompletionArgument, CompletionContext, CompletionReference,
 };
 pub use content::{
     Annotations, AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
