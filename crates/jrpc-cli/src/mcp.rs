@@ -36,11 +36,21 @@ struct Transport {
 struct ServeArgs {
     #[command(flatten)]
     transport: Transport,
+
+    /// Also serve the fixture tools, resources and prompts the official MCP
+    /// conformance suite (npm @modelcontextprotocol/conformance) calls in its
+    /// server scenarios.
+    #[arg(long)]
+    conformance: bool,
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<()> {
     let McpCommand::Serve(serve) = args.command;
-    let server = jrpc_mcp::demo::server();
+    let server = if serve.conformance {
+        jrpc_mcp::demo::conformance_server()
+    } else {
+        jrpc_mcp::demo::server()
+    };
     match serve.transport.http {
         Some(addr) => {
             let serving = server

@@ -650,3 +650,28 @@ async fn completions_suggest_argument_values() {
         .await;
     assert_eq!(absent["error"]["code"], -32601);
 }
+
+#[tokio::test]
+async fn resource_subscriptions_when_offered() {
+    let mut wire = Wire::start(&jrpc_mcp::demo::conformance_server());
+    let init = wire.initialize().await;
+    assert_eq!(init["result"]["capabilities"]["resources"]["subscribe"], true);
+    for method in ["resources/subscribe", "resources/unsubscribe"] {
+        let ok = wire
+            .request(method, json!({"uri": "test://watched-resource"}))
+            .await;
+        assert_eq!(ok["result"], json!({}), "{method}: {ok}");
+    }
+    let unknown = wire
+        .request("resources/subscribe", json!({"uri": "test://nothing"}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32002);
+    // The plain demo does not offer subscriptions.
+    let mut demo = Wire::start(&jrpc_mcp::demo::server());
+    let init = demo.initialize().await;
+    assert_eq!(init["result"]["capabilities"]["resources"]["subscribe"], false);
+    let absent = demo
+        .request("resources/subscribe", json!({"uri": "demo://greeting"}))
+        .await;
+    assert_eq!(absent["error"]["code"], -32601);
+}

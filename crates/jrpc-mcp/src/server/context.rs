@@ -126,6 +126,11 @@ impl McpContext {
         self.inner.session.state().client_capabilities.clone()
     }
 
+    /// Whether the client subscribed to the resource at `uri`.
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.inner.session.state().subscribed.contains(uri)
+    }
+
     /// The protocol revision the session speaks.
     pub fn protocol_version(&self) -> &'static str {
         self.inner.session.state().protocol_version

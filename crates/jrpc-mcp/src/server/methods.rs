@@ -124,6 +124,8 @@ const GATED: &[&str] = &[
     "prompts/list",
     "prompts/get",
     "completion/complete",
+    "resources/subscribe",
+    "resources/unsubscribe",
 ];
 
 fn methods(server: &McpServer) -> Router {
@@ -191,6 +193,24 @@ fn methods(server: &McpServer) -> Router {
                 move |p: ReadResourceParams, ctx: RequestContext| {
                     let s = read.clone();
                     async move { s.read_resource(p, ctx).await }
+                },
+            );
+    }
+    if capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true) {
+        let (subscribe, unsubscribe) = (server.clone(), server.clone());
+        router = router
+            .method(
+                "resources/subscribe",
+                move |p: ReadResourceParams, ctx: RequestContext| {
+                    let s = subscribe.clone();
+                    async move { s.subscribe(p, &ctx, true) }
+                },
+            )
+            .method(
+                "resources/unsubscribe",
+                move |p: ReadResourceParams, ctx: RequestContext| {
+                    let s = unsubscribe.clone();
+                    async move { s.subscribe(p, &ctx, false) }
                 },
             );
     }
@@ -398,6 +418,32 @@ impl McpServer {
             next_cursor,
             meta: None,
         })
+    }
+
+    /// Subscribes (or not) the session to a resource the server has.
+    fn subscribe(&self, p: ReadResourceParams, ctx: &RequestContext, on: bool) -> Result<Empty, Error> {
+        let session = Session::ready(ctx)?;
+        let known = self
+            .inner
+            .resources
+            .iter()
+            .any(|entry| entry.resource.uri == p.uri)
+            || self
+                .inner
+                .templates
+                .iter()
+                .any(|entry| entry.parsed.matches(&p.uri).is_some());
+        if !known {
+            return Err(Error::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
+                .with_data(&serde_json::json!({ "uri": p.uri })));
+        }
+        let mut state = session.state();
+        if on {
+            state.subscribed.insert(p.uri);
+        } else {
+            state.subscribed.remove(&p.uri);
+        }
+        Ok(Empty {})
     }
 
     async fn complete(&self, p: CompleteParams, ctx: RequestContext) -> Result<CompleteResult, Error> {

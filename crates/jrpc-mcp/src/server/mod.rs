@@ -72,6 +72,7 @@ struct Catalog {
     templates: Vec<TemplateEntry>,
     prompts: Vec<PromptEntry>,
     completion: Option<catalog::CompleteHandler>,
+    subscriptions: bool,
     page_size: usize,
     log_level: LoggingLevel,
     client_timeout: Duration,
@@ -98,6 +99,7 @@ impl McpServer {
                 templates: Vec::new(),
                 prompts: Vec::new(),
                 completion: None,
+                subscriptions: false,
                 page_size: Self::DEFAULT_PAGE_SIZE,
                 log_level: LoggingLevel::Info,
                 client_timeout: Self::DEFAULT_CLIENT_TIMEOUT,
@@ -121,7 +123,7 @@ impl McpServer {
             tools: (!catalog.tools.is_empty()).then(|| listed.clone()).flatten(),
             resources: (!catalog.resources.is_empty() || !catalog.templates.is_empty()).then_some(
                 ResourcesCapability {
-                    subscribe: Some(false),
+                    subscribe: Some(catalog.subscriptions),
                     list_changed: Some(false),
                 },
             ),
@@ -401,6 +403,15 @@ impl McpServerBuilder {
         Fut: Future<Output = Result<crate::types::Completion, Error>> + Send + 'static,
     {
         self.catalog.completion = Some(catalog::complete_handler(handler));
+        self
+    }
+
+    /// Accept `resources/subscribe` and `resources/unsubscribe` for the
+    /// server's resources (the `subscribe` capability). A session's
+    /// subscriptions are kept for [`McpContext::is_subscribed`]; the
+    /// server does not yet announce changes by itself.
+    pub fn resource_subscriptions(mut self, on: bool) -> Self {
+        self.catalog.subscriptions = on;
         self
     }
 

@@ -29,6 +29,8 @@ pub(crate) struct State {
     pub(crate) client_capabilities: ClientCapabilities,
     /// The least severe level sent as `notifications/message`.
     pub(crate) log_level: LoggingLevel,
+    /// Resources the client subscribed to.
+    pub(crate) subscribed: std::collections::BTreeSet<String>,
 }
 
 /// A client's session with the server.
@@ -50,6 +52,7 @@ impl Session {
                 client_info: None,
                 client_capabilities: ClientCapabilities::default(),
                 log_level,
+                subscribed: Default::default(),
             }),
             ready: tokio::sync::watch::Sender::new(false),
         })
