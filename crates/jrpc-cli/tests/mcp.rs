@@ -126,3 +126,53 @@ fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::proces
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `jrpc mcp serve --http` serves Streamable HTTP at /mcp, does not stop
+/// when stdin closes, and stops on SIGTERM.
+#[test]
+fn mcp_serve_http_runs_until_sigterm() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn jrpc");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let url = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .filter(|u| u.starts_with("http://") && u.ends_with("/mcp"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // Stdin is closed from the start; the server still answers.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "exited with stdin closed");
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.to_ascii_lowercase().contains("mcp-session-id:"), "{reply}");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = wait_bounded(&mut child, Duration::from_secs(20));
+    assert!(exit.success(), "{exit:?}");
+}

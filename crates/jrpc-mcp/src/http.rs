@@ -57,6 +57,12 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// A comment on idle SSE streams this often (default 15 s).
     pub keep_alive: Duration,
+    /// A session that no request has touched for this long, with no stream
+    /// open, ends (default 30 minutes); its next request gets `404`.
+    pub session_idle_timeout: Duration,
+    /// The most sessions at once (default 1024); past it an `initialize`
+    /// gets `503` with `-32007`.
+    pub max_sessions: usize,
 }
 
 impl Default for HttpOptions {
@@ -66,6 +72,8 @@ impl Default for HttpOptions {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
             allowed_origins: Vec::new(),
             keep_alive: Duration::from_secs(15),
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            max_sessions: 1024,
         }
     }
 }
@@ -265,12 +273,27 @@ impl StreamableHttp {
             return Err(Refusal::bad_request("missing Mcp-Session-Id: initialize first"));
         };
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        sessions.get(id).cloned().ok_or_else(|| {
+        let session = sessions.get(id).cloned().ok_or_else(|| {
             Refusal(
                 StatusCode::NOT_FOUND,
                 Error::invalid_request().with_data("unknown or ended session: initialize again"),
             )
-        })
+        })?;
+        session.touch();
+        Ok(session)
+    }
+
+    /// Ends the sessions that have expired.
+    fn sweep(&self) {
+        let limit = self.options.session_idle_timeout;
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|_, session| {
+            let keep = !session.expired(limit);
+            if !keep {
+                session.peer.close();
+            }
+            keep
+        });
     }
 
     /// Handles one HTTP request to the endpoint.
@@ -340,7 +363,19 @@ impl StreamableHttp {
         let new_session = matches!(&posted, Posted::Request { method, .. } if method == "initialize")
             && !headers.contains_key(SESSION_HEADER);
         let session = if new_session {
-            self.open_session()
+            match self.open_session() {
+                Some(session) => session,
+                None => {
+                    let mut refusal = refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        Error::server_busy().with_data("too many sessions: try again later"),
+                    );
+                    refusal
+                        .headers_mut()
+                        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                    return refusal;
+                }
+            }
         } else {
             match self.session(&headers) {
                 Ok(session) => session,
@@ -419,7 +454,13 @@ impl StreamableHttp {
         Response::new(route::empty_body())
     }
 
-    fn open_session(&self) -> Arc<HttpSession> {
+    /// A new session, or `None` when there are too many.
+    fn open_session(&self) -> Option<Arc<HttpSession>> {
+        self.sweep();
+        let full = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= self.options.max_sessions;
+        if full {
+            return None;
+        }
         let id = new_session_id();
         let streams = Arc::new(StreamTable::default());
         let (incoming_tx, incoming_rx) = mpsc::channel::<io::Result<Inbound>>(64);
@@ -446,12 +487,13 @@ impl StreamableHttp {
             incoming: incoming_tx,
             peer,
             streams,
+            last_seen: Mutex::new(tokio::time::Instant::now()),
         });
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, Arc::clone(&session));
-        session
+        Some(session)
     }
 }
 
@@ -499,9 +541,21 @@ struct HttpSession {
     incoming: mpsc::Sender<io::Result<Inbound>>,
     peer: Peer,
     streams: Arc<StreamTable>,
+    /// When a request last came for this session.
+    last_seen: Mutex<tokio::time::Instant>,
 }
 
 impl HttpSession {
+    fn touch(&self) {
+        *self.last_seen.lock().unwrap_or_else(|p| p.into_inner()) = tokio::time::Instant::now();
+    }
+
+    /// Whether nothing has come for `limit` and no stream is open.
+    fn expired(&self, limit: Duration) -> bool {
+        let idle = self.last_seen.lock().unwrap_or_else(|p| p.into_inner()).elapsed();
+        idle >= limit && !self.streams.any_open()
+    }
+
     async fn deliver(&self, frame: Bytes) {
         let _ = self.incoming.send(Ok(Inbound::Frame(frame))).await;
     }
@@ -533,6 +587,18 @@ impl StreamTable {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.clone(), tx);
         rx
+    }
+
+    /// Whether a stream to the client is open (a request still being
+    /// answered, or the standalone stream).
+    fn any_open(&self) -> bool {
+        let requests = self.by_request.lock().unwrap_or_else(|p| p.into_inner());
+        if requests.values().any(|s| !s.is_closed()) {
+            return true;
+        }
+        drop(requests);
+        let standalone = self.standalone.lock().unwrap_or_else(|p| p.into_inner());
+        standalone.as_ref().is_some_and(|s| !s.is_closed())
     }
 
     fn open_standalone(&self) -> mpsc::UnboundedReceiver<String> {

@@ -110,8 +110,12 @@ struct Endpoint {
 
 impl Endpoint {
     async fn start() -> Self {
+        Self::start_with(HttpOptions::default()).await
+    }
+
+    async fn start_with(options: HttpOptions) -> Self {
         let serving = jrpc_mcp::demo::server()
-            .serve_http("127.0.0.1:0", HttpOptions::default())
+            .serve_http("127.0.0.1:0", options)
             .await
             .unwrap();
         let addr = serving.local_addr().trim_start_matches("http://").to_owned();
@@ -475,5 +479,31 @@ async fn server_requests_travel_on_the_tool_s_stream() {
     })
     .await;
     assert!(rest.contains(r#""text":"4""#), "{rest}");
+    endpoint.serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn sessions_are_bounded_and_idle_ones_end() {
+    let mut options = HttpOptions::default();
+    options.max_sessions = 2;
+    options.session_idle_timeout = Duration::from_millis(200);
+    let endpoint = Endpoint::start_with(options).await;
+    let first = endpoint.initialize().await;
+    endpoint.initialize().await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "raw", "version": "1"}}});
+    let full = endpoint.post(None, init.clone()).await;
+    assert_eq!(full.status, 503, "{}", full.body);
+    assert_eq!(full.json()["error"]["code"], -32007);
+    assert!(full.header("retry-after").is_some());
+    // Once the others have been idle long enough, they make room.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let third = endpoint.post(None, init).await;
+    assert_eq!(third.status, 200, "{}", third.body);
+    let gone = endpoint
+        .post(Some(&first), json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        .await;
+    assert_eq!(gone.status, 404);
     endpoint.serving.shutdown().await;
 }
