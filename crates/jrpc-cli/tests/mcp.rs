@@ -176,3 +176,21 @@ fn mcp_serve_http_runs_until_sigterm() {
     let exit = wait_bounded(&mut child, Duration::from_secs(20));
     assert!(exit.success(), "{exit:?}");
 }
+
+/// The jrpc-mcp client spawns `jrpc mcp serve --stdio` and uses it.
+#[tokio::test]
+async fn the_mcp_client_spawns_the_demo_server() {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_jrpc"));
+    command.args(["mcp", "serve", "--stdio"]);
+    let client = jrpc_mcp::McpClient::builder("cli-test", "1")
+        .spawn(command)
+        .await
+        .expect("spawned and initialized");
+    assert_eq!(client.server_info().name, "jrpc-demo");
+    let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await.unwrap();
+    assert_eq!(sum.joined_text(), "42");
+    let reason = tokio::time::timeout(Duration::from_secs(20), client.close())
+        .await
+        .expect("closed in time");
+    assert!(!reason.is_empty());
+}

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod client;
 #[cfg(feature = "demo")]
 pub mod demo;
 #[cfg(feature = "http")]
@@ -19,4 +20,5 @@ pub mod http;
 pub mod server;
 pub mod types;
 
+pub use client::{McpClient, McpClientError};
 pub use server::{McpContext, McpServer, Structured, ToolError};

@@ -1,0 +1,208 @@
+//! The MCP client against the demo server (and servers of the tests' own)
+//! over in-memory pipes: the handshake, lists, calls, callbacks both ways,
+//! and cancellation by dropping a call.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jrpc::codec::Framing;
+use jrpc::transport::Connection;
+use jrpc_mcp::client::{McpClient, McpClientBuilder};
+use jrpc_mcp::server::{McpContext, McpServer, NoArgs, ToolError};
+use jrpc_mcp::types::{
+    CreateMessageResult, ElicitAction, ElicitResult, LoggingLevel, OneOrMany, Role, Root, SamplingContent,
+};
+use serde_json::json;
+
+fn pipe() -> (Connection, Connection) {
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let info = |name| jrpc::router::ConnectionInfo {
+        transport: name,
+        peer_addr: None,
+        local_addr: None,
+    };
+    let (ar, aw) = tokio::io::split(a);
+    let (br, bw) = tokio::io::split(b);
+    (
+        Connection::over_io(ar, aw, Framing::Ndjson, 1 << 20, info("pipe")),
+        Connection::over_io(br, bw, Framing::Ndjson, 1 << 20, info("pipe")),
+    )
+}
+
+async fn connect(server: &McpServer, builder: McpClientBuilder) -> McpClient {
+    let (ours, theirs) = pipe();
+    std::mem::forget(server.connect(theirs));
+    builder.connect(ours).await.expect("initialized")
+}
+
+#[tokio::test]
+async fn lists_calls_reads_and_prompts() {
+    let client = connect(&jrpc_mcp::demo::server(), McpClient::builder("test", "1")).await;
+    assert_eq!(client.server_info().name, "jrpc-demo");
+    assert_eq!(client.protocol_version(), "2025-11-25");
+    assert!(client.server_capabilities().tools.is_some());
+    let tools: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        tools,
+        ["add", "echo", "sleep", "sample", "elicit", "list_roots", "fail"]
+    );
+    let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await.unwrap();
+    assert_eq!(sum.joined_text(), "42");
+    assert_eq!(sum.structured_content.unwrap()["result"], 42);
+    assert!(client.call_tool("fail", json!({})).await.unwrap().failed());
+    let unknown = client.call_tool("nope", json!({})).await.unwrap_err();
+    assert_eq!(unknown.rpc().map(|e| e.code()), Some(-32602));
+
+    let resources = client.list_resources().await.unwrap();
+    assert_eq!(resources[0].uri, "demo://greeting");
+    let templates = client.list_resource_templates().await.unwrap();
+    assert_eq!(templates[0].uri_template, "demo://echo/{text}");
+    let read = client.read_resource("demo://echo/abc").await.unwrap();
+    assert_eq!(read.contents[0].uri(), "demo://echo/abc");
+    let missing = client.read_resource("demo://none").await.unwrap_err();
+    assert_eq!(missing.rpc().map(|e| e.code()), Some(-32002));
+
+    let prompts = client.list_prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "greet");
+    let prompt = client
+        .get_prompt("greet", BTreeMap::from([("name".to_owned(), "Ada".to_owned())]))
+        .await
+        .unwrap();
+    assert!(prompt.messages[0].content.as_text().unwrap().contains("Ada"));
+    client.ping().await.unwrap();
+    client.close().await;
+}
+
+#[tokio::test]
+async fn the_server_s_requests_and_notifications_reach_the_callbacks() {
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let (p, l) = (Arc::clone(&progress), Arc::clone(&logs));
+    let builder = McpClient::builder("test", "1")
+        .sampling(|params| async move {
+            let asked = match &params.messages[0].content {
+                OneOrMany::One(content) => content.as_text().unwrap_or_default().to_owned(),
+                OneOrMany::Many(_) => String::new(),
+            };
+            Ok(CreateMessageResult {
+                role: Role::Assistant,
+                content: OneOrMany::One(SamplingContent::text(format!("answer to {asked}"))),
+                model: "test-model".into(),
+                stop_reason: Some("endTurn".into()),
+                meta: None,
+            })
+        })
+        .elicitation(|params| async move {
+            assert!(params.requested_schema["properties"]["name"].is_object());
+            Ok(ElicitResult {
+                action: ElicitAction::Accept,
+                content: Some(serde_json::from_value(json!({"name": "Grace"})).unwrap()),
+                meta: None,
+            })
+        })
+        .roots([
+            Root {
+                uri: "file:///a".into(),
+                name: None,
+                meta: None,
+            },
+            Root {
+                uri: "file:///b".into(),
+                name: Some("b".into()),
+                meta: None,
+            },
+        ])
+        .on_progress(move |params| p.lock().unwrap().push(params.progress))
+        .on_log(move |message| l.lock().unwrap().push(message.level));
+    let client = connect(&jrpc_mcp::demo::server(), builder).await;
+    let sampled = client
+        .call_tool("sample", json!({"prompt": "2+2?"}))
+        .await
+        .unwrap();
+    assert_eq!(sampled.joined_text(), "answer to 2+2?");
+    let elicited = client
+        .call_tool("elicit", json!({"message": "Who?"}))
+        .await
+        .unwrap();
+    assert_eq!(elicited.joined_text(), "hello Grace");
+    let roots = client.call_tool("list_roots", json!({})).await.unwrap();
+    assert_eq!(roots.joined_text(), "file:///a\nfile:///b");
+
+    client.call_tool("sleep", json!({"ms": 250})).await.unwrap();
+    let seen = progress.lock().unwrap().clone();
+    assert!(
+        seen.len() >= 2 && seen.windows(2).all(|w| w[0] < w[1]),
+        "{seen:?}"
+    );
+
+    client.set_log_level(LoggingLevel::Debug).await.unwrap();
+    client.call_tool("echo", json!({"text": "x"})).await.unwrap();
+    assert_eq!(logs.lock().unwrap().as_slice(), [LoggingLevel::Debug]);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn dropping_a_call_cancels_it_on_the_server() {
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&cancelled);
+    let server = McpServer::builder("cancel", "1")
+        .tool(
+            "wait",
+            "Waits until cancelled",
+            move |_: NoArgs, cx: McpContext| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    let token = cx.cancellation();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        seen.store(true, Ordering::SeqCst);
+                    });
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok::<_, ToolError>("never")
+                }
+            },
+        )
+        .build();
+    let client = connect(&server, McpClient::builder("test", "1")).await;
+    let call = client.call_tool("wait", json!({}));
+    assert!(tokio::time::timeout(Duration::from_millis(200), call)
+        .await
+        .is_err());
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !cancelled.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the server saw the cancellation");
+    client.ping().await.unwrap();
+    client.close().await;
+}
+
+#[tokio::test]
+async fn lists_follow_cursors_to_the_end() {
+    let mut builder = McpServer::builder("paged", "1").page_size(2);
+    for i in 0..5 {
+        builder = builder.tool(format!("t{i}"), "a tool", |_: NoArgs, _cx| async {
+            Ok::<_, ToolError>("ok")
+        });
+    }
+    let client = connect(&builder.build(), McpClient::builder("test", "1")).await;
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["t0", "t1", "t2", "t3", "t4"]);
+    client.close().await;
+}
