@@ -36,8 +36,8 @@ enum Command {
     /// Load a server with calls and report requests/s, latency percentiles
     /// and errors.
     Bench(bench::BenchArgs),
-    /// MCP (Model Context Protocol): `jrpc mcp serve --stdio` serves the
-    /// demo MCP server.
+    /// MCP (Model Context Protocol): serve the demo MCP server (stdio or
+    /// Streamable HTTP), or list, call, read and prompt an MCP server.
     Mcp(mcp::McpArgs),
 }
 
@@ -72,7 +72,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Call(args) => Ok(call::run(args).await),
             Command::Bench(args) => Ok(bench::run(args).await),
-            Command::Mcp(args) => mcp::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Mcp(args) => mcp::run(args).await,
         }
     });
     match result {

@@ -16,6 +16,71 @@ enum McpCommand {
     /// list_roots and fail; resources demo://greeting and
     /// demo://echo/{text}; prompt greet; logging.
     Serve(ServeArgs),
+    /// List a server's tools, resources (and templates) and prompts.
+    List(ListArgs),
+    /// Call a tool and print its text (exit 1 when it fails).
+    Call(CallToolArgs),
+    /// Read a resource and print its contents.
+    Read(ReadArgs),
+    /// Get a prompt and print its messages.
+    Prompt(PromptArgs),
+}
+
+/// Which server: an `http(s)://…/mcp` URL first, or a command after `--`.
+#[derive(Debug, Args)]
+struct Client {
+    /// How long each request may take: 500ms, 10s, 2m, 1h.
+    #[arg(long, default_value = "60s", value_parser = crate::call::parse_duration)]
+    timeout: std::time::Duration,
+
+    /// A server to spawn and talk to over its stdin/stdout.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct ListArgs {
+    /// [TARGET] and what to list: tools, resources or prompts (all three
+    /// when omitted).
+    #[arg(value_name = "[TARGET] [tools|resources|prompts]")]
+    words: Vec<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    client: Client,
+}
+
+#[derive(Debug, Args)]
+struct CallToolArgs {
+    /// [TARGET] TOOL and its arguments as k=v (v is JSON when it parses,
+    /// else a string).
+    #[arg(value_name = "[TARGET] TOOL [K=V]", allow_negative_numbers = true)]
+    words: Vec<String>,
+    /// The whole arguments object as JSON; with it, print the structured
+    /// result (or the whole result) as JSON.
+    #[arg(long, value_name = "ARGS", num_args = 0..=1, default_missing_value = "")]
+    json: Option<String>,
+    #[command(flatten)]
+    client: Client,
+}
+
+#[derive(Debug, Args)]
+struct ReadArgs {
+    /// [TARGET] URI.
+    #[arg(value_name = "[TARGET] URI")]
+    words: Vec<String>,
+    #[command(flatten)]
+    client: Client,
+}
+
+#[derive(Debug, Args)]
+struct PromptArgs {
+    /// [TARGET] NAME and its arguments as k=v (values are strings).
+    #[arg(value_name = "[TARGET] NAME [K=V]")]
+    words: Vec<String>,
+    #[command(flatten)]
+    client: Client,
 }
 
 #[derive(Debug, Args)]
@@ -44,8 +109,14 @@ struct ServeArgs {
     conformance: bool,
 }
 
-pub async fn run(args: McpArgs) -> anyhow::Result<()> {
-    let McpCommand::Serve(serve) = args.command;
+pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
+    let serve = match args.command {
+        McpCommand::Serve(serve) => serve,
+        McpCommand::List(list) => return Ok(client::list(list).await),
+        McpCommand::Call(call) => return Ok(client::call(call).await),
+        McpCommand::Read(read) => return Ok(client::read(read).await),
+        McpCommand::Prompt(prompt) => return Ok(client::prompt(prompt).await),
+    };
     let server = if serve.conformance {
         jrpc_mcp::demo::conformance_server()
     } else {
@@ -64,12 +135,362 @@ pub async fn run(args: McpArgs) -> anyhow::Result<()> {
                 () = stop.cancelled() => {}
             }
             serving.shutdown().await;
-            Ok(())
+            Ok(std::process::ExitCode::SUCCESS)
         }
         None => {
             let reason = server.serve_stdio().await;
             tracing::info!(%reason, "MCP session ended");
-            Ok(())
+            Ok(std::process::ExitCode::SUCCESS)
         }
+    }
+}
+
+/// The client commands: connect, do one thing, print it, exit as `jrpc
+/// call` does.
+mod client {
+    use std::collections::BTreeMap;
+    use std::io::{IsTerminal, Write};
+    use std::process::ExitCode;
+
+    use jrpc_mcp::client::{McpClient, McpClientError};
+    use jrpc_mcp::types::{ContentBlock, ResourceContents};
+
+    use super::{CallToolArgs, Client, ListArgs, PromptArgs, ReadArgs};
+    use crate::call::exit;
+
+    enum Failure {
+        Usage(String),
+        Transport(String),
+        Timeout(String),
+        Rpc(String),
+    }
+
+    fn finish(outcome: Result<ExitCode, Failure>) -> ExitCode {
+        match outcome {
+            Ok(code) => code,
+            Err(Failure::Usage(e)) => {
+                eprintln!("jrpc: {e}");
+                ExitCode::from(exit::USAGE)
+            }
+            Err(Failure::Transport(e)) => {
+                eprintln!("jrpc: {e}");
+                ExitCode::from(exit::TRANSPORT)
+            }
+            Err(Failure::Timeout(e)) => {
+                eprintln!("jrpc: {e}");
+                ExitCode::from(exit::TIMEOUT)
+            }
+            Err(Failure::Rpc(e)) => {
+                eprintln!("{e}");
+                ExitCode::from(exit::RPC_ERROR)
+            }
+        }
+    }
+
+    fn failure(e: McpClientError) -> Failure {
+        match &e {
+            McpClientError::Call(jrpc::CallError::Rpc(error)) => {
+                Failure::Rpc(serde_json::to_string(error).unwrap_or_else(|_| error.to_string()))
+            }
+            McpClientError::Call(jrpc::CallError::Timeout(_)) => Failure::Timeout(e.to_string()),
+            _ => Failure::Transport(e.to_string()),
+        }
+    }
+
+    /// Splits off the TARGET: there is none when a command follows `--`.
+    fn target(words: Vec<String>, client: &Client) -> Result<(Option<String>, Vec<String>), Failure> {
+        if !client.command.is_empty() {
+            return Ok((None, words));
+        }
+        let mut words = words.into_iter();
+        match words.next() {
+            Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+                Ok((Some(url), words.collect()))
+            }
+            Some(other) => Err(Failure::Usage(format!(
+                "{other:?} is not a server: give an http(s)://…/mcp URL first, or a command after --"
+            ))),
+            None => Err(Failure::Usage(
+                "no server: give an http(s)://…/mcp URL, or a command after --".into(),
+            )),
+        }
+    }
+
+    /// Connects, showing the server's progress and logs on stderr.
+    async fn connect(url: Option<String>, client: &Client) -> Result<McpClient, Failure> {
+        let bar = std::io::stderr().is_terminal();
+        let builder = McpClient::builder("jrpc", env!("CARGO_PKG_VERSION"))
+            .timeout(client.timeout)
+            .on_progress(move |p| {
+                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+                let message = p.message.clone().unwrap_or_default();
+                if bar {
+                    let filled = p
+                        .total
+                        .filter(|t| *t > 0.0)
+                        .map_or(0, |t| ((p.progress / t).clamp(0.0, 1.0) * 30.0) as usize);
+                    eprint!(
+                        "\r[{}{}] {}{total} {message}\x1b[K",
+                        "#".repeat(filled),
+                        " ".repeat(30 - filled),
+                        p.progress
+                    );
+                    let _ = std::io::stderr().flush();
+                } else {
+                    eprintln!("progress {}{total} {message}", p.progress);
+                }
+            })
+            .on_log(move |m| {
+                if bar {
+                    eprint!("\r\x1b[K");
+                }
+                let logger = m.logger.map(|l| format!(" {l}")).unwrap_or_default();
+                eprintln!("log [{}]{logger}: {}", m.level, m.data);
+            });
+        let connected = match url {
+            Some(url) => {
+                return Err(Failure::Transport(format!(
+                    "{url}: the Streamable HTTP client is not built yet; spawn the server with -- COMMAND"
+                )))
+            }
+            None => {
+                let mut command = tokio::process::Command::new(&client.command[0]);
+                command.args(&client.command[1..]);
+                builder.spawn(command).await
+            }
+        };
+        let client = connected.map_err(failure)?;
+        Ok(client)
+    }
+
+    fn end_bar() {
+        if std::io::stderr().is_terminal() {
+            eprint!("\r\x1b[K");
+        }
+    }
+
+    fn content_text(block: &ContentBlock) -> String {
+        match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(i) => format!("[image, {}, {} bytes of base64]", i.mime_type, i.data.len()),
+            ContentBlock::Audio(a) => format!("[audio, {}, {} bytes of base64]", a.mime_type, a.data.len()),
+            ContentBlock::ResourceLink(l) => format!("[resource link {}]", l.uri),
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::Text(t) => t.text.clone(),
+                ResourceContents::Blob(b) => {
+                    format!("[resource {}, {} bytes of base64]", b.uri, b.blob.len())
+                }
+            },
+        }
+    }
+
+    /// `k=v` words as an object; values are JSON when they parse as JSON.
+    fn key_values(
+        words: &[String],
+        json_values: bool,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, Failure> {
+        let mut map = serde_json::Map::new();
+        for word in words {
+            let Some((key, value)) = word.split_once('=') else {
+                return Err(Failure::Usage(format!("{word:?} is not KEY=VALUE")));
+            };
+            let value = match serde_json::from_str(value) {
+                Ok(json) if json_values => json,
+                _ => serde_json::Value::String(value.to_owned()),
+            };
+            map.insert(key.to_owned(), value);
+        }
+        Ok(map)
+    }
+
+    pub(super) async fn list(args: ListArgs) -> ExitCode {
+        finish(list_inner(args).await)
+    }
+
+    async fn list_inner(args: ListArgs) -> Result<ExitCode, Failure> {
+        let (url, words) = target(args.words, &args.client)?;
+        let what = match words.as_slice() {
+            [] => vec!["tools", "resources", "prompts"],
+            [one] if ["tools", "resources", "prompts"].contains(&one.as_str()) => vec![one.as_str()],
+            _ => {
+                return Err(Failure::Usage(format!(
+                    "list what? tools, resources or prompts, not {words:?}"
+                )))
+            }
+        };
+        let what: Vec<String> = what.into_iter().map(str::to_owned).collect();
+        let client = connect(url, &args.client).await?;
+        let caps = client.server_capabilities().clone();
+        let mut out = serde_json::Map::new();
+        for kind in &what {
+            match kind.as_str() {
+                "tools" if caps.tools.is_some() => {
+                    let tools = client.list_tools().await.map_err(failure)?;
+                    if !args.json {
+                        println!("tools ({}):", tools.len());
+                        for tool in &tools {
+                            println!(
+                                "  {:<20} {}",
+                                tool.name,
+                                tool.description.as_deref().unwrap_or("")
+                            );
+                        }
+                    }
+                    out.insert("tools".into(), serde_json::to_value(tools).unwrap_or_default());
+                }
+                "resources" if caps.resources.is_some() => {
+                    let resources = client.list_resources().await.map_err(failure)?;
+                    let templates = client.list_resource_templates().await.map_err(failure)?;
+                    if !args.json {
+                        println!("resources ({}):", resources.len());
+                        for r in &resources {
+                            println!("  {:<30} {}", r.uri, r.description.as_deref().unwrap_or(&r.name));
+                        }
+                        println!("resource templates ({}):", templates.len());
+                        for t in &templates {
+                            println!(
+                                "  {:<30} {}",
+                                t.uri_template,
+                                t.description.as_deref().unwrap_or(&t.name)
+                            );
+                        }
+                    }
+                    out.insert(
+                        "resources".into(),
+                        serde_json::to_value(resources).unwrap_or_default(),
+                    );
+                    out.insert(
+                        "resourceTemplates".into(),
+                        serde_json::to_value(templates).unwrap_or_default(),
+                    );
+                }
+                "prompts" if caps.prompts.is_some() => {
+                    let prompts = client.list_prompts().await.map_err(failure)?;
+                    if !args.json {
+                        println!("prompts ({}):", prompts.len());
+                        for p in &prompts {
+                            let arguments: Vec<String> = p
+                                .arguments
+                                .iter()
+                                .flatten()
+                                .map(|a| {
+                                    format!("{}{}", a.name, if a.required == Some(true) { "*" } else { "" })
+                                })
+                                .collect();
+                            println!(
+                                "  {:<20} ({}) {}",
+                                p.name,
+                                arguments.join(", "),
+                                p.description.as_deref().unwrap_or("")
+                            );
+                        }
+                    }
+                    out.insert(
+                        "prompts".into(),
+                        serde_json::to_value(prompts).unwrap_or_default(),
+                    );
+                }
+                other => {
+                    if !args.json {
+                        println!("{other}: not offered by this server");
+                    }
+                }
+            }
+        }
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        }
+        client.close().await;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    pub(super) async fn call(args: CallToolArgs) -> ExitCode {
+        finish(call_inner(args).await)
+    }
+
+    async fn call_inner(args: CallToolArgs) -> Result<ExitCode, Failure> {
+        let (url, words) = target(args.words, &args.client)?;
+        let Some((tool, rest)) = words.split_first() else {
+            return Err(Failure::Usage(
+                "which tool? jrpc mcp call [TARGET] TOOL [K=V]...".into(),
+            ));
+        };
+        let mut arguments = key_values(rest, true)?;
+        if let Some(json) = args.json.as_deref().filter(|j| !j.is_empty()) {
+            match serde_json::from_str(json) {
+                Ok(serde_json::Value::Object(object)) => arguments.extend(object),
+                _ => return Err(Failure::Usage("--json takes a JSON object of arguments".into())),
+            }
+        }
+        let client = connect(url, &args.client).await?;
+        let result = client.call_tool(tool, arguments).await;
+        end_bar();
+        let result = result.map_err(failure)?;
+        if args.json.is_some() {
+            let shown = match &result.structured_content {
+                Some(structured) => serde_json::Value::Object(structured.clone()),
+                None => serde_json::to_value(&result).unwrap_or_default(),
+            };
+            println!("{}", serde_json::to_string_pretty(&shown).unwrap_or_default());
+        } else {
+            for block in &result.content {
+                println!("{}", content_text(block));
+            }
+        }
+        client.close().await;
+        Ok(if result.failed() {
+            ExitCode::from(exit::RPC_ERROR)
+        } else {
+            ExitCode::SUCCESS
+        })
+    }
+
+    pub(super) async fn read(args: ReadArgs) -> ExitCode {
+        finish(read_inner(args).await)
+    }
+
+    async fn read_inner(args: ReadArgs) -> Result<ExitCode, Failure> {
+        let (url, words) = target(args.words, &args.client)?;
+        let [uri] = words.as_slice() else {
+            return Err(Failure::Usage("read what? jrpc mcp read [TARGET] URI".into()));
+        };
+        let client = connect(url, &args.client).await?;
+        let read = client.read_resource(uri).await.map_err(failure)?;
+        for contents in &read.contents {
+            match contents {
+                ResourceContents::Text(t) => println!("{}", t.text),
+                ResourceContents::Blob(b) => println!("{}", b.blob),
+            }
+        }
+        client.close().await;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    pub(super) async fn prompt(args: PromptArgs) -> ExitCode {
+        finish(prompt_inner(args).await)
+    }
+
+    async fn prompt_inner(args: PromptArgs) -> Result<ExitCode, Failure> {
+        let (url, words) = target(args.words, &args.client)?;
+        let Some((name, rest)) = words.split_first() else {
+            return Err(Failure::Usage(
+                "which prompt? jrpc mcp prompt [TARGET] NAME [K=V]...".into(),
+            ));
+        };
+        let arguments: BTreeMap<String, String> = key_values(rest, false)?
+            .into_iter()
+            .map(|(k, v)| (k, v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())))
+            .collect();
+        let client = connect(url, &args.client).await?;
+        let prompt = client.get_prompt(name, arguments).await.map_err(failure)?;
+        for message in &prompt.messages {
+            let role = serde_json::to_value(message.role)
+                .ok()
+                .and_then(|r| r.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            println!("{role}: {}", content_text(&message.content));
+        }
+        client.close().await;
+        Ok(ExitCode::SUCCESS)
     }
 }

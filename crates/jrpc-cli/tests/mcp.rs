@@ -194,3 +194,81 @@ async fn the_mcp_client_spawns_the_demo_server() {
         .expect("closed in time");
     assert!(!reason.is_empty());
 }
+
+/// `jrpc mcp list|call|read|prompt ... -- COMMAND` against the demo server.
+fn mcp_client(args: &[&str]) -> (Option<i32>, String, String) {
+    let jrpc = env!("CARGO_BIN_EXE_jrpc");
+    let output = Command::new(jrpc)
+        .arg("mcp")
+        .args(args)
+        .args(["--", jrpc, "mcp", "serve", "--stdio"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run jrpc mcp");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_mcp_client_commands_over_stdio() {
+    let (code, out, _) = mcp_client(&["call", "add", "a=2", "b=40"]);
+    assert_eq!((code, out.as_str()), (Some(0), "42\n"));
+    let (code, out, _) = mcp_client(&["call", "add", "--json", r#"{"a": 1.5, "b": 1}"#]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        json!({"result": 2.5})
+    );
+    let (code, out, _) = mcp_client(&["call", "echo", "text=hello world"]);
+    assert_eq!((code, out.as_str()), (Some(0), "hello world\n"));
+    // A failed tool exits 1; an unknown one too, with the error on stderr.
+    let (code, out, _) = mcp_client(&["call", "fail"]);
+    assert_eq!(code, Some(1));
+    assert!(!out.is_empty());
+    let (code, _, err) = mcp_client(&["call", "nope"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("-32602"), "{err}");
+    // Progress is shown on stderr, not stdout.
+    let (code, out, err) = mcp_client(&["call", "sleep", "ms=250"]);
+    assert_eq!((code, out.as_str()), (Some(0), "slept 250\n"));
+    assert!(err.contains("progress"), "{err}");
+
+    let (code, out, _) = mcp_client(&["list"]);
+    assert_eq!(code, Some(0));
+    for expected in [
+        "tools (7):",
+        "add",
+        "resources (1):",
+        "demo://greeting",
+        "demo://echo/{text}",
+        "prompts (1):",
+        "greet",
+    ] {
+        assert!(out.contains(expected), "{expected} in {out}");
+    }
+    let (code, out, _) = mcp_client(&["list", "prompts", "--json"]);
+    assert_eq!(code, Some(0));
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["prompts"][0]["name"], "greet");
+    assert!(listed.get("tools").is_none());
+
+    let (code, out, _) = mcp_client(&["read", "demo://echo/abc"]);
+    assert_eq!((code, out.as_str()), (Some(0), "abc\n"));
+    let (code, _, err) = mcp_client(&["read", "demo://nothing"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("-32002"), "{err}");
+    let (code, out, _) = mcp_client(&["prompt", "greet", "name=Ada"]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("user: ") && out.contains("Ada"), "{out}");
+
+    // Usage errors exit 2.
+    let (code, _, _) = mcp_client(&["call"]);
+    assert_eq!(code, Some(2));
+    let (code, _, _) = mcp_client(&["list", "everything"]);
+    assert_eq!(code, Some(2));
+    let (code, _, _) = mcp_client(&["call", "add", "a"]);
+    assert_eq!(code, Some(2));
+}
