@@ -247,20 +247,21 @@ mod client {
                 let logger = m.logger.map(|l| format!(" {l}")).unwrap_or_default();
                 eprintln!("log [{}]{logger}: {}", m.level, m.data);
             });
+        let name = url.clone().unwrap_or_else(|| client.command.join(" "));
         let connected = match url {
-            Some(url) => {
-                return Err(Failure::Transport(format!(
-                    "{url}: the Streamable HTTP client is not built yet; spawn the server with -- COMMAND"
-                )))
-            }
+            Some(url) => builder.connect_http(&url).await,
             None => {
                 let mut command = tokio::process::Command::new(&client.command[0]);
                 command.args(&client.command[1..]);
                 builder.spawn(command).await
             }
         };
-        let client = connected.map_err(failure)?;
-        Ok(client)
+        // Failing to start or to initialize: say which server.
+        connected.map_err(|e| match failure(e) {
+            Failure::Transport(e) => Failure::Transport(format!("{name}: {e}")),
+            Failure::Timeout(e) => Failure::Timeout(format!("{name}: {e}")),
+            other => other,
+        })
     }
 
     fn end_bar() {

@@ -168,6 +168,40 @@ fn mcp_serve_http_runs_until_sigterm() {
     std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(reply.to_ascii_lowercase().contains("mcp-session-id:"), "{reply}");
+    // The client commands over the same URL.
+    let jrpc = env!("CARGO_BIN_EXE_jrpc");
+    let call = Command::new(jrpc)
+        .args(["mcp", "call", &url, "add", "a=2", "b=40"])
+        .output()
+        .unwrap();
+    assert_eq!(call.status.code(), Some(0), "{call:?}");
+    assert_eq!(String::from_utf8_lossy(&call.stdout), "42\n");
+    let list = Command::new(jrpc)
+        .args(["mcp", "list", &url, "tools"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("tools (7):"),
+        "{list:?}"
+    );
+    let read = Command::new(jrpc)
+        .args(["mcp", "read", &url, "demo://greeting"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&read.stdout), "hello\n");
+    let prompt = Command::new(jrpc)
+        .args(["mcp", "prompt", &url, "greet", "name=Ada"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&prompt.stdout).contains("Ada"),
+        "{prompt:?}"
+    );
+    let failed = Command::new(jrpc)
+        .args(["mcp", "call", &url, "fail"])
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(1));
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -210,6 +244,19 @@ fn mcp_client(args: &[&str]) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+#[test]
+fn an_unreachable_url_is_a_transport_failure() {
+    let output = Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args(["mcp", "call", "http://127.0.0.1:1/mcp", "add", "a=1", "b=2"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("127.0.0.1:1"),
+        "{output:?}"
+    );
 }
 
 #[test]

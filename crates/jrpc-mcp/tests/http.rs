@@ -507,3 +507,47 @@ async fn sessions_are_bounded_and_idle_ones_end() {
     assert_eq!(gone.status, 404);
     endpoint.serving.shutdown().await;
 }
+
+/// The jrpc-mcp client over Streamable HTTP against the demo server: the
+/// session, lists, a call answered as SSE with progress and logs on the way,
+/// requests to the client through the stream, and DELETE on close.
+#[tokio::test]
+async fn the_client_over_streamable_http() {
+    use jrpc_mcp::types::{CreateMessageResult, LoggingLevel, OneOrMany, Role, SamplingContent};
+    use std::sync::{Arc, Mutex};
+    let endpoint = Endpoint::start().await;
+    let url = format!("http://{}/mcp", endpoint.addr);
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let logs = Arc::new(Mutex::new(0));
+    let (p, l) = (Arc::clone(&progress), Arc::clone(&logs));
+    let client = jrpc_mcp::McpClient::builder("http-test", "1")
+        .on_progress(move |params| p.lock().unwrap().push(params.progress))
+        .on_log(move |_| *l.lock().unwrap() += 1)
+        .sampling(|_| async {
+            Ok(CreateMessageResult {
+                role: Role::Assistant,
+                content: OneOrMany::One(SamplingContent::text("sampled")),
+                model: "m".into(),
+                stop_reason: None,
+                meta: None,
+            })
+        })
+        .connect_http(&url)
+        .await
+        .expect("initialized over HTTP");
+    assert_eq!(client.server_info().name, "jrpc-demo");
+    assert_eq!(client.list_tools().await.unwrap().len(), 7);
+    let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await.unwrap();
+    assert_eq!(sum.joined_text(), "42");
+    client.call_tool("sleep", json!({"ms": 200})).await.unwrap();
+    assert!(progress.lock().unwrap().len() >= 2);
+    client.set_log_level(LoggingLevel::Debug).await.unwrap();
+    client.call_tool("echo", json!({"text": "x"})).await.unwrap();
+    assert_eq!(*logs.lock().unwrap(), 1);
+    let sampled = client.call_tool("sample", json!({"prompt": "p"})).await.unwrap();
+    assert_eq!(sampled.joined_text(), "sampled");
+    let unknown = client.read_resource("demo://none").await.unwrap_err();
+    assert_eq!(unknown.rpc().map(|e| e.code()), Some(-32002));
+    client.close().await;
+    endpoint.serving.shutdown().await;
+}

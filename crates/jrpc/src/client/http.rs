@@ -56,6 +56,21 @@ impl HttpClient {
 }
 
 impl HttpClient {
+    /// Sends an HTTP request of your own to this client's URL, over its
+    /// connections (TLS, HTTP/2, its headers and `Host`), and returns the
+    /// response with its body still streaming: the hook for protocols whose
+    /// replies stream (Server-Sent Events). `headers` are added to the
+    /// client's own; no retries, no compression. A connection that carried
+    /// a streamed response over HTTP/1.1 is not reused.
+    pub async fn send_streaming(
+        &self,
+        method: http::Method,
+        headers: http::HeaderMap,
+        body: Bytes,
+    ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+        self.transport.send_streaming(method, headers, body).await
+    }
+
     /// A call as an owned future: encoded now, straight into its request
     /// frame when no middleware needs the params on their own.
     pub(crate) fn start_call(
@@ -375,6 +390,56 @@ impl HttpTransport {
             request.headers_mut().insert(name, value.clone());
         }
         Ok(request)
+    }
+
+    async fn send_streaming(
+        &self,
+        method: http::Method,
+        headers: http::HeaderMap,
+        body: Bytes,
+    ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+        let path = self.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, self.authority.clone())
+            .body(Full::new(body))
+            .map_err(|e| CallError::Encode(e.to_string().into()))?;
+        for (name, value) in &self.options.headers {
+            request.headers_mut().insert(name, value.clone());
+        }
+        for (name, value) in &headers {
+            request.headers_mut().insert(name, value.clone());
+        }
+        let io = |e: hyper::Error| CallError::Io(Arc::new(std::io::Error::other(e)));
+        let failed = |failure: Failure| match failure {
+            Failure::Connect(e) => CallError::Io(Arc::new(e)),
+            Failure::Final(e) => e,
+            Failure::Busy(status, _, body) => http_error(status, &body),
+        };
+        loop {
+            if self.options.http2 && self.tls.is_none() || self.h2.lock().await.is_some() {
+                let mut sender = self.h2_sender().await.map_err(failed)?;
+                return sender.send_request(request).await.map_err(io);
+            }
+            let (mut sender, fresh) = match self.take_idle() {
+                Some(sender) => (sender, false),
+                None => match self.connect().await.map_err(failed)? {
+                    Sender::H1(sender) => (sender, true),
+                    Sender::H2(sender) => {
+                        *self.h2.lock().await = Some(sender);
+                        continue;
+                    }
+                },
+            };
+            match sender.try_send_request(request).await {
+                Ok(response) => return Ok(response),
+                Err(mut unsent) => match unsent.take_message() {
+                    Some(again) if !fresh => request = again,
+                    _ => return Err(io(unsent.into_error())),
+                },
+            }
+        }
     }
 
     async fn post_once(&self, body: Bytes) -> Result<Option<Bytes>, Failure> {

@@ -36,6 +36,9 @@ use jrpc::{CallError, ConnectionConfig, Error, RequestContext, Router};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+#[cfg(feature = "http-client")]
+mod http;
+
 use crate::types::{
     CallToolResult, ClientCapabilities, CompleteParams, CompleteResult, CreateMessageParams,
     CreateMessageResult, ElicitParams, ElicitResult, ElicitationCapability, GetPromptResult, Implementation,
@@ -253,6 +256,25 @@ impl McpClientBuilder {
         self.initialize(client).await
     }
 
+    /// Connects to a Streamable HTTP endpoint (`http(s)://…/mcp`):
+    /// every message is POSTed, replies come as JSON or as SSE streams, the
+    /// server's own messages on the standalone GET stream; closing the
+    /// client ends the session (`DELETE`).
+    #[cfg(feature = "http-client")]
+    pub async fn connect_http(self, url: &str) -> Result<McpClient, McpClientError> {
+        let http = Client::builder().http(url)?;
+        let (connection, session) = http::HttpSession::connect(http);
+        let client = self
+            .jrpc_client()
+            .connect_with(Once(std::sync::Mutex::new(Some(connection))))
+            .await?;
+        let mut mcp = self.initialize(client).await?;
+        session.set_version(mcp.protocol_version());
+        tokio::spawn(Arc::clone(&session).listen());
+        mcp.closing = Some(Box::new(move || Box::pin(async move { session.delete().await })));
+        Ok(mcp)
+    }
+
     /// Initializes over a connection of your own (an in-memory pipe, a
     /// socket).
     pub async fn connect(self, connection: Connection) -> Result<McpClient, McpClientError> {
@@ -282,6 +304,7 @@ impl McpClientBuilder {
             server: result,
             progress: self.on_progress.is_some(),
             next_token: std::sync::atomic::AtomicI64::new(1),
+            closing: None,
         })
     }
 }
@@ -311,6 +334,9 @@ pub struct McpClient {
     /// Whether calls carry progress tokens (a progress listener is set).
     progress: bool,
     next_token: std::sync::atomic::AtomicI64,
+    /// What closing does besides closing the connection (ending an HTTP
+    /// session).
+    closing: Option<Box<dyn FnOnce() -> BoxFuture<()> + Send + Sync>>,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -473,6 +499,9 @@ impl McpClient {
     /// Closes the session (a spawned server gets its stdin closed and a
     /// moment to exit); returns why it ended.
     pub async fn close(self) -> Arc<str> {
+        if let Some(closing) = self.closing {
+            closing().await;
+        }
         self.client.close().await
     }
 }

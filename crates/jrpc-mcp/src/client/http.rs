@@ -1,0 +1,240 @@
+//! The client side of Streamable HTTP: the session's peer runs over a
+//! connection whose outgoing frames are each POSTed to the endpoint and
+//! whose incoming frames are what the replies carry (a JSON body, or the
+//! events of an SSE stream), plus the standalone GET stream.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use http_body_util::BodyExt;
+use jrpc::client::HttpClient;
+use jrpc::codec::Inbound;
+use jrpc::transport::Connection;
+use tokio::sync::mpsc;
+
+/// The session's state shared by its POSTs and its GET stream.
+pub(crate) struct HttpSession {
+    http: HttpClient,
+    session: Mutex<Option<HeaderValue>>,
+    version: Mutex<Option<HeaderValue>>,
+    incoming: mpsc::Sender<io::Result<Inbound>>,
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+impl HttpSession {
+    /// A connection to `url` for a peer, and the session behind it.
+    pub(crate) fn connect(http: HttpClient) -> (Connection, Arc<HttpSession>) {
+        let (tx, rx) = mpsc::channel::<io::Result<Inbound>>(256);
+        let session = Arc::new(HttpSession {
+            http,
+            session: Mutex::new(None),
+            version: Mutex::new(None),
+            incoming: tx,
+        });
+        let incoming =
+            futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
+        let posting = Arc::clone(&session);
+        let outgoing = futures_util::sink::unfold((), move |(), frame: Bytes| {
+            // Each message goes in a request of its own, answered in its own
+            // time: the peer must not wait for one reply to send the next.
+            tokio::spawn(Arc::clone(&posting).post(frame));
+            async { Ok::<_, io::Error>(()) }
+        });
+        let info = jrpc::router::ConnectionInfo {
+            transport: "mcp-http",
+            peer_addr: None,
+            local_addr: None,
+        };
+        (Connection::new(incoming, Box::pin(outgoing), info), session)
+    }
+
+    /// Sends the protocol version on every request from now on.
+    pub(crate) fn set_version(&self, version: &str) {
+        *self.version.lock().unwrap_or_else(|p| p.into_inner()) = HeaderValue::from_str(version).ok();
+    }
+
+    fn headers(&self, accept: &'static str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
+        if let Some(session) = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            headers.insert(SESSION_HEADER, session);
+        }
+        if let Some(version) = self.version.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            headers.insert(VERSION_HEADER, version);
+        }
+        headers
+    }
+
+    async fn deliver(&self, item: io::Result<Inbound>) {
+        let _ = self.incoming.send(item).await;
+    }
+
+    /// Ends the session: nothing more can be read.
+    async fn fail(&self, why: String) {
+        self.deliver(Err(io::Error::other(why))).await;
+    }
+
+    async fn post(self: Arc<Self>, frame: Bytes) {
+        let id = request_id(&frame);
+        let mut headers = self.headers("application/json, text/event-stream");
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let response = match self.http.send_streaming(Method::POST, headers, frame).await {
+            Ok(response) => response,
+            Err(e) => return self.fail(format!("POST failed: {e}")).await,
+        };
+        if let Some(session) = response.headers().get(SESSION_HEADER) {
+            let mut known = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            if known.is_none() {
+                *known = Some(session.clone());
+            }
+        }
+        let status = response.status();
+        let sse = is_sse(response.headers());
+        match status {
+            StatusCode::ACCEPTED => {}
+            StatusCode::NOT_FOUND if self.session.lock().unwrap_or_else(|p| p.into_inner()).is_some() => {
+                self.fail("the server ended the session (404): initialize again".into())
+                    .await;
+            }
+            status if status.is_success() && sse => self.read_events(response.into_body()).await,
+            status if status.is_success() => match response.into_body().collect().await {
+                Ok(body) => {
+                    let body = body.to_bytes();
+                    if !body.is_empty() {
+                        self.deliver(Ok(Inbound::Frame(body))).await;
+                    }
+                }
+                Err(e) => self.fail(format!("reading the reply: {e}")).await,
+            },
+            status => {
+                // A refusal: answer the request it carried, so that its
+                // caller learns why (with the server's JSON-RPC error when
+                // the body has one).
+                let body = response
+                    .into_body()
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                if let Some(id) = id {
+                    let error = serde_json::from_slice::<serde_json::Value>(&body)
+                        .ok()
+                        .and_then(|v| v.get("error").cloned())
+                        .unwrap_or_else(
+                            || serde_json::json!({"code": -32603, "message": format!("HTTP {status}")}),
+                        );
+                    let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+                    self.deliver(Ok(Inbound::Frame(reply.to_string().into()))).await;
+                }
+            }
+        }
+    }
+
+    /// Opens the standalone stream for the server's own messages (a server
+    /// that has none answers 405).
+    pub(crate) async fn listen(self: Arc<Self>) {
+        let headers = self.headers("text/event-stream");
+        let Ok(response) = self.http.send_streaming(Method::GET, headers, Bytes::new()).await else {
+            return;
+        };
+        if response.status().is_success() && is_sse(response.headers()) {
+            self.read_events(response.into_body()).await;
+        }
+    }
+
+    /// Ends the session on the server (best effort).
+    pub(crate) async fn delete(&self) {
+        if self.session.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+            return;
+        }
+        let headers = self.headers("application/json");
+        let _ = self
+            .http
+            .send_streaming(Method::DELETE, headers, Bytes::new())
+            .await;
+    }
+
+    /// Delivers each event of an SSE body as a frame.
+    async fn read_events(&self, mut body: hyper::body::Incoming) {
+        let mut events = SseParser::default();
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { return };
+            let Ok(data) = frame.into_data() else { continue };
+            for message in events.feed(&data) {
+                self.deliver(Ok(Inbound::Frame(message.into()))).await;
+            }
+        }
+    }
+}
+
+fn is_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+/// The id of the request `frame` carries, if it is one.
+fn request_id(frame: &[u8]) -> Option<serde_json::Value> {
+    let value: serde_json::Value = serde_json::from_slice(frame).ok()?;
+    value.get("method")?;
+    value.get("id").cloned()
+}
+
+/// Splits an SSE byte stream into the data of its events.
+#[derive(Default)]
+struct SseParser {
+    /// Text not yet split into events, line breaks made `\n`.
+    pending: String,
+    /// A `\r` that ended the last chunk: a `\n` may follow it.
+    held_cr: bool,
+}
+
+impl SseParser {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut text = String::from_utf8_lossy(bytes).into_owned();
+        if std::mem::take(&mut self.held_cr) {
+            text.insert(0, '\r');
+        }
+        if text.ends_with('\r') {
+            text.pop();
+            self.held_cr = true;
+        }
+        self.pending
+            .push_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
+        let mut out = Vec::new();
+        while let Some(end) = self.pending.find("\n\n") {
+            let event: String = self.pending.drain(..end + 2).collect();
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            let data = data.join("\n");
+            if !data.trim().is_empty() {
+                out.push(data);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SseParser;
+
+    #[test]
+    fn sse_events_are_split_however_they_arrive() {
+        let stream = "id: 1\r\ndata: {\"a\":1}\r\n\r\n: keep-alive\n\nretry: 5\nid: 2\ndata:\n\nevent: message\ndata: {\"b\":\r\ndata: 2}\r\n\r\n";
+        for cut in 0..stream.len() {
+            let mut parser = SseParser::default();
+            let mut got = parser.feed(&stream.as_bytes()[..cut]);
+            got.extend(parser.feed(&stream.as_bytes()[cut..]));
+            assert_eq!(got, ["{\"a\":1}", "{\"b\":\n2}"], "cut at {cut}");
+        }
+    }
+}
