@@ -551,3 +551,34 @@ async fn the_client_over_streamable_http() {
     client.close().await;
     endpoint.serving.shutdown().await;
 }
+
+/// A client whose session the server no longer knows (it restarted: 404)
+/// starts a new one and goes on, as a user would want.
+#[tokio::test]
+async fn the_client_initializes_again_after_a_404() {
+    let endpoint = Endpoint::start().await;
+    let url = format!("http://{}/mcp", endpoint.addr);
+    let client = jrpc_mcp::McpClient::builder("retry-test", "1")
+        .connect_http(&url)
+        .await
+        .unwrap();
+    assert_eq!(
+        client
+            .call_tool("add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap()
+            .joined_text(),
+        "3"
+    );
+    // The server restarts on the same address, forgetting every session.
+    let addr = endpoint.addr.clone();
+    endpoint.serving.shutdown().await;
+    let restarted = jrpc_mcp::demo::server()
+        .serve_http(addr.as_str(), HttpOptions::default())
+        .await
+        .unwrap();
+    let again = client.call_tool("add", json!({"a": 2, "b": 40})).await.unwrap();
+    assert_eq!(again.joined_text(), "42");
+    client.close().await;
+    restarted.shutdown().await;
+}

@@ -18,6 +18,9 @@ use tokio::sync::mpsc;
 pub(crate) struct HttpSession {
     http: HttpClient,
     session: Mutex<Option<HeaderValue>>,
+    /// The `initialize` request, to start a new session with when the
+    /// server has ended ours (404).
+    initialize: Mutex<Option<Bytes>>,
     version: Mutex<Option<HeaderValue>>,
     incoming: mpsc::Sender<io::Result<Inbound>>,
 }
@@ -32,6 +35,7 @@ impl HttpSession {
         let session = Arc::new(HttpSession {
             http,
             session: Mutex::new(None),
+            initialize: Mutex::new(None),
             version: Mutex::new(None),
             incoming: tx,
         });
@@ -41,7 +45,7 @@ impl HttpSession {
         let outgoing = futures_util::sink::unfold((), move |(), frame: Bytes| {
             // Each message goes in a request of its own, answered in its own
             // time: the peer must not wait for one reply to send the next.
-            tokio::spawn(Arc::clone(&posting).post(frame));
+            tokio::spawn(Arc::clone(&posting).post(frame, true));
             async { Ok::<_, io::Error>(()) }
         });
         let info = jrpc::router::ConnectionInfo {
@@ -78,11 +82,24 @@ impl HttpSession {
         self.deliver(Err(io::Error::other(why))).await;
     }
 
-    async fn post(self: Arc<Self>, frame: Bytes) {
+    /// POSTs one message and delivers what the reply carries. When the
+    /// server has ended the session (404), a new one is initialized and the
+    /// message sent again, once (`retry`).
+    async fn post(self: Arc<Self>, frame: Bytes, retry: bool) {
         let id = request_id(&frame);
+        if is_initialize(&frame) {
+            self.initialize
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(frame.clone());
+        }
         let mut headers = self.headers("application/json, text/event-stream");
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let response = match self.http.send_streaming(Method::POST, headers, frame).await {
+        let response = match self
+            .http
+            .send_streaming(Method::POST, headers, frame.clone())
+            .await
+        {
             Ok(response) => response,
             Err(e) => return self.fail(format!("POST failed: {e}")).await,
         };
@@ -97,7 +114,10 @@ impl HttpSession {
         match status {
             StatusCode::ACCEPTED => {}
             StatusCode::NOT_FOUND if self.session.lock().unwrap_or_else(|p| p.into_inner()).is_some() => {
-                self.fail("the server ended the session (404): initialize again".into())
+                if retry && self.reinitialize().await {
+                    return Box::pin(self.post(frame, false)).await;
+                }
+                self.fail("the server ended the session (404) and a new one could not be started".into())
                     .await;
             }
             status if status.is_success() && sse => self.read_events(response.into_body()).await,
@@ -132,6 +152,38 @@ impl HttpSession {
                 }
             }
         }
+    }
+
+    /// Starts a new session with the `initialize` this one began with;
+    /// whether it worked. Its answer is not the peer's to see.
+    async fn reinitialize(self: &Arc<Self>) -> bool {
+        let Some(initialize) = self.initialize.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+            return false;
+        };
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let mut headers = self.headers("application/json, text/event-stream");
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let Ok(response) = self.http.send_streaming(Method::POST, headers, initialize).await else {
+            return false;
+        };
+        let Some(session) = response.headers().get(SESSION_HEADER).cloned() else {
+            return false;
+        };
+        if !response.status().is_success() {
+            return false;
+        }
+        // Read the answer to the end, then say the client is ready.
+        let _ = response.into_body().collect().await;
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
+        tracing::info!("the server ended the MCP session: started a new one");
+        let ready = Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        let mut headers = self.headers("application/json, text/event-stream");
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let sent = self.http.send_streaming(Method::POST, headers, ready).await;
+        if sent.is_ok() {
+            tokio::spawn(Arc::clone(self).listen());
+        }
+        sent.is_ok()
     }
 
     /// Opens the standalone stream for the server's own messages (a server
@@ -176,6 +228,12 @@ fn is_sse(headers: &HeaderMap) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("text/event-stream"))
+}
+
+fn is_initialize(frame: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(frame)
+        .ok()
+        .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"))
 }
 
 /// The id of the request `frame` carries, if it is one.
