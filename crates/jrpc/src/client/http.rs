@@ -60,15 +60,16 @@ impl HttpClient {
     /// connections (TLS, HTTP/2, its headers and `Host`), and returns the
     /// response with its body still streaming: the hook for protocols whose
     /// replies stream (Server-Sent Events). `headers` are added to the
-    /// client's own; no retries, no compression. A connection that carried
-    /// a streamed response over HTTP/1.1 is not reused.
+    /// client's own; no retries, no compression. Over HTTP/1.1 the
+    /// connection goes back to the pool once the response has been read to
+    /// its end.
     pub async fn send_streaming(
         &self,
         method: http::Method,
         headers: http::HeaderMap,
         body: Bytes,
     ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
-        self.transport.send_streaming(method, headers, body).await
+        HttpTransport::send_streaming(&self.transport, method, headers, body).await
     }
 
     /// A call as an owned future: encoded now, straight into its request
@@ -393,7 +394,7 @@ impl HttpTransport {
     }
 
     async fn send_streaming(
-        &self,
+        self: &Arc<Self>,
         method: http::Method,
         headers: http::HeaderMap,
         body: Bytes,
@@ -433,7 +434,17 @@ impl HttpTransport {
                 },
             };
             match sender.try_send_request(request).await {
-                Ok(response) => return Ok(response),
+                Ok(response) => {
+                    // The connection is free again once this response has
+                    // been read to its end (an SSE stream may take long).
+                    let transport = Arc::clone(self);
+                    tokio::spawn(async move {
+                        if sender.ready().await.is_ok() {
+                            transport.put_idle(sender);
+                        }
+                    });
+                    return Ok(response);
+                }
                 Err(mut unsent) => match unsent.take_message() {
                     Some(again) if !fresh => request = again,
                     _ => return Err(io(unsent.into_error())),
