@@ -107,6 +107,17 @@ struct ServeArgs {
     /// server scenarios.
     #[arg(long)]
     conformance: bool,
+
+    /// With --http: a host name the Host header may name besides localhost,
+    /// 127.0.0.1, [::1] and the address served (DNS-rebinding protection
+    /// refuses others with 421). Repeatable.
+    #[arg(long, value_name = "HOST")]
+    allow_host: Vec<String>,
+
+    /// With --http: an origin (scheme://host[:port]) whose pages may call
+    /// besides those on an allowed host (others get 403). Repeatable.
+    #[arg(long, value_name = "ORIGIN")]
+    allow_origin: Vec<String>,
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -124,8 +135,15 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
     };
     match serve.transport.http {
         Some(addr) => {
+            let mut options = jrpc_mcp::http::HttpOptions::default();
+            for host in serve.allow_host {
+                options = options.allow_host(host);
+            }
+            for origin in serve.allow_origin {
+                options = options.allow_origin(origin);
+            }
             let serving = server
-                .serve_http(addr.as_str(), Default::default())
+                .serve_http(addr.as_str(), options)
                 .await
                 .with_context(|| format!("listening on --http {addr}"))?;
             eprintln!("jrpc: MCP (Streamable HTTP) at {}/mcp", serving.local_addr());

@@ -319,3 +319,50 @@ fn the_mcp_client_commands_over_stdio() {
     let (code, _, _) = mcp_client(&["call", "add", "a"]);
     assert_eq!(code, Some(2));
 }
+
+/// `--allow-host` lets a Host header through that DNS-rebinding protection
+/// would refuse.
+#[test]
+fn mcp_serve_http_allows_named_hosts() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args([
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--allow-host",
+            "mcp.example.test",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn jrpc");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let port = addr.rsplit(':').next().unwrap().to_owned();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let status_for = |host: &str| {
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut reply = String::new();
+        std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
+        reply.split(' ').nth(1).unwrap_or_default().to_owned()
+    };
+    assert_eq!(status_for(&format!("mcp.example.test:{port}")), "200");
+    assert_eq!(status_for(&format!("other.example.test:{port}")), "421");
+    let _ = child.kill();
+    let _ = child.wait();
+}
