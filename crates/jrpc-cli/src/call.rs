@@ -331,7 +331,7 @@ pub(crate) enum Failure {
 
 impl Failure {
     /// The same failure, saying which target it happened on.
-    fn naming(self, target: &str) -> Failure {
+    pub(crate) fn naming(self, target: &str) -> Failure {
         match self {
             Failure::Transport(e) => Failure::Transport(e.context(format!("calling {target}"))),
             Failure::Timeout(e) => Failure::Timeout(e.context(format!("calling {target}"))),

@@ -174,45 +174,21 @@ mod client {
     use jrpc_mcp::types::{ContentBlock, ResourceContents};
 
     use super::{CallToolArgs, Client, ListArgs, PromptArgs, ReadArgs};
-    use crate::call::exit;
-
-    enum Failure {
-        Usage(String),
-        Transport(String),
-        Timeout(String),
-        Rpc(String),
-    }
+    use crate::call::{exit, report, Failure};
 
     fn finish(outcome: Result<ExitCode, Failure>) -> ExitCode {
-        match outcome {
-            Ok(code) => code,
-            Err(Failure::Usage(e)) => {
-                eprintln!("jrpc: {e}");
-                ExitCode::from(exit::USAGE)
-            }
-            Err(Failure::Transport(e)) => {
-                eprintln!("jrpc: {e}");
-                ExitCode::from(exit::TRANSPORT)
-            }
-            Err(Failure::Timeout(e)) => {
-                eprintln!("jrpc: {e}");
-                ExitCode::from(exit::TIMEOUT)
-            }
-            Err(Failure::Rpc(e)) => {
-                eprintln!("{e}");
-                ExitCode::from(exit::RPC_ERROR)
-            }
-        }
+        outcome.unwrap_or_else(report)
     }
 
     fn failure(e: McpClientError) -> Failure {
-        match &e {
-            McpClientError::Call(jrpc::CallError::Rpc(error)) => {
-                Failure::Rpc(serde_json::to_string(error).unwrap_or_else(|_| error.to_string()))
-            }
-            McpClientError::Call(jrpc::CallError::Timeout(_)) => Failure::Timeout(e.to_string()),
-            _ => Failure::Transport(e.to_string()),
+        match e {
+            McpClientError::Call(e) => Failure::from(e),
+            other => Failure::Transport(other.into()),
         }
+    }
+
+    fn usage(text: impl Into<String>) -> Failure {
+        Failure::Usage(anyhow::anyhow!(text.into()))
     }
 
     /// Splits off the TARGET: there is none when a command follows `--`.
@@ -225,11 +201,11 @@ mod client {
             Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
                 Ok((Some(url), words.collect()))
             }
-            Some(other) => Err(Failure::Usage(format!(
+            Some(other) => Err(usage(format!(
                 "{other:?} is not a server: give an http(s)://…/mcp URL first, or a command after --"
             ))),
-            None => Err(Failure::Usage(
-                "no server: give an http(s)://…/mcp URL, or a command after --".into(),
+            None => Err(usage(
+                "no server: give an http(s)://…/mcp URL, or a command after --",
             )),
         }
     }
@@ -275,11 +251,7 @@ mod client {
             }
         };
         // Failing to start or to initialize: say which server.
-        connected.map_err(|e| match failure(e) {
-            Failure::Transport(e) => Failure::Transport(format!("{name}: {e}")),
-            Failure::Timeout(e) => Failure::Timeout(format!("{name}: {e}")),
-            other => other,
-        })
+        connected.map_err(|e| failure(e).naming(&name))
     }
 
     fn end_bar() {
@@ -311,7 +283,7 @@ mod client {
         let mut map = serde_json::Map::new();
         for word in words {
             let Some((key, value)) = word.split_once('=') else {
-                return Err(Failure::Usage(format!("{word:?} is not KEY=VALUE")));
+                return Err(usage(format!("{word:?} is not KEY=VALUE")));
             };
             let value = match serde_json::from_str(value) {
                 Ok(json) if json_values => json,
@@ -332,7 +304,7 @@ mod client {
             [] => vec!["tools", "resources", "prompts"],
             [one] if ["tools", "resources", "prompts"].contains(&one.as_str()) => vec![one.as_str()],
             _ => {
-                return Err(Failure::Usage(format!(
+                return Err(usage(format!(
                     "list what? tools, resources or prompts, not {words:?}"
                 )))
             }
@@ -430,15 +402,13 @@ mod client {
     async fn call_inner(args: CallToolArgs) -> Result<ExitCode, Failure> {
         let (url, words) = target(args.words, &args.client)?;
         let Some((tool, rest)) = words.split_first() else {
-            return Err(Failure::Usage(
-                "which tool? jrpc mcp call [TARGET] TOOL [K=V]...".into(),
-            ));
+            return Err(usage("which tool? jrpc mcp call [TARGET] TOOL [K=V]..."));
         };
         let mut arguments = key_values(rest, true)?;
         if let Some(json) = args.json.as_deref().filter(|j| !j.is_empty()) {
             match serde_json::from_str(json) {
                 Ok(serde_json::Value::Object(object)) => arguments.extend(object),
-                _ => return Err(Failure::Usage("--json takes a JSON object of arguments".into())),
+                _ => return Err(usage("--json takes a JSON object of arguments")),
             }
         }
         let client = connect(url, &args.client).await?;
@@ -471,7 +441,7 @@ mod client {
     async fn read_inner(args: ReadArgs) -> Result<ExitCode, Failure> {
         let (url, words) = target(args.words, &args.client)?;
         let [uri] = words.as_slice() else {
-            return Err(Failure::Usage("read what? jrpc mcp read [TARGET] URI".into()));
+            return Err(usage("read what? jrpc mcp read [TARGET] URI"));
         };
         let client = connect(url, &args.client).await?;
         let read = client.read_resource(uri).await.map_err(failure)?;
@@ -492,9 +462,7 @@ mod client {
     async fn prompt_inner(args: PromptArgs) -> Result<ExitCode, Failure> {
         let (url, words) = target(args.words, &args.client)?;
         let Some((name, rest)) = words.split_first() else {
-            return Err(Failure::Usage(
-                "which prompt? jrpc mcp prompt [TARGET] NAME [K=V]...".into(),
-            ));
+            return Err(usage("which prompt? jrpc mcp prompt [TARGET] NAME [K=V]..."));
         };
         let arguments: BTreeMap<String, String> = key_values(rest, false)?
             .into_iter()

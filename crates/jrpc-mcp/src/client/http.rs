@@ -101,7 +101,13 @@ impl HttpSession {
             .await
         {
             Ok(response) => response,
-            Err(e) => return self.fail(format!("POST failed: {e}")).await,
+            Err(e) => {
+                let why = match &e {
+                    jrpc::CallError::Io(io) => io.to_string(),
+                    other => other.to_string(),
+                };
+                return self.fail(format!("cannot POST: {why}")).await;
+            }
         };
         if let Some(session) = response.headers().get(SESSION_HEADER) {
             let mut known = self.session.lock().unwrap_or_else(|p| p.into_inner());
