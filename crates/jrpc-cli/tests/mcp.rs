@@ -127,12 +127,12 @@ fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::proces
     }
 }
 
-/// `jrpc mcp serve --http` serves Streamable HTTP at /mcp, does not stop
-/// when stdin closes, and stops on SIGTERM.
-#[test]
-fn mcp_serve_http_runs_until_sigterm() {
+/// `jrpc mcp serve --http 127.0.0.1:0 EXTRA...`: the child, its URL and
+/// its address.
+fn spawn_http(extra: &[&str]) -> (std::process::Child, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_jrpc"))
         .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -152,20 +152,34 @@ fn mcp_serve_http_runs_until_sigterm() {
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .to_owned();
-    // Stdin is closed from the start; the server still answers.
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(child.try_wait().unwrap().is_none(), "exited with stdin closed");
+    (child, url, addr)
+}
+
+/// POSTs an `initialize` to `addr` naming `host`; the whole raw reply.
+fn raw_initialize(addr: &str, host: &str) -> String {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
     let mut reply = String::new();
     std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
+    reply
+}
+
+/// `jrpc mcp serve --http` serves Streamable HTTP at /mcp, does not stop
+/// when stdin closes, and stops on SIGTERM.
+#[test]
+fn mcp_serve_http_runs_until_sigterm() {
+    let (mut child, url, addr) = spawn_http(&[]);
+    // Stdin is closed from the start; the server still answers.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(child.try_wait().unwrap().is_none(), "exited with stdin closed");
+    let reply = raw_initialize(&addr, &addr);
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     assert!(reply.to_ascii_lowercase().contains("mcp-session-id:"), "{reply}");
     // The client commands over the same URL.
@@ -324,41 +338,10 @@ fn the_mcp_client_commands_over_stdio() {
 /// would refuse.
 #[test]
 fn mcp_serve_http_allows_named_hosts() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jrpc"))
-        .args([
-            "mcp",
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--allow-host",
-            "mcp.example.test",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn jrpc");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let (mut child, _url, addr) = spawn_http(&["--allow-host", "mcp.example.test"]);
     let port = addr.rsplit(':').next().unwrap().to_owned();
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let status_for = |host: &str| {
-        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
-        write!(
-            stream,
-            "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut reply = String::new();
-        std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
+        let reply = raw_initialize(&addr, host);
         reply.split(' ').nth(1).unwrap_or_default().to_owned()
     };
     assert_eq!(status_for(&format!("mcp.example.test:{port}")), "200");
