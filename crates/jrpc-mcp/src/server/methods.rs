@@ -242,21 +242,31 @@ fn methods(server: &McpServer) -> Router {
     router
 }
 
-/// One page of `items` from `cursor` (an offset this server handed out).
-fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec<T>, Option<String>), Error> {
+/// `-32002`, naming the URI.
+fn resource_not_found(uri: &str) -> Error {
+    Error::new(codes::RESOURCE_NOT_FOUND, "Resource not found").with_data(&serde_json::json!({ "uri": uri }))
+}
+
+/// Which items make the page that starts at `cursor` (an offset this
+/// server handed out), and where the next one starts.
+fn page(
+    len: usize,
+    cursor: Option<&str>,
+    size: usize,
+) -> Result<(std::ops::Range<usize>, Option<String>), Error> {
     let start = match cursor {
         None => 0,
         Some(cursor) => cursor
             .parse::<usize>()
             .ok()
-            .filter(|start| *start <= items.len())
+            .filter(|start| *start <= len)
             .ok_or_else(|| {
                 Error::new(INVALID_PARAMS, "Invalid cursor").with_data(&format!("unknown cursor {cursor:?}"))
             })?,
     };
-    let end = (start + size).min(items.len());
-    let next = (end < items.len()).then(|| end.to_string());
-    Ok((items[start..end].to_vec(), next))
+    let end = (start + size).min(len);
+    let next = (end < len).then(|| end.to_string());
+    Ok((start..end, next))
 }
 
 /// Runs `work` with a token that is cancelled if the work is dropped before
@@ -336,11 +346,24 @@ impl McpServer {
         (cx, guard)
     }
 
-    fn list_tools(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListToolsResult, Error> {
+    /// One page of `items`, each as `pick` describes it, for an initialized
+    /// session.
+    fn listed<T, U>(
+        &self,
+        ctx: &RequestContext,
+        p: &PaginatedParams,
+        items: &[T],
+        pick: impl Fn(&T) -> U,
+    ) -> Result<(Vec<U>, Option<String>), Error> {
         Session::ready(ctx)?;
-        let (tools, next_cursor) = page(&self.inner.tools, p.cursor.as_deref(), self.inner.page_size)?;
+        let (range, next) = page(items.len(), p.cursor.as_deref(), self.inner.page_size)?;
+        Ok((items[range].iter().map(pick).collect(), next))
+    }
+
+    fn list_tools(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListToolsResult, Error> {
+        let (tools, next_cursor) = self.listed(ctx, &p, &self.inner.tools, |entry| entry.tool.clone())?;
         Ok(ListToolsResult {
-            tools: tools.into_iter().map(|entry| entry.tool).collect(),
+            tools,
             next_cursor,
             meta: None,
         })
@@ -357,11 +380,10 @@ impl McpServer {
     }
 
     fn list_resources(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListResourcesResult, Error> {
-        Session::ready(ctx)?;
         let (resources, next_cursor) =
-            page(&self.inner.resources, p.cursor.as_deref(), self.inner.page_size)?;
+            self.listed(ctx, &p, &self.inner.resources, |entry| entry.resource.clone())?;
         Ok(ListResourcesResult {
-            resources: resources.into_iter().map(|entry| entry.resource).collect(),
+            resources,
             next_cursor,
             meta: None,
         })
@@ -372,14 +394,30 @@ impl McpServer {
         p: PaginatedParams,
         ctx: &RequestContext,
     ) -> Result<ListResourceTemplatesResult, Error> {
-        Session::ready(ctx)?;
-        let (templates, next_cursor) =
-            page(&self.inner.templates, p.cursor.as_deref(), self.inner.page_size)?;
+        let (resource_templates, next_cursor) =
+            self.listed(ctx, &p, &self.inner.templates, |entry| entry.template.clone())?;
         Ok(ListResourceTemplatesResult {
-            resource_templates: templates.into_iter().map(|entry| entry.template).collect(),
+            resource_templates,
             next_cursor,
             meta: None,
         })
+    }
+
+    /// The reader of the resource at `uri` (a fixed one, or the first
+    /// template it matches, with its variables).
+    fn find_resource(&self, uri: &str) -> Option<(super::catalog::ReadHandler, BTreeMap<String, String>)> {
+        if let Some(entry) = self
+            .inner
+            .resources
+            .iter()
+            .find(|entry| entry.resource.uri == uri)
+        {
+            return Some((entry.read.clone(), BTreeMap::new()));
+        }
+        self.inner
+            .templates
+            .iter()
+            .find_map(|entry| entry.parsed.matches(uri).map(|vars| (entry.read.clone(), vars)))
     }
 
     async fn read_resource(
@@ -388,33 +426,19 @@ impl McpServer {
         ctx: RequestContext,
     ) -> Result<ReadResourceResult, Error> {
         let session = Session::ready(&ctx)?;
-        let found = match self
-            .inner
-            .resources
-            .iter()
-            .find(|entry| entry.resource.uri == p.uri)
-        {
-            Some(entry) => Some((entry.read.clone(), BTreeMap::new())),
-            None => self.inner.templates.iter().find_map(|entry| {
-                entry
-                    .parsed
-                    .matches(&p.uri)
-                    .map(|vars| (entry.read.clone(), vars))
-            }),
-        };
+        let found = self.find_resource(&p.uri);
         let Some((read, vars)) = found else {
-            return Err(Error::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
-                .with_data(&serde_json::json!({ "uri": p.uri })));
+            return Err(resource_not_found(&p.uri));
         };
         let (cx, token) = self.context(&ctx, session, p.meta);
         cancellable(token, read(p.uri, vars, cx)).await
     }
 
     fn list_prompts(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListPromptsResult, Error> {
-        Session::ready(ctx)?;
-        let (prompts, next_cursor) = page(&self.inner.prompts, p.cursor.as_deref(), self.inner.page_size)?;
+        let (prompts, next_cursor) =
+            self.listed(ctx, &p, &self.inner.prompts, |entry| entry.prompt.clone())?;
         Ok(ListPromptsResult {
-            prompts: prompts.into_iter().map(|entry| entry.prompt).collect(),
+            prompts,
             next_cursor,
             meta: None,
         })
@@ -423,19 +447,8 @@ impl McpServer {
     /// Subscribes (or not) the session to a resource the server has.
     fn subscribe(&self, p: ReadResourceParams, ctx: &RequestContext, on: bool) -> Result<Empty, Error> {
         let session = Session::ready(ctx)?;
-        let known = self
-            .inner
-            .resources
-            .iter()
-            .any(|entry| entry.resource.uri == p.uri)
-            || self
-                .inner
-                .templates
-                .iter()
-                .any(|entry| entry.parsed.matches(&p.uri).is_some());
-        if !known {
-            return Err(Error::new(codes::RESOURCE_NOT_FOUND, "Resource not found")
-                .with_data(&serde_json::json!({ "uri": p.uri })));
+        if self.find_resource(&p.uri).is_none() {
+            return Err(resource_not_found(&p.uri));
         }
         let mut state = session.state();
         if on {
