@@ -508,8 +508,9 @@ impl Activity {
 
     /// A request begins; the guard marks its end when dropped.
     fn begin(self: &Arc<Self>) -> RequestGuard {
+        // No clock read here: while a request is in flight the connection
+        // is not idle whatever the time; the guard notes when it ended.
         self.in_flight.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.touch();
         RequestGuard(Arc::clone(self))
     }
 
