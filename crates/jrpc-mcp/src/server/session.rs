@@ -22,8 +22,6 @@ pub(crate) enum Phase {
 #[derive(Debug)]
 pub(crate) struct State {
     pub(crate) phase: Phase,
-    /// Whether `notifications/initialized` has arrived.
-    pub(crate) client_ready: bool,
     pub(crate) protocol_version: &'static str,
     pub(crate) client_info: Option<Implementation>,
     pub(crate) client_capabilities: ClientCapabilities,
@@ -47,7 +45,6 @@ impl Session {
         Arc::new(Session {
             state: Mutex::new(State {
                 phase: Phase::New,
-                client_ready: false,
                 protocol_version: crate::types::LATEST_PROTOCOL_VERSION,
                 client_info: None,
                 client_capabilities: ClientCapabilities::default(),
@@ -60,7 +57,6 @@ impl Session {
 
     /// The client has said it is ready (`notifications/initialized`).
     pub(crate) fn set_ready(&self) {
-        self.state().client_ready = true;
         self.ready.send_replace(true);
     }
 
