@@ -118,6 +118,12 @@ struct ServeArgs {
     /// besides those on an allowed host (others get 403). Repeatable.
     #[arg(long, value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+
+    /// With --http: answer tools/call, resources/read and prompts/get with
+    /// a JSON body instead of an SSE stream, unless the handler sends
+    /// progress, a log line or a request before its reply.
+    #[arg(long)]
+    json_response: bool,
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -135,7 +141,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
     };
     match serve.transport.http {
         Some(addr) => {
-            let mut options = jrpc_mcp::http::HttpOptions::default();
+            let mut options = jrpc_mcp::http::HttpOptions::default().json_response(serve.json_response);
             for host in serve.allow_host {
                 options = options.allow_host(host);
             }

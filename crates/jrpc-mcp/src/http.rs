@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use jrpc::codec::Inbound;
 use jrpc::message::RawValue;
@@ -63,6 +64,13 @@ pub struct HttpOptions {
     /// The most sessions at once (default 1024); past it an `initialize`
     /// gets `503` with `-32007`.
     pub max_sessions: usize,
+    /// Prefer a JSON body for every reply (default `false`). A `tools/call`,
+    /// `resources/read` or `prompts/get` otherwise always answers with an
+    /// SSE stream, opened at once; with this set it waits for the handler's
+    /// first message and answers with JSON when that is the reply, falling
+    /// back to a stream when the handler sends progress, a log line or a
+    /// request first, so no message is lost.
+    pub json_response: bool,
 }
 
 impl Default for HttpOptions {
@@ -74,6 +82,7 @@ impl Default for HttpOptions {
             keep_alive: Duration::from_secs(15),
             session_idle_timeout: Duration::from_secs(30 * 60),
             max_sessions: 1024,
+            json_response: false,
         }
     }
 }
@@ -88,6 +97,13 @@ impl HttpOptions {
     /// Lets pages from `origin` call too.
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
         self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Prefers JSON bodies over SSE streams for replies (see
+    /// [`json_response`](Self::json_response)).
+    pub fn json_response(mut self, json: bool) -> Self {
+        self.json_response = json;
         self
     }
 }
@@ -396,10 +412,12 @@ impl StreamableHttp {
             Posted::Request { id, method } => {
                 let replies = session.streams.open(&id);
                 session.deliver(body).await;
-                let mut response = if streams_messages(&method) {
-                    self.event_stream(replies, &cx)
-                } else {
+                let mut response = if !streams_messages(&method) {
                     json_reply(replies).await
+                } else if self.options.json_response {
+                    self.json_unless_streamed(replies, &cx).await
+                } else {
+                    self.event_stream(None, replies, &cx)
                 };
                 if new_session {
                     if let Ok(value) = HeaderValue::from_str(&session.id) {
@@ -411,19 +429,39 @@ impl StreamableHttp {
         }
     }
 
+    /// An SSE stream of `first`, then the rest of `messages`.
     fn event_stream(
         &self,
+        first: Option<String>,
         messages: mpsc::UnboundedReceiver<String>,
         cx: &RouteContext,
     ) -> Response<RouteBody> {
         let stop = cx.shutdown().clone();
-        let messages = futures_util::stream::unfold((messages, stop), |(mut messages, stop)| async move {
+        let rest = futures_util::stream::unfold((messages, stop), |(mut messages, stop)| async move {
             tokio::select! {
                 message = messages.recv() => message.map(|m| (sse::Event::data(m), (messages, stop))),
                 () = stop.cancelled() => None,
             }
         });
-        sse::response(messages, Some(self.options.keep_alive))
+        let first = futures_util::stream::iter(first.map(sse::Event::data));
+        sse::response(first.chain(rest), Some(self.options.keep_alive))
+    }
+
+    /// The reply as a JSON body when it is the handler's first message;
+    /// otherwise an SSE stream that starts with that message.
+    async fn json_unless_streamed(
+        &self,
+        mut messages: mpsc::UnboundedReceiver<String>,
+        cx: &RouteContext,
+    ) -> Response<RouteBody> {
+        let first = tokio::select! {
+            first = messages.recv() => first,
+            () = cx.shutdown().cancelled() => None,
+        };
+        match first {
+            Some(reply) if peek(&reply).is_some_and(|p| p.method.is_none()) => json_body(reply),
+            first => self.event_stream(first, messages, cx),
+        }
     }
 
     fn get(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
@@ -438,7 +476,7 @@ impl StreamableHttp {
             Err(refusal) => return refusal.into_response(),
         };
         let messages = session.streams.open_standalone();
-        self.event_stream(messages, &cx)
+        self.event_stream(None, messages, &cx)
     }
 
     fn delete(&self, headers: &HeaderMap) -> Response<RouteBody> {
@@ -511,18 +549,33 @@ fn accepted() -> Response<RouteBody> {
 
 async fn json_reply(mut replies: mpsc::UnboundedReceiver<String>) -> Response<RouteBody> {
     match replies.recv().await {
-        Some(reply) => {
-            let mut response = Response::new(route::full_body(reply));
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            response
-        }
+        Some(reply) => json_body(reply),
         None => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             Error::internal_error().with_data("the session ended before answering"),
         ),
     }
+}
+
+fn json_body(reply: String) -> Response<RouteBody> {
+    let mut response = Response::new(route::full_body(reply));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// What routing needs of a message: whether it has a method, and its id.
+#[derive(serde::Deserialize)]
+struct Peek {
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    id: Option<Id>,
+}
+
+fn peek(text: &str) -> Option<Peek> {
+    serde_json::from_str(text).ok()
 }
 
 fn new_session_id() -> String {
@@ -628,14 +681,7 @@ impl StreamTable {
         let Ok(text) = std::str::from_utf8(frame) else {
             return;
         };
-        #[derive(serde::Deserialize)]
-        struct Peek {
-            #[serde(default)]
-            method: Option<serde::de::IgnoredAny>,
-            #[serde(default)]
-            id: Option<Id>,
-        }
-        let Ok(peek) = serde_json::from_str::<Peek>(text) else {
+        let Some(peek) = peek(text) else {
             return;
         };
         match (peek.method, peek.id) {

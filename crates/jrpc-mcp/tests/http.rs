@@ -238,6 +238,51 @@ async fn progress_and_logs_travel_on_the_request_stream_before_its_result() {
 }
 
 #[tokio::test]
+async fn json_response_answers_with_json_unless_the_handler_speaks_first() {
+    let endpoint = Endpoint::start_with(HttpOptions::default().json_response(true)).await;
+    let session = endpoint.initialize().await;
+    let add = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "add", "arguments": {"a": 2, "b": 40}}}),
+        )
+        .await;
+    assert_eq!(add.status, 200);
+    assert_eq!(add.header("content-type"), Some("application/json"));
+    assert_eq!(add.json()["result"]["structuredContent"], json!({"result": 42}));
+
+    // Progress before the reply: the reply falls back to a stream, and
+    // nothing is lost.
+    let sleep = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                   "params": {"name": "sleep", "arguments": {"ms": 120}, "_meta": {"progressToken": "p"}}}),
+        )
+        .await;
+    assert_eq!(sleep.header("content-type"), Some("text/event-stream"));
+    let events = sleep.events();
+    let (result, progress) = events.split_last().unwrap();
+    assert_eq!(result["id"], 3);
+    assert_eq!(result["result"]["content"][0]["text"], "slept 120");
+    assert!(!progress.is_empty(), "{events:?}");
+    assert!(progress.iter().all(|p| p["method"] == "notifications/progress"));
+
+    // A failing tool's reply is still JSON.
+    let read = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "nope://x"}}),
+        )
+        .await;
+    assert_eq!(read.header("content-type"), Some("application/json"));
+    assert_eq!(read.json()["id"], 4);
+    assert!(read.json()["error"]["code"].is_i64(), "{}", read.body);
+    endpoint.serving.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_cancelled_request_s_stream_ends_without_a_result() {
     let endpoint = Endpoint::start().await;
     let session = endpoint.initialize().await;
