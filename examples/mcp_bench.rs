@@ -1,8 +1,8 @@
 //! `tools/call add` per second through the jrpc-mcp client and server, over
 //! stdio (a spawned `jrpc mcp serve --stdio`) and Streamable HTTP (a
 //! `jrpc mcp serve --http`): JSON replies (`tools/list`, for contrast) and
-//! SSE replies (`tools/call`). A first figure for issue 14's comparison
-//! with rmcp, which will run beside it.
+//! SSE replies (`tools/call`). `bench/mcp-compare` runs the same calls
+//! beside rmcp, pinned, with servers and clients paired both ways.
 //!
 //! ```sh
 //! cargo build --release -p jrpc-cli
