@@ -17,6 +17,7 @@ async fn main() -> Outcome {
     calling_back().await?;
     middleware()?;
     caller_generic().await?;
+    typed_methods().await?;
     own_transport().await?;
     mcp_server().await?;
     println!("every README snippet ran");
@@ -119,6 +120,40 @@ async fn caller_generic() -> Outcome {
         .await?;
     let client = jrpc::Client::connect(serving.local_addr()).await?;
     assert_eq!(total(&client, &[1, 2, 3]).await?, 6);
+    serving.shutdown().await;
+    Ok(())
+}
+
+// Kept as the README shows it, not as rustfmt would.
+#[rustfmt::skip]
+async fn typed_methods() -> Outcome {
+    // README: typed methods and OpenRPC.
+    use jrpc::openrpc::{Info, MethodDoc};
+    use jrpc::typed::Method;
+    use jrpc::{Caller, Router};
+
+    #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    struct Operands { minuend: i64, subtrahend: i64 }
+
+    /// Declared once: the name, the params and the result.
+    struct Subtract;
+    impl Method for Subtract {
+        const NAME: &'static str = "subtract";
+        type Params = Operands;
+        type Result = i64;
+        fn doc() -> Option<MethodDoc> { Some(MethodDoc::typed::<Self>()) }   // schemas (feature `schemars`)
+    }
+
+    let router = Router::new()
+        .typed_sync_method::<Subtract, _>(|p: Operands| Ok(p.minuend - p.subtrahend))  // held to Subtract's types
+        .discover(Info::new("calculator", "1.0.0"));                                    // rpc.discover answers OpenRPC
+    let serving = jrpc::server::Server::new(router).bind_tcp("127.0.0.1:0").await?;
+    let client = jrpc::client::Client::builder().connect(serving.local_addr()).await?;
+    let difference = client.typed_call::<Subtract>(Operands { minuend: 42, subtrahend: 23 }).await?;  // 19
+    assert_eq!(difference, 19);
+    let document: jrpc::openrpc::Document = client.call("rpc.discover", ()).await?;
+    assert_eq!(document.methods[0].params[1].name, "subtrahend");
+    drop(client);
     serving.shutdown().await;
     Ok(())
 }

@@ -241,6 +241,10 @@ impl ServeArgs {
     /// deadline.
     fn router(&self, rate: Option<&RateLimit>, metrics: Option<&Metrics>) -> anyhow::Result<Router> {
         let mut router = jrpc::demo::router()
+            .discover(
+                jrpc::openrpc::Info::new("jrpc demo", env!("CARGO_PKG_VERSION"))
+                    .description("The demo methods of `jrpc serve`: the examples of the JSON-RPC 2.0 specification and a few more"),
+            )
             .max_frame_len(self.max_frame_len)
             .max_batch_len(self.max_batch_len)
             .max_depth(self.max_depth)

@@ -30,13 +30,22 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use serde_json::json;
+
+use crate::openrpc::{ContentDescriptor, MethodDoc, ParamStructure};
 use crate::{Error, Router};
 
 /// The longest `sleep` accepted, in milliseconds (one hour).
 pub const MAX_SLEEP_MS: u64 = 60 * 60 * 1000;
 
-/// A router serving the demo methods, with default settings.
+/// A router serving the demo methods, with default settings, each
+/// described for OpenRPC (turn `rpc.discover` on with
+/// [`Router::discover`]).
 pub fn router() -> Router {
+    describe(undescribed_router())
+}
+
+fn undescribed_router() -> Router {
     Router::new()
         .sync_method("subtract", |p: Subtract| p.minuend.sub(p.subtrahend))
         .sync_method("add", |p: Add| p.a.add(p.b))
@@ -53,6 +62,109 @@ pub fn router() -> Router {
         .sync_notification("update", |_: IgnoredParams| {})
         .sync_notification("notify_hello", |_: IgnoredParams| {})
         .sync_notification("notify_sum", |_: IgnoredParams| {})
+}
+
+/// Attaches each demo method's description, written by hand (the demo's
+/// number type accepts any JSON number, which a derived schema would not
+/// say).
+fn describe(router: Router) -> Router {
+    let number = || json!({"type": "number"});
+    let operand = |name: &str, description: &str| {
+        ContentDescriptor::new(name, number())
+            .description(description)
+            .required()
+    };
+    let invalid = |doc: MethodDoc| doc.error(-32602, "Invalid params");
+    let ignored = |summary: &str| MethodDoc::new().summary(summary).any_params();
+    router
+        .describe(
+            "subtract",
+            invalid(
+                MethodDoc::new()
+                    .summary("Subtracts the subtrahend from the minuend")
+                    .param(operand("minuend", "the number to subtract from"))
+                    .param(operand("subtrahend", "the number to subtract"))
+                    .result(ContentDescriptor::new("difference", number()))
+                    .param_structure(ParamStructure::Either),
+            ),
+        )
+        .describe(
+            "add",
+            invalid(
+                MethodDoc::new()
+                    .summary("Adds two numbers")
+                    .param(operand("a", "the first number"))
+                    .param(operand("b", "the second number"))
+                    .result(ContentDescriptor::new("sum", number()))
+                    .param_structure(ParamStructure::Either),
+            ),
+        )
+        .describe(
+            "sum",
+            invalid(
+                MethodDoc::new()
+                    .summary("Adds any count of numbers")
+                    .description("Positional only: `[n, ...]`; `0` for none.")
+                    .param(ContentDescriptor::new("numbers", number()).description("each number to add"))
+                    .variadic()
+                    .result(ContentDescriptor::new("sum", number()))
+                    .param_structure(ParamStructure::ByPosition),
+            ),
+        )
+        .describe(
+            "get_data",
+            MethodDoc::new()
+                .summary("Returns [\"hello\", 5]")
+                .result(ContentDescriptor::new(
+                    "data",
+                    json!({"type": "array", "items": [{"type": "string"}, {"type": "integer"}],
+                           "minItems": 2, "maxItems": 2}),
+                ))
+                .param_structure(ParamStructure::Either),
+        )
+        .describe(
+            "echo",
+            invalid(
+                MethodDoc::new()
+                    .summary("Returns its value, byte for byte")
+                    .param(
+                        ContentDescriptor::new("value", json!({}))
+                            .description("any JSON value")
+                            .required(),
+                    )
+                    .result(ContentDescriptor::new("value", json!({})))
+                    .param_structure(ParamStructure::Either),
+            ),
+        )
+        .describe(
+            "sleep",
+            invalid(
+                MethodDoc::new()
+                    .summary("Waits ms milliseconds, then returns ms")
+                    .param(
+                        ContentDescriptor::new(
+                            "ms",
+                            json!({"type": "number", "minimum": 0, "maximum": MAX_SLEEP_MS}),
+                        )
+                        .description("how long to wait, in whole milliseconds (at most one hour)")
+                        .required(),
+                    )
+                    .result(ContentDescriptor::new(
+                        "ms",
+                        json!({"type": "integer", "minimum": 0}),
+                    ))
+                    .param_structure(ParamStructure::Either),
+            ),
+        )
+        .describe("update", ignored("A notification; any params, no visible effect"))
+        .describe(
+            "notify_hello",
+            ignored("A notification; any params, no visible effect"),
+        )
+        .describe(
+            "notify_sum",
+            ignored("A notification; any params, no visible effect"),
+        )
 }
 
 #[derive(Deserialize)]

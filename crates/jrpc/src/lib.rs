@@ -11,6 +11,8 @@
 //! | [`router`] | the method table; typed params; send each call through the middleware to its handler; build the reply frame |
 //! | [`middleware`] | tower layers around every call: call logs with redaction, metrics, deadlines, concurrency and rate limits, authorization |
 //! | [`context`] | what is known about a call and its connection |
+//! | [`typed`] | typed methods: a type naming a method, its params and its result, for both sides |
+//! | [`openrpc`] | describing a service: OpenRPC documents and `rpc.discover` |
 //! | `codec` | split a byte stream into frames: newline-delimited JSON or `Content-Length` headers |
 //! | `peer` | one live connection carrying both roles: serve incoming requests, call the other side |
 //! | `caller` | the calling interface every side shares: `Caller`, `CallError`, batches, outgoing middleware |
@@ -34,7 +36,9 @@
 pub mod context;
 pub mod message;
 pub mod middleware;
+pub mod openrpc;
 pub mod router;
+pub mod typed;
 
 #[cfg(feature = "runtime")]
 pub mod caller;

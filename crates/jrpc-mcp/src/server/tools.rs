@@ -196,50 +196,10 @@ pub(crate) fn schema_object<T: JsonSchema>() -> Option<JsonObject> {
     };
     map.remove("title");
     let mut value = serde_json::Value::Object(map);
-    keep_standard_formats(&mut value);
+    jrpc::openrpc::standard_formats_only(&mut value);
     match value {
         serde_json::Value::Object(map) => Some(map),
         _ => None,
-    }
-}
-
-/// The `format`s JSON Schema 2020-12 defines.
-const STANDARD_FORMATS: &[&str] = &[
-    "date-time",
-    "date",
-    "time",
-    "duration",
-    "email",
-    "idn-email",
-    "hostname",
-    "idn-hostname",
-    "ipv4",
-    "ipv6",
-    "uri",
-    "uri-reference",
-    "iri",
-    "iri-reference",
-    "uuid",
-    "uri-template",
-    "json-pointer",
-    "relative-json-pointer",
-    "regex",
-];
-
-fn keep_standard_formats(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Object(map) => {
-            let odd = map
-                .get("format")
-                .and_then(|f| f.as_str())
-                .is_some_and(|f| !STANDARD_FORMATS.contains(&f));
-            if odd {
-                map.remove("format");
-            }
-            map.values_mut().for_each(keep_standard_formats);
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(keep_standard_formats),
-        _ => {}
     }
 }
 

@@ -56,6 +56,7 @@ pub use error::CallError;
 
 use crate::context::Extensions;
 use crate::middleware::{BoxCloneSyncService, BoxError};
+use crate::typed::{Method, Notification};
 
 /// What a pending call is waiting for.
 pub(crate) type Outcome = Result<Box<RawValue>, CallError>;
@@ -132,6 +133,23 @@ pub trait Caller: Send + Sync {
         let call =
             encode_params(params).map(|params| Outgoing::notification(method, params, self.call_timeout()));
         async move { self.send(call?).await.map(drop) }
+    }
+
+    /// Calls the typed method `M` (see [`typed`](crate::typed)): its
+    /// params in, its result out, within the default timeout.
+    fn typed_call<M: Method>(
+        &self,
+        params: M::Params,
+    ) -> impl Future<Output = Result<M::Result, CallError>> + Send {
+        self.call(M::NAME, params)
+    }
+
+    /// Sends the typed notification `N`.
+    fn typed_notify<N: Notification>(
+        &self,
+        params: N::Params,
+    ) -> impl Future<Output = Result<(), CallError>> + Send {
+        self.notify(N::NAME, params)
     }
 }
 

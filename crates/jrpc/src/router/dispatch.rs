@@ -188,6 +188,13 @@ impl Router {
                         }
                         None
                     }
+                    (None, None) if table.discovers(method) => {
+                        match table.discovery(params) {
+                            Ok(document) => message::write_result(out, version, id, document),
+                            Err(error) => table.write_error(out, version, id, error, params),
+                        }
+                        None
+                    }
                     (None, None) if table.fallback.is_none() => {
                         message::write_error(out, version, id, &Error::method_not_found());
                         None
@@ -208,6 +215,8 @@ impl Router {
                     (None, Some(ErasedMethod::Sync(f))) => {
                         table.guard(method, || f(*params, &info, &mut Vec::new()))
                     }
+                    // Nothing to say, and no one to say it to.
+                    (None, None) if table.discovers(method) => Ok(()),
                     (None, None) if table.fallback.is_none() => Err(Error::method_not_found()),
                     _ => return Some(Incoming::Notification(notification)),
                 };
@@ -384,6 +393,12 @@ impl Table {
                         Ok(b"null".to_vec())
                     }) as ResultFuture
                 })
+            }
+            (None, None) if self.discovers(&method) => {
+                return ready(
+                    self.discovery(raw)
+                        .map(|document| RawResult::from_serialized(document.to_vec())),
+                );
             }
             (None, None) => match &self.fallback {
                 Some(f) => self.guard(&method, || Ok(f(&method, raw, &info))),

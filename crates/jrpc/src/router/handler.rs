@@ -123,6 +123,31 @@ pub mod marker {
     pub struct SyncNoParams<T>(PhantomData<T>);
     pub struct SyncParams<P, T>(PhantomData<(P, T)>);
     pub struct SyncParamsCtx<P, T>(PhantomData<(P, T)>);
+
+    /// The params and result types a handler shape stands for, so typed
+    /// registration can hold a handler to a method's declared types.
+    pub trait Signature {
+        type Params;
+        type Result;
+    }
+
+    impl<T> Signature for AsyncNoParams<T> {
+        type Params = ();
+        type Result = T;
+    }
+    impl<T> Signature for SyncNoParams<T> {
+        type Params = ();
+        type Result = T;
+    }
+    macro_rules! signature {
+        ($($shape:ident),*) => {$(
+            impl<P, T> Signature for $shape<P, T> {
+                type Params = P;
+                type Result = T;
+            }
+        )*};
+    }
+    signature!(AsyncParams, AsyncParamsCtx, SyncParams, SyncParamsCtx);
 }
 use marker::*;
 

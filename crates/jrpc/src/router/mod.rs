@@ -32,6 +32,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 pub use crate::context::{ConnectionInfo, Extensions, Identity, RequestContext};
+use handler::marker::Signature;
 pub use handler::{AsyncMethod, AsyncNotification, SyncMethod, SyncNotification};
 use handler::{ErasedFallback, ErasedMethod, ErasedNotification};
 
@@ -39,6 +40,8 @@ use crate::message::Limits;
 use crate::middleware::{
     into_rpc_error, BoxCallService, BoxCloneSyncService, BoxError, Call, RawResult, Redaction,
 };
+use crate::openrpc::{Document, Info, MethodDoc};
+use crate::typed::{Method, Notification};
 use tower::{Layer, Service, ServiceExt};
 
 /// Why a handler could not be registered.
@@ -52,6 +55,9 @@ pub enum RegisterError {
     /// A method (or notification handler) of that name is already registered.
     #[error("{0:?} is already registered")]
     Duplicate(String),
+    /// A description was given for a name no handler is registered for.
+    #[error("{0:?} is not registered: register the method before describing it")]
+    NotRegistered(String),
 }
 
 /// A JSON-RPC method table and the settings for serving it.
@@ -88,6 +94,46 @@ pub(crate) struct Table {
     fallback: Option<ErasedFallback>,
     expose_internal_errors: bool,
     redaction: Redaction,
+    /// Descriptions of methods and notifications, by name.
+    docs: HashMap<Box<str>, MethodDoc>,
+    /// What `rpc.discover` says the service is; `None` when it is off.
+    discover: Option<Info>,
+    /// The serialized `rpc.discover` result, built on first use (and
+    /// again after any change).
+    discovery: OnceLock<Vec<u8>>,
+}
+
+impl Table {
+    /// The OpenRPC document of this table's handlers.
+    fn openrpc(&self) -> Document {
+        let methods = self.methods.keys().map(|name| (name, false));
+        let notifications = self.notifications.keys().map(|name| (name, true));
+        let docs = methods
+            .chain(notifications)
+            .map(|(name, notification)| match self.docs.get(name) {
+                Some(doc) => doc.clone(),
+                None => MethodDoc::undescribed(name, notification),
+            })
+            .collect();
+        crate::openrpc::document(self.discover.clone().unwrap_or_default(), docs)
+    }
+
+    /// Whether `method` is `rpc.discover` and this table answers it.
+    pub(crate) fn discovers(&self, method: &str) -> bool {
+        method == crate::openrpc::DISCOVER_METHOD && self.discover.is_some()
+    }
+
+    /// The answer to `rpc.discover` (the serialized document), which takes
+    /// no params.
+    pub(crate) fn discovery(
+        &self,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Result<&[u8], crate::Error> {
+        params::decode::<()>(params)?;
+        Ok(self.discovery.get_or_init(|| {
+            serde_json::to_vec(&self.openrpc()).expect("a document of JSON values serializes")
+        }))
+    }
 }
 
 impl Default for Inner {
@@ -119,7 +165,9 @@ impl Router {
     }
 
     fn table_mut(&mut self) -> &mut Table {
-        Arc::make_mut(&mut self.inner_mut().table)
+        let table = Arc::make_mut(&mut self.inner_mut().table);
+        table.discovery = OnceLock::new();
+        table
     }
 
     fn check_name(&self, name: &str) -> Result<(), RegisterError> {
@@ -313,6 +361,102 @@ impl Router {
         self.add_notification(name, handler.erase())
     }
 
+    /// Registers an async handler for the typed method `M`: its params and
+    /// result must be `M`'s (see [`typed`](crate::typed)), and `M`'s
+    /// description, if any, goes into the OpenRPC document.
+    ///
+    /// # Panics
+    /// As [`method`](Self::method).
+    #[track_caller]
+    pub fn typed_method<M: Method, K>(self, handler: impl AsyncMethod<K>) -> Self
+    where
+        K: Signature<Params = M::Params, Result = M::Result>,
+    {
+        self.method(M::NAME, handler).with_doc(M::NAME, M::doc())
+    }
+
+    /// Registers a plain handler for the typed method `M` (see
+    /// [`typed_method`](Self::typed_method) and
+    /// [`sync_method`](Self::sync_method)).
+    ///
+    /// # Panics
+    /// As [`method`](Self::method).
+    #[track_caller]
+    pub fn typed_sync_method<M: Method, K>(self, handler: impl SyncMethod<K>) -> Self
+    where
+        K: Signature<Params = M::Params, Result = M::Result>,
+    {
+        self.sync_method(M::NAME, handler).with_doc(M::NAME, M::doc())
+    }
+
+    /// Registers an async handler for the typed notification `N`.
+    ///
+    /// # Panics
+    /// As [`method`](Self::method).
+    #[track_caller]
+    pub fn typed_notification<N: Notification, K>(self, handler: impl AsyncNotification<K>) -> Self
+    where
+        K: Signature<Params = N::Params, Result = ()>,
+    {
+        self.notification(N::NAME, handler).with_doc(N::NAME, N::doc())
+    }
+
+    /// Registers a plain handler for the typed notification `N`.
+    ///
+    /// # Panics
+    /// As [`method`](Self::method).
+    #[track_caller]
+    pub fn typed_sync_notification<N: Notification, K>(self, handler: impl SyncNotification<K>) -> Self
+    where
+        K: Signature<Params = N::Params, Result = ()>,
+    {
+        self.sync_notification(N::NAME, handler)
+            .with_doc(N::NAME, N::doc())
+    }
+
+    fn with_doc(mut self, name: &str, doc: Option<MethodDoc>) -> Self {
+        if let Some(mut doc) = doc {
+            doc.name = name.to_owned();
+            self.table_mut().docs.insert(name.into(), doc);
+        }
+        self
+    }
+
+    /// Attaches a description to the method or notification `name`, for the
+    /// OpenRPC document (see [`openrpc`](crate::openrpc)); it replaces any
+    /// earlier one.
+    ///
+    /// # Panics
+    /// When no handler of that name is registered; use
+    /// [`try_describe`](Self::try_describe) to get an error instead.
+    #[track_caller]
+    pub fn describe(self, name: &str, doc: MethodDoc) -> Self {
+        self.try_describe(name, doc).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Attaches a description, or says why it cannot be.
+    pub fn try_describe(self, name: &str, doc: MethodDoc) -> Result<Self, RegisterError> {
+        let table = &self.inner.table;
+        if !table.methods.contains_key(name) && !table.notifications.contains_key(name) {
+            return Err(RegisterError::NotRegistered(name.to_owned()));
+        }
+        Ok(self.with_doc(name, Some(doc)))
+    }
+
+    /// Answers `rpc.discover` with this router's OpenRPC document (off by
+    /// default), `info` saying what the service is. The call passes through
+    /// the middleware like any other.
+    pub fn discover(mut self, info: Info) -> Self {
+        self.table_mut().discover = Some(info);
+        self
+    }
+
+    /// This router's OpenRPC document: every method and notification,
+    /// described where a description was attached, sorted by name.
+    pub fn openrpc(&self) -> Document {
+        self.inner.table.openrpc()
+    }
+
     /// Adds every handler of `other` to this router; this router's settings
     /// are kept.
     ///
@@ -329,6 +473,9 @@ impl Router {
             self = self
                 .add_notification(name, handler.clone())
                 .unwrap_or_else(|e| panic!("{e}"));
+        }
+        for (name, doc) in &other.inner.table.docs {
+            self = self.with_doc(name, Some(doc.clone()));
         }
         self
     }
