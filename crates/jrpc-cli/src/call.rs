@@ -82,6 +82,16 @@ pub struct CallArgs {
     #[arg(long)]
     compact: bool,
 
+    /// Check the params against this OpenRPC document before sending, and
+    /// refuse (exit 2) what does not fit. Without it, the document `jrpc
+    /// describe` cached for the same TARGET is used, if there is one.
+    #[arg(long, value_name = "FILE")]
+    openrpc: Option<std::path::PathBuf>,
+
+    /// Do not check params against a cached OpenRPC document.
+    #[arg(long, conflicts_with = "openrpc")]
+    no_openrpc: bool,
+
     #[command(flatten)]
     pub(crate) connect: ConnectArgs,
 }
@@ -402,6 +412,9 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
     let positional: Vec<String> = words.collect();
     let params = params(&args.params, &positional).map_err(Failure::Usage)?;
     let named = target.to_string();
+    if !args.no_openrpc {
+        check_params(args.openrpc.as_deref(), &named, &method, params.as_deref())?;
+    }
     let client = target.connect(&args.connect).await?;
     // Transport failures name the target (an HTTP client connects only now).
     let failed = |e: CallError| Failure::from(e).naming(&named);
@@ -423,7 +436,32 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
 /// flushed, a WebSocket's closing handshake, a child given time to read its
 /// stdin and exit; bounded, so that a server that never answers cannot keep
 /// `jrpc call` from exiting.
-async fn close(client: Client) {
+/// Refuses params that do not fit the method's description in the OpenRPC
+/// document given (or cached for `target`); no request is made for it.
+fn check_params(
+    file: Option<&std::path::Path>,
+    target: &str,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<(), Failure> {
+    let Some((document, path)) = crate::describe::load_for_call(file, target)? else {
+        return Ok(());
+    };
+    let params: Option<serde_json::Value> = params
+        .map(|raw| serde_json::from_str(raw.get()))
+        .transpose()
+        .map_err(|e| Failure::Usage(e.into()))?;
+    crate::params_check::check(&document, method, params.as_ref()).map_err(|misfit| {
+        let hint = if file.is_some() {
+            String::new()
+        } else {
+            " (--no-openrpc skips the check; `jrpc describe` refreshes the document)".to_owned()
+        };
+        Failure::Usage(anyhow!("{misfit}\n  checked against {}{hint}", path.display()))
+    })
+}
+
+pub(crate) async fn close(client: Client) {
     let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
 }
 

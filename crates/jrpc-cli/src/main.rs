@@ -2,7 +2,9 @@
 
 mod bench;
 mod call;
+mod describe;
 mod mcp;
+mod params_check;
 mod pretty;
 mod serve;
 
@@ -33,6 +35,9 @@ enum Command {
     /// Call a method and print its result (exit status: 0 ok, 1 error
     /// response, 2 usage, 3 transport failure, 4 timeout).
     Call(call::CallArgs),
+    /// List a server's methods, with their params, results and
+    /// descriptions, from its rpc.discover (OpenRPC) document.
+    Describe(describe::DescribeArgs),
     /// Load a server with calls and report requests/s, latency percentiles
     /// and errors.
     Bench(bench::BenchArgs),
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
             Command::Call(args) => Ok(call::run(args).await),
+            Command::Describe(args) => Ok(describe::run(args).await),
             Command::Bench(args) => Ok(bench::run(args).await),
             Command::Mcp(args) => mcp::run(args).await,
         }
