@@ -1,0 +1,6 @@
+#[jrpc::rpc]
+trait Service {
+    fn count(&self) -> u64;
+}
+
+fn main() {}

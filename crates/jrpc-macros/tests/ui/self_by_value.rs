@@ -1,0 +1,6 @@
+#[jrpc::rpc]
+trait Service {
+    fn take(self) -> Result<i64, jrpc::Error>;
+}
+
+fn main() {}
