@@ -64,11 +64,19 @@ async fn describe(args: DescribeArgs) -> Result<(), Failure> {
     let client = target.connect(&args.connect).await?;
     let answer = client.call_raw(DISCOVER_METHOD, (), args.connect.timeout).await;
     close(client).await;
-    let raw = answer.map_err(|e| Failure::from(e).naming(&key))?;
-    let value: Value = serde_json::from_str(raw.get()).map_err(|e| Failure::Transport(e.into()))?;
-    let document = parse(value.clone()).map_err(|e| {
-        Failure::Transport(e.context(format!("{key} answered rpc.discover with no OpenRPC document")))
+    let raw = answer.map_err(|e| {
+        if matches!(&e, jrpc::CallError::Rpc(error) if error.code() == jrpc::message::codes::METHOD_NOT_FOUND)
+        {
+            eprintln!("jrpc: {key} does not answer rpc.discover: it publishes no OpenRPC document");
+        }
+        Failure::from(e).naming(&key)
     })?;
+    let document = serde_json::from_str(raw.get())
+        .map_err(anyhow::Error::from)
+        .and_then(parse)
+        .map_err(|e| {
+            Failure::Transport(e.context(format!("{key} answered rpc.discover with no OpenRPC document")))
+        })?;
     if let Some(path) = cache_path(&key) {
         if let Err(e) = save(&path, raw.get()) {
             tracing::warn!("could not cache the document at {}: {e:#}", path.display());

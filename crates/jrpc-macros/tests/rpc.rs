@@ -112,6 +112,17 @@ async fn exercise(client: &Client, vault: &Vault) {
     assert!(vault.audit.lock().unwrap().contains(&"checked".to_owned()));
 }
 
+/// Connects to `url` as a client that answers the server's `Teller`
+/// questions, and runs every call.
+async fn exercise_at(url: &str, vault: &Vault) {
+    let client = Client::builder()
+        .router(Ann.into_router())
+        .connect(url)
+        .await
+        .unwrap();
+    exercise(&client, vault).await;
+}
+
 #[tokio::test]
 async fn a_trait_serves_and_calls_over_tcp_both_ways() {
     let vault = vault();
@@ -119,13 +130,7 @@ async fn a_trait_serves_and_calls_over_tcp_both_ways() {
         .bind_tcp("127.0.0.1:0")
         .await
         .unwrap();
-    let client = Client::builder()
-        .router(Ann.into_router())
-        .connect(serving.local_addr())
-        .await
-        .unwrap();
-    exercise(&client, &vault).await;
-    drop(client);
+    exercise_at(serving.local_addr(), &vault).await;
     serving.shutdown().await;
 }
 
@@ -136,14 +141,7 @@ async fn a_trait_serves_and_calls_over_websocket_both_ways() {
         .bind("127.0.0.1:0")
         .await
         .unwrap();
-    let url = serving.local_addr().replace("http://", "ws://");
-    let client = Client::builder()
-        .router(Ann.into_router())
-        .connect(&url)
-        .await
-        .unwrap();
-    exercise(&client, &vault).await;
-    drop(client);
+    exercise_at(&serving.local_addr().replace("http://", "ws://"), &vault).await;
     serving.shutdown().await;
 }
 
