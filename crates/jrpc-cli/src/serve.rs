@@ -34,6 +34,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
     http: Vec<String>,
 
+    /// Do not serve the playground, the browser page at GET /playground on
+    /// the --http listeners for trying the methods (it is off anyway with
+    /// --auth-token or --auth-user: a browser cannot send a token on a
+    /// WebSocket).
+    #[arg(long)]
+    no_playground: bool,
+
     /// TLS certificate chain (PEM) for --http; needs --tls-key.
     #[arg(long, value_name = "PEM", requires = "tls_key")]
     tls_cert: Option<std::path::PathBuf>,
@@ -215,6 +222,12 @@ pub enum LogCalls {
 }
 
 impl ServeArgs {
+    /// Whether the HTTP listeners serve the playground: on unless turned
+    /// off, or unless a token is required (the page could not send it).
+    fn playground(&self) -> bool {
+        !self.no_playground && self.auth_token.is_empty() && self.auth_user.is_empty()
+    }
+
     /// Whether call log lines must reach stderr.
     pub fn logs_calls(&self) -> bool {
         self.log_calls.is_some()
@@ -317,7 +330,8 @@ fn http_server(
     let mut http = HttpServer::new(router)
         .body_budget(budget.clone())
         .max_connections(args.max_connections)
-        .connection(config.clone());
+        .connection(config.clone())
+        .playground(args.playground());
     if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
         http = http
             .tls_pem(cert, key)
@@ -475,6 +489,9 @@ fn print_try_lines(addr: &str, args: &ServeArgs) {
         "  curl{curl_tls} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[42,23],\"id\":1}}'"
     );
     eprintln!("  jrpc call {addr}{call_tls}{auth} subtract 42 23");
+    if args.playground() {
+        eprintln!("  open {addr}/playground in a browser");
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -56,7 +56,10 @@ impl Raw {
 async fn raw(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Raw {
     let addr = url.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request += &format!("Host: {addr}\r\n");
+    }
     for (name, value) in headers {
         request += &format!("{name}: {value}\r\n");
     }
@@ -851,6 +854,32 @@ async fn browsers_from_other_origins_are_refused_unless_cors_allows_them() {
         "ws: null allowed when configured"
     );
     serving.shutdown().await;
+    // A page served by this very server, reached by IP address, is
+    // same-origin; a name is not (DNS rebinding can point any name here).
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    for (host, origin, allowed) in [
+        ("10.1.2.3:4000", "http://10.1.2.3:4000", true),
+        ("[fd00::1]:4000", "http://[fd00::1]:4000", true),
+        ("10.1.2.3:4000", "http://10.1.2.3:4001", false),
+        ("10.1.2.3:4000", "http://10.9.9.9:4000", false),
+        ("evil.example:4000", "http://evil.example:4000", false),
+    ] {
+        let response = raw(
+            &url,
+            "POST",
+            "/",
+            &[JSON, ("Host", host), ("Origin", origin)],
+            call,
+        )
+        .await;
+        assert_eq!(
+            response.status == 200,
+            allowed,
+            "{host} from {origin}: {}",
+            response.status
+        );
+    }
+    serving.shutdown().await;
 }
 
 /// The status of a WebSocket upgrade request from a browser page at `origin`.
@@ -1390,4 +1419,62 @@ async fn routes_stream_server_sent_events() {
         !String::from_utf8_lossy(&rest).contains("data:"),
         "more events after shutdown"
     );
+}
+
+#[tokio::test]
+async fn the_playground_is_served_only_when_turned_on() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    assert_eq!(
+        raw(&url, "GET", "/playground", &[], b"").await.status,
+        404,
+        "off by default"
+    );
+    serving.shutdown().await;
+
+    let mine = |_request, _cx| async {
+        jrpc::server::http::route::error_response(http::StatusCode::GONE, jrpc::Error::invalid_request())
+    };
+    let (serving, url) = serve(
+        HttpServer::new(jrpc::demo::router())
+            .path("/rpc?\"x\"")
+            .playground(true)
+            .route("/playground/playground.css", mine),
+    )
+    .await;
+    for path in ["/playground", "/playground/"] {
+        let page = raw(&url, "GET", path, &[], b"").await;
+        assert_eq!(page.status, 200, "{path}");
+        assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+        let policy = page
+            .header("content-security-policy")
+            .expect("a content security policy");
+        assert!(
+            policy.contains("default-src 'none'") && policy.contains("script-src 'self'"),
+            "{policy}"
+        );
+        let body = String::from_utf8(page.body).unwrap();
+        assert!(
+            body.contains(r#"content="/rpc?&quot;x&quot;""#),
+            "the RPC path, escaped"
+        );
+        assert!(body.contains(r#"<script src="/playground/playground.js" defer></script>"#));
+    }
+    let script = raw(&url, "GET", "/playground/playground.js", &[], b"").await;
+    assert_eq!(script.status, 200);
+    assert_eq!(
+        script.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    let head = raw(&url, "HEAD", "/playground/playground.js", &[], b"").await;
+    assert_eq!(head.status, 200);
+    assert_eq!(
+        head.header("content-length"),
+        Some(script.body.len().to_string().as_str())
+    );
+    let post = raw(&url, "POST", "/playground", &[JSON], b"{}").await;
+    assert_eq!(post.status, 405);
+    assert_eq!(post.header("allow"), Some("GET, HEAD"));
+    let style = raw(&url, "GET", "/playground/playground.css", &[], b"").await;
+    assert_eq!(style.status, 410, "a route of your own takes precedence");
+    serving.shutdown().await;
 }

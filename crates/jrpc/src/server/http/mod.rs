@@ -9,6 +9,8 @@
 //!   each connection is a full [`Peer`](crate::peer::Peer), so handlers can
 //!   call and notify the client.
 //! - `GET /health` answers `200 {"status":"ok"}` for load balancers.
+//! - `GET /playground`, when [turned on](HttpServer::playground): a page to
+//!   try the server's methods from a browser.
 //!
 //! Refusals, each with a JSON-RPC error body (`"id": null`): another method
 //! on the RPC path → `405` (with `Allow`); a body that is not JSON → `415`;
@@ -39,6 +41,7 @@
 mod layers;
 #[cfg(feature = "metrics")]
 mod metrics_server;
+mod playground;
 pub mod route;
 mod service;
 pub mod sse;
@@ -112,6 +115,7 @@ pub struct HttpServer {
     request_timeout: Option<Duration>,
     layers: Vec<Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>>,
     routes: Vec<(String, route::RouteHandler)>,
+    playground: bool,
     /// How WebSocket connections behave.
     config: ConnectionConfig,
     shutdown_grace: Duration,
@@ -158,6 +162,7 @@ impl HttpServer {
             request_timeout: None,
             layers: Vec::new(),
             routes: Vec::new(),
+            playground: false,
             max_connections: Server::DEFAULT_MAX_CONNECTIONS,
             #[cfg(feature = "metrics")]
             metrics: None,
@@ -182,6 +187,34 @@ impl HttpServer {
     /// The health-check path (default `/health`); `None` turns it off.
     pub fn health_path(mut self, path: Option<String>) -> Self {
         self.health_path = path;
+        self
+    }
+
+    /// Serves the playground at `GET /playground` (off by default): a page
+    /// for trying the server from a browser. It connects to the RPC path
+    /// over WebSocket, loads the server's methods from `rpc.discover` (turn
+    /// it on with [`Router::discover`]), builds a form for each from its
+    /// param schemas, and shows requests, responses, the server's
+    /// notifications and a history; raw JSON editing covers the rest. It
+    /// needs WebSocket on, and loads nothing from the network. A browser
+    /// cannot send an `Authorization` header on a WebSocket, so a server
+    /// with [auth](Self::auth) refuses the page's connection. Routes of
+    /// your own on the same paths take precedence.
+    ///
+    /// ```no_run
+    /// use jrpc::openrpc::Info;
+    /// use jrpc::server::http::HttpServer;
+    ///
+    /// # async fn run() -> std::io::Result<()> {
+    /// let router = jrpc::Router::new()
+    ///     .sync_method("ping", || Ok("pong"))
+    ///     .discover(Info::new("pinger", "1.0.0"));
+    /// let serving = HttpServer::new(router).playground(true).bind("127.0.0.1:4000").await?;
+    /// println!("open {}/playground", serving.local_addr());
+    /// # Ok(()) }
+    /// ```
+    pub fn playground(mut self, on: bool) -> Self {
+        self.playground = on;
         self
     }
 
@@ -415,7 +448,15 @@ impl HttpServer {
             first_request: self.config.first_request_timeout,
             idle: self.config.idle_timeout,
         };
-        let routes = Routes(Arc::new(self.routes.clone()));
+        let mut routes = self.routes.clone();
+        if self.playground {
+            for (path, handler) in playground::routes(&self.path) {
+                if !routes.iter().any(|(taken, _)| *taken == path) {
+                    routes.push((path, handler));
+                }
+            }
+        }
+        let routes = Routes(Arc::new(routes));
         let route_context = route::RouteContext {
             peer_addr: None,
             max_body_len: self.router.parse_limits().max_frame_len,

@@ -132,13 +132,19 @@ fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
 }
 
 /// Whether a browser page from this `Origin` may call: no origin (not a
-/// browser), or a page served from this machine. Anything else could be any
-/// web site the user visits (cross-site WebSocket hijacking, DNS
-/// rebinding), unless CORS says so. That includes the opaque `null` origin,
-/// which any page can send from a sandboxed iframe: it needs CORS or
-/// [`HttpServer::allow_null_origin`](super::HttpServer::allow_null_origin).
-fn origin_allowed(settings: &Settings, headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+/// browser), a page served from this machine, or a page from this very
+/// server reached by IP address. Anything else could be any web site the
+/// user visits (cross-site WebSocket hijacking, DNS rebinding: an attacker's
+/// name resolved to this address has the attacker's name as its host, never
+/// an IP literal), unless CORS says so. That includes the opaque `null`
+/// origin, which any page can send from a sandboxed iframe: it needs CORS
+/// or [`HttpServer::allow_null_origin`](super::HttpServer::allow_null_origin).
+fn origin_allowed<B>(settings: &Settings, request: &Request<B>) -> bool {
+    let Some(origin) = request
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+    else {
         return true;
     };
     if settings.any_origin {
@@ -147,12 +153,31 @@ fn origin_allowed(settings: &Settings, headers: &HeaderMap) -> bool {
     if origin == "null" {
         return settings.null_origin;
     }
-    let host = origin
-        .parse::<http::Uri>()
-        .ok()
-        .and_then(|uri| uri.host().map(str::to_ascii_lowercase));
-    matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"))
-        || host.is_some_and(|h| h.ends_with(".localhost"))
+    let Ok(origin) = origin.parse::<http::Uri>() else {
+        return false;
+    };
+    let Some(host) = origin.host().map(str::to_ascii_lowercase) else {
+        return false;
+    };
+    if matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]") || host.ends_with(".localhost") {
+        return true;
+    }
+    // HTTP/1.1 names the server in `Host`, HTTP/2 in the `:authority`.
+    let server = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    let ip_literal = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+        .is_ok();
+    ip_literal
+        && origin
+            .authority()
+            .zip(server)
+            .is_some_and(|(origin, server)| origin.as_str().eq_ignore_ascii_case(server))
 }
 
 /// `503` with `Retry-After: 1` and a `-32007 Server busy` body saying why.
@@ -196,7 +221,7 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
             Error::invalid_request().with_data(&format!("JSON-RPC is served at {}", settings.path)),
         );
     }
-    if !origin_allowed(settings, request.headers()) {
+    if !origin_allowed(settings, &request) {
         return error_response(
             StatusCode::FORBIDDEN,
             Error::invalid_request()
