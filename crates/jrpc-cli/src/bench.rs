@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use clap::Args;
 use hdrhistogram::Histogram;
-use jrpc::client::Client;
+use jrpc::client::{AutoBatch, Client};
 use jrpc::message::RawValue;
 use jrpc::CallError;
 
@@ -27,6 +27,7 @@ EXAMPLES:
   jrpc bench http://127.0.0.1:4000 add 1 2 --connections 16 --duration 10s
   jrpc bench ws://127.0.0.1:4000 echo hello --connections 16 --in-flight 64
   jrpc bench tcp://127.0.0.1:4001 add 1 2 --batch 100 --json
+  jrpc bench http://127.0.0.1:4000 add 1 2 -c 1 -m 64 --auto-batch 32/1ms
   jrpc bench sum 1 2 3 --requests 10000 -- jrpc serve --stdio")]
 pub struct BenchArgs {
     /// TARGET, METHOD and PARAMS (no TARGET when a command follows `--`).
@@ -60,6 +61,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "K")]
     batch: Option<usize>,
 
+    /// Let the client gather concurrent calls into batch frames of up to N
+    /// calls, each waiting at most LINGER (default 1ms) for others to join:
+    /// the client library's automatic batching. Counts and rates are then
+    /// of calls, not frames.
+    #[arg(long, value_name = "N[/LINGER]", value_parser = parse_auto_batch, conflicts_with = "batch")]
+    auto_batch: Option<AutoBatch>,
+
     /// Open loop: send this many requests per second in all, on a schedule.
     #[arg(long, value_name = "R")]
     rate: Option<f64>,
@@ -70,6 +78,29 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     connect: ConnectArgs,
+}
+
+/// `N` or `N/LINGER` (`32`, `32/2ms`, `64/0`).
+fn parse_auto_batch(text: &str) -> Result<AutoBatch, String> {
+    let (count, linger) = match text.split_once('/') {
+        Some((count, linger)) => (count, Some(linger)),
+        None => (text, None),
+    };
+    let count: usize = count
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{text:?}: expected N[/LINGER] with N at least 1, e.g. 32 or 32/2ms"))?;
+    let mut settings = AutoBatch::new(count);
+    if let Some(linger) = linger {
+        let linger = if linger == "0" {
+            Duration::ZERO
+        } else {
+            parse_duration(linger).map_err(|e| format!("{text:?}: the linger window: {e}"))?
+        };
+        settings = settings.linger(linger);
+    }
+    Ok(settings)
 }
 
 /// What the workers share.
@@ -221,8 +252,16 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
 
     // Connect everything first, and check once that the call works at all.
     let mut clients = Vec::with_capacity(args.connections);
+    let auto_batch = args.auto_batch;
     for _ in 0..args.connections {
-        clients.push(target.clone().connect(&args.connect).await?);
+        let client = target
+            .clone()
+            .connect_with(&args.connect, |builder| match auto_batch {
+                Some(settings) => builder.auto_batch(settings),
+                None => builder,
+            })
+            .await?;
+        clients.push(client);
     }
     clients[0]
         .call_raw(&method, &*params, args.connect.timeout)
@@ -326,6 +365,10 @@ fn print_report(
             "connections": args.connections,
             "in_flight": args.in_flight,
             "batch": args.batch,
+            "auto_batch": args.auto_batch.map(|a| serde_json::json!({
+                "max_entries": a.max_entries(),
+                "linger_ms": a.linger_window().as_secs_f64() * 1000.0,
+            })),
             "rate": args.rate,
             "seconds": secs,
             "requests": requests,
@@ -345,16 +388,27 @@ fn print_report(
         return;
     }
     let ms = |us: u64| us as f64 / 1000.0;
+    let shape = match (args.batch, args.auto_batch) {
+        (Some(k), _) => format!(", batches of {k}"),
+        (None, Some(a)) => format!(
+            ", automatic batches of up to {} calls ({:?} linger)",
+            a.max_entries(),
+            a.linger_window()
+        ),
+        (None, None) => String::new(),
+    };
+    // With automatic batching each request counted is a call.
+    let noun = if args.auto_batch.is_some() {
+        "calls"
+    } else {
+        "requests"
+    };
     println!(
-        "{requests} requests in {secs:.2}s over {} connection(s) x {} in flight{}",
-        args.connections,
-        args.in_flight,
-        args.batch
-            .map(|k| format!(", batches of {k}"))
-            .unwrap_or_default()
+        "{requests} {noun} in {secs:.2}s over {} connection(s) x {} in flight{shape}",
+        args.connections, args.in_flight,
     );
     println!("  requests/s  {:>12.0}", requests as f64 / secs);
-    if args.batch.is_some() {
+    if args.batch.is_some() || args.auto_batch.is_some() {
         println!(
             "  items/s     {:>12.0}",
             requests as f64 * items_per_request / secs

@@ -273,6 +273,16 @@ impl Target {
     }
 
     pub(crate) async fn connect(self, args: &ConnectArgs) -> Result<Client, Failure> {
+        self.connect_with(args, |builder| builder).await
+    }
+
+    /// As [`connect`](Self::connect), with settings of the caller's own
+    /// (`jrpc bench --auto-batch`, say) added to the builder.
+    pub(crate) async fn connect_with(
+        self,
+        args: &ConnectArgs,
+        customize: impl FnOnce(jrpc::client::ClientBuilder) -> jrpc::client::ClientBuilder,
+    ) -> Result<Client, Failure> {
         let mut builder = Client::builder()
             .framing(args.framing)
             .call_timeout(args.timeout)
@@ -297,6 +307,7 @@ impl Target {
         if let Some(protocol) = cancel_protocol(args.cancel, args.framing) {
             builder = builder.cancellation(protocol);
         }
+        let builder = customize(builder);
         let timeout = args.timeout;
         let connecting = async {
             match self {

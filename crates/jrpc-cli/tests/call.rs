@@ -296,3 +296,39 @@ fn bench_reports_requests_latency_and_errors() {
     );
     assert_eq!(report["requests"], 20);
 }
+
+#[test]
+fn bench_auto_batch_counts_calls_and_refuses_bad_settings() {
+    let served = Served::start(&["--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0"]);
+    for target in &served.targets {
+        let words = "add 1 2 -c 1 -m 16 --requests 400 --auto-batch 8/2ms --json";
+        let out = Command::new(JRPC)
+            .args(["bench", target])
+            .args(words.split(' '))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["requests"], 400, "calls, not frames: {report}");
+        assert_eq!(report["ok"], 400);
+        assert_eq!(report["auto_batch"]["max_entries"], 8);
+        assert_eq!(report["items_per_second"], report["requests_per_second"]);
+    }
+    for bad in [
+        &["--auto-batch", "0"][..],
+        &["--auto-batch", "8/soon"],
+        &["--auto-batch", "8", "--batch", "2"],
+    ] {
+        let out = Command::new(JRPC)
+            .args(["bench", &served.targets[0], "add", "1", "2", "--requests", "1"])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{bad:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

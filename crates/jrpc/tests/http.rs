@@ -861,6 +861,10 @@ async fn browsers_from_other_origins_are_refused_unless_cors_allows_them() {
         ("10.1.2.3:4000", "http://10.1.2.3:4000", true),
         ("[fd00::1]:4000", "http://[fd00::1]:4000", true),
         ("10.1.2.3:4000", "http://10.1.2.3:4001", false),
+        ("10.1.2.3", "http://10.1.2.3:80", true),
+        // Another service on the same address: another scheme or port.
+        ("10.1.2.3:4000", "https://10.1.2.3:4000", false),
+        ("10.1.2.3:443", "http://10.1.2.3", false),
         ("10.1.2.3:4000", "http://10.9.9.9:4000", false),
         ("evil.example:4000", "http://evil.example:4000", false),
     ] {

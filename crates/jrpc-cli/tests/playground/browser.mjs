@@ -185,7 +185,16 @@ try {
     await page.click("#send-raw");
     await page.waitForFunction(() => document.querySelector("#outcome").dataset.state === "error");
     assert.match(await page.textContent("#outcome"), /-32700/);
+    // A call still running keeps its own response when malformed input,
+    // answered with id null, is sent meanwhile; form ids continue after it.
+    await page.fill("#raw", '{"jsonrpc":"2.0","method":"sleep","params":{"ms":300},"id":9}');
+    await page.click("#send-raw");
+    await page.fill("#raw", "{oops");
+    await page.click("#send-raw");
+    await page.waitForFunction(() => /-32700/.test(document.querySelector("#outcome").textContent));
+    await page.locator("#history li .entry", { hasText: "sleep → 300" }).waitFor();
     await page.click("#tab-form");
+    assert.match(await page.textContent("#preview"), /"id": 10/);
   });
 
   await check("the history shows each call and brings one back", async () => {

@@ -182,6 +182,15 @@ pub struct BatchCall<R> {
     _result: PhantomData<fn() -> R>,
 }
 
+impl<R> BatchCall<R> {
+    /// Waits at most `timeout` for the result (instead of the caller's
+    /// default call timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+}
+
 impl<R: DeserializeOwned + Send + 'static> IntoFuture for BatchCall<R> {
     type Output = Result<R, CallError>;
     type IntoFuture = Pin<Box<dyn Future<Output = Result<R, CallError>> + Send>>;

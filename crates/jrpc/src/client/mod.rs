@@ -21,6 +21,7 @@
 //! # Ok(()) }
 //! ```
 
+mod auto_batch;
 #[cfg(feature = "http-client")]
 pub(crate) mod http;
 mod retry;
@@ -37,7 +38,9 @@ use tokio::task::JoinHandle;
 
 #[cfg(feature = "http-client")]
 pub use self::http::{HttpClient, HttpError};
-use crate::caller::{BoxFuture, BoxOutgoingService, Caller, Outgoing};
+use crate::caller::{
+    build_stack, erase_layer, BoxFuture, BoxOutgoingService, Caller, Outgoing, OutgoingLayerFn,
+};
 use crate::codec::Framing;
 use crate::peer::{Batch, CallError, CancelProtocol, ConnectionConfig, Peer, PeerBuilder};
 pub use crate::transport::child::StderrMode;
@@ -45,6 +48,8 @@ pub use crate::transport::child::StderrMode;
 pub use crate::transport::ws::WsOptions;
 use crate::transport::{Dialer, DynDialer};
 use crate::Router;
+pub use auto_batch::AutoBatch;
+use auto_batch::{BatchSink, Batcher};
 use futures_util::future::Either;
 pub use retry::Retry;
 use std::future::Future;
@@ -53,11 +58,20 @@ use std::future::Future;
 #[derive(Default)]
 pub struct ClientBuilder {
     peer: PeerBuilder,
+    calling: Calling,
     stderr: StderrMode,
     /// Dial again, with backoff, when the connection drops.
     reconnect: Option<Retry>,
     #[cfg(feature = "http-client")]
     http: HttpSettings,
+}
+
+/// What a client does with each call before it reaches the connection.
+#[derive(Default)]
+struct Calling {
+    /// Outgoing middleware, innermost first.
+    layers: Vec<OutgoingLayerFn>,
+    auto_batch: Option<AutoBatch>,
 }
 
 #[cfg(feature = "http-client")]
@@ -73,9 +87,11 @@ struct HttpSettings {
 }
 
 impl ClientBuilder {
-    /// Wraps every call and notification this client makes (batches go
-    /// out past it) in a layer, on every transport: see
-    /// [`caller`](crate::caller). The layer added last runs first.
+    /// Wraps every call and notification this client makes (explicit
+    /// [`batch`](Client::batch)es go out past it) in a layer, on every
+    /// transport: see [`caller`](crate::caller). The layer added last runs
+    /// first. Layers wrap the client as a whole, above its connection: one
+    /// layer serves every connection a reconnecting client makes.
     pub fn layer<L>(mut self, layer: L) -> Self
     where
         L: tower::Layer<BoxOutgoingService> + Send + Sync + 'static,
@@ -83,7 +99,36 @@ impl ClientBuilder {
         <L::Service as tower::Service<Outgoing>>::Error: Into<crate::middleware::BoxError>,
         <L::Service as tower::Service<Outgoing>>::Future: Send + 'static,
     {
-        self.peer = self.peer.layer(layer);
+        self.calling.layers.push(erase_layer(layer));
+        self
+    }
+
+    /// Gathers calls and notifications made close together into batch
+    /// frames, on every transport: within the [linger
+    /// window](AutoBatch::linger), up to [`AutoBatch::new`]'s count and
+    /// [`AutoBatch::max_bytes`]. Each caller still gets its own result
+    /// (and its own timeout). Below the [layers](Self::layer): a cache or
+    /// a retry sees each call on its own. Off by default.
+    ///
+    /// ```no_run
+    /// use jrpc::client::{AutoBatch, Client};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = Client::builder()
+    ///     .auto_batch(AutoBatch::new(32))
+    ///     .connect("http://127.0.0.1:4000")
+    ///     .await?;
+    /// // Made at once: one HTTP request carries all three.
+    /// let (a, b, c) = tokio::join!(
+    ///     client.call::<i64>("add", (1, 2)),
+    ///     client.call::<i64>("add", (3, 4)),
+    ///     client.call::<i64>("subtract", (42, 23)),
+    /// );
+    /// assert_eq!((a?, b?, c?), (3, 7, 19));
+    /// # Ok(()) }
+    /// ```
+    pub fn auto_batch(mut self, settings: AutoBatch) -> Self {
+        self.calling.auto_batch = Some(settings);
         self
     }
 
@@ -269,37 +314,36 @@ impl ClientBuilder {
     /// Connects through any [`Dialer`]: a transport of your own, or one of
     /// the built-in ones. With [`reconnect`](Self::reconnect), the client
     /// dials again whenever the connection drops.
-    pub async fn connect_with(self, dialer: impl Dialer) -> io::Result<Client> {
+    pub async fn connect_with(mut self, dialer: impl Dialer) -> io::Result<Client> {
+        let calling = std::mem::take(&mut self.calling);
         let connection = dialer.dial().await?;
         let template = self.peer.settings_clone();
         let peer = self.peer.connect(connection);
         let Some(retry) = self.reconnect else {
-            return Ok(Client::owning(peer, None, None));
+            return Ok(Client::owning(peer, None, None, calling));
         };
-        Ok(Client {
-            inner: Inner::Reconnecting(Arc::new(Reconnecting {
-                dialer: Box::new(dialer),
-                template: Mutex::new(template),
-                retry,
-                current: Mutex::new(peer),
-                reconnecting: tokio::sync::Mutex::new(()),
-            })),
-            owner: None,
-        })
+        let inner = Inner::Reconnecting(Arc::new(Reconnecting {
+            dialer: Box::new(dialer),
+            template: Mutex::new(template),
+            retry,
+            current: Mutex::new(peer),
+            reconnecting: tokio::sync::Mutex::new(()),
+        }));
+        Ok(Client::assemble(inner, None, calling))
     }
 
     /// An HTTP client for `url` (`http://` or `https://`). No connection is
     /// made until the first call; connections are pooled and kept alive.
     #[cfg(feature = "http-client")]
-    pub fn connect_http(self, url: &str) -> io::Result<Client> {
-        Ok(Client {
-            inner: Inner::Http(self.http(url)?),
-            owner: None,
-        })
+    pub fn connect_http(mut self, url: &str) -> io::Result<Client> {
+        // The client's layers wrap it whole, not the HTTP client inside.
+        let calling = std::mem::take(&mut self.calling);
+        Ok(Client::assemble(Inner::Http(self.http(url)?), None, calling))
     }
 
     /// The HTTP client for `url` (`http://` or `https://`) on its own,
-    /// without the [`Client`] around it.
+    /// without the [`Client`] around it: with this builder's layers, but
+    /// not its automatic batching.
     #[cfg(feature = "http-client")]
     pub fn http(self, url: &str) -> io::Result<HttpClient> {
         let options = self::http::HttpOptions {
@@ -312,18 +356,19 @@ impl ClientBuilder {
             tls: self.http.tls,
         };
         let transport = Arc::new(self::http::HttpTransport::new(url, options)?);
-        Ok(HttpClient::new(transport, self.peer.outgoing_layers()))
+        Ok(HttpClient::new(transport, &self.calling.layers))
     }
 
     /// Spawns `command` and talks to it over its stdin and stdout. The child
     /// is killed when the client is dropped; if it dies first, pending calls
     /// fail at once with its exit status.
-    pub fn spawn(self, command: impl Into<tokio::process::Command>) -> io::Result<Client> {
+    pub fn spawn(mut self, command: impl Into<tokio::process::Command>) -> io::Result<Client> {
+        let calling = std::mem::take(&mut self.calling);
         let spawned = crate::transport::child::spawn(command.into(), self.stderr)?;
         let (framing, max_frame_len) = (self.framing_now(), self.max_frame_len());
         let (connection, rest) = spawned.connection(framing, max_frame_len);
         let peer = self.peer.connect(connection);
-        let mut client = Client::owning(peer.clone(), Some(rest.monitor), rest.stderr);
+        let mut client = Client::owning(peer.clone(), Some(rest.monitor), rest.stderr, calling);
         if let Some(owner) = client.owner.as_mut().and_then(Arc::get_mut) {
             owner.pid = rest.pid;
             owner.child_exit = Some(rest.exit);
@@ -343,13 +388,14 @@ impl ClientBuilder {
     }
 
     /// Runs the client over any reader/writer pair.
-    pub fn over<R, W>(self, reader: R, writer: W) -> Client
+    pub fn over<R, W>(mut self, reader: R, writer: W) -> Client
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        let calling = std::mem::take(&mut self.calling);
         let framing = self.framing_now();
-        Client::owning(self.peer.start(reader, writer, framing), None, None)
+        Client::owning(self.peer.start(reader, writer, framing), None, None, calling)
     }
 }
 
@@ -445,11 +491,49 @@ impl Drop for Reconnecting {
     }
 }
 
+impl Inner {
+    /// Sends one call on the connection, past the client's layers.
+    fn send_direct(&self, call: Outgoing) -> BoxFuture<'_, Result<Box<RawValue>, CallError>> {
+        Box::pin(async move {
+            match self {
+                Inner::Peer(peer) => Caller::send(peer, call).await,
+                #[cfg(feature = "http-client")]
+                Inner::Http(http) => http.send(call).await,
+                Inner::Reconnecting(ws) => Caller::send(&ws.peer().await?, call).await,
+            }
+        })
+    }
+
+    fn batch(&self) -> Batch {
+        match self {
+            Inner::Peer(peer) => peer.batch(),
+            #[cfg(feature = "http-client")]
+            Inner::Http(http) => http.batch(),
+            // A batch goes on the current connection; if it has dropped, the
+            // batch fails and the next call reconnects.
+            Inner::Reconnecting(ws) => ws.current().batch(),
+        }
+    }
+}
+
+impl BatchSink for Inner {
+    fn send_one(&self, call: Outgoing) -> BoxFuture<'_, Result<Box<RawValue>, CallError>> {
+        self.send_direct(call)
+    }
+
+    fn batch(&self) -> Batch {
+        Inner::batch(self)
+    }
+}
+
 /// The calling side of a connection. Cheap to clone; a connection closes
 /// (and a spawned child is killed) when the last clone is dropped.
 #[derive(Clone)]
 pub struct Client {
     inner: Inner,
+    /// The layers and automatic batching calls go through, when there are
+    /// any; the connection is at its bottom.
+    stack: Option<BoxOutgoingService>,
     owner: Option<Arc<Owner>>,
 }
 
@@ -458,8 +542,8 @@ impl Caller for Client {
     // other kinds (HTTP, reconnecting) go through a box, so that their much
     // larger futures are not carried (and copied) by every call.
     fn send(&self, call: Outgoing) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
-        match &self.inner {
-            Inner::Peer(peer) => Either::Left(Caller::send(peer, call)),
+        match (&self.stack, &self.inner) {
+            (None, Inner::Peer(peer)) => Either::Left(Caller::send(peer, call)),
             _ => Either::Right(self.send_boxed(call)),
         }
     }
@@ -485,11 +569,11 @@ impl Caller for Client {
         params: impl Serialize,
         timeout: Duration,
     ) -> impl Future<Output = Result<Box<RawValue>, CallError>> + Send {
-        match &self.inner {
-            Inner::Peer(peer) => Either::Left(Caller::call_raw(peer, method, params, timeout)),
+        match (&self.stack, &self.inner) {
+            (None, Inner::Peer(peer)) => Either::Left(Caller::call_raw(peer, method, params, timeout)),
             #[cfg(feature = "http-client")]
-            Inner::Http(http) => Either::Right(http.start_call(method, params, timeout)),
-            Inner::Reconnecting(_) => {
+            (None, Inner::Http(http)) => Either::Right(http.start_call(method, params, timeout)),
+            _ => {
                 let call = crate::caller::encode_params(params).map(|p| Outgoing::call(method, p, timeout));
                 Either::Right(match call {
                     Ok(call) => self.send_boxed(call),
@@ -501,16 +585,38 @@ impl Caller for Client {
 }
 
 impl Client {
-    /// Sends through whatever this client is, boxed.
+    /// Sends through the layers and whatever this client is, boxed.
     fn send_boxed(&self, call: Outgoing) -> BoxFuture<'_, Result<Box<RawValue>, CallError>> {
-        Box::pin(async move {
-            match &self.inner {
-                Inner::Peer(peer) => Caller::send(peer, call).await,
-                #[cfg(feature = "http-client")]
-                Inner::Http(http) => http.send(call).await,
-                Inner::Reconnecting(ws) => Caller::send(&ws.peer().await?, call).await,
-            }
-        })
+        match &self.stack {
+            Some(stack) => Box::pin(tower::ServiceExt::oneshot(stack.clone(), call)),
+            None => self.inner.send_direct(call),
+        }
+    }
+
+    /// A client over `inner`, its calls going through `calling`'s layers
+    /// and automatic batching.
+    fn assemble(inner: Inner, owner: Option<Arc<Owner>>, calling: Calling) -> Client {
+        let Calling { layers, auto_batch } = calling;
+        let stack = (!layers.is_empty() || auto_batch.is_some()).then(|| {
+            let innermost = match auto_batch {
+                Some(settings) => {
+                    let batcher = Batcher::start(settings, Arc::new(inner.clone()));
+                    BoxOutgoingService::new(tower::service_fn(move |call: Outgoing| {
+                        let batcher = batcher.clone();
+                        async move { batcher.send(call).await }
+                    }))
+                }
+                None => {
+                    let inner = inner.clone();
+                    BoxOutgoingService::new(tower::service_fn(move |call: Outgoing| {
+                        let inner = inner.clone();
+                        async move { inner.send_direct(call).await }
+                    }))
+                }
+            };
+            build_stack(innermost, &layers)
+        });
+        Client { inner, stack, owner }
     }
 }
 
@@ -526,17 +632,20 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    fn owning(peer: Peer, child: Option<JoinHandle<()>>, stderr: Option<Arc<Mutex<String>>>) -> Client {
-        Client {
-            owner: Some(Arc::new(Owner {
-                peer: peer.clone(),
-                child,
-                stderr,
-                pid: None,
-                child_exit: None,
-            })),
-            inner: Inner::Peer(peer),
-        }
+    fn owning(
+        peer: Peer,
+        child: Option<JoinHandle<()>>,
+        stderr: Option<Arc<Mutex<String>>>,
+        calling: Calling,
+    ) -> Client {
+        let owner = Arc::new(Owner {
+            peer: peer.clone(),
+            child,
+            stderr,
+            pid: None,
+            child_exit: None,
+        });
+        Client::assemble(Inner::Peer(peer), Some(owner), calling)
     }
 
     /// Settings for a new client.
@@ -584,20 +693,15 @@ impl Client {
         Caller::notify(self, method, params).await
     }
 
-    /// Starts a batch. See [`Batch`].
+    /// Starts a batch, sent on the connection past the client's layers.
+    /// See [`Batch`].
     pub fn batch(&self) -> Batch {
-        match &self.inner {
-            Inner::Peer(peer) => peer.batch(),
-            #[cfg(feature = "http-client")]
-            Inner::Http(http) => http.batch(),
-            // A batch goes on the current connection; if it has dropped, the
-            // batch fails and the next call reconnects.
-            Inner::Reconnecting(ws) => ws.current().batch(),
-        }
+        self.inner.batch()
     }
 
     /// The underlying peer (the current one for a reconnecting WebSocket),
-    /// for connection-oriented transports; `None` over plain HTTP.
+    /// for connection-oriented transports; `None` over plain HTTP. Calls
+    /// made on it go past the client's layers.
     pub fn peer(&self) -> Option<Peer> {
         match &self.inner {
             Inner::Peer(peer) => Some(peer.clone()),

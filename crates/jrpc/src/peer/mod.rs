@@ -229,11 +229,6 @@ impl PeerBuilder {
         self
     }
 
-    #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
-    pub(crate) fn outgoing_layers(&self) -> &[OutgoingLayerFn] {
-        &self.outgoing
-    }
-
     /// Replaces everything recorded about the connection.
     pub fn extensions(mut self, extensions: Extensions) -> Self {
         self.extensions = extensions;

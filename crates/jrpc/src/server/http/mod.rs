@@ -396,6 +396,7 @@ impl HttpServer {
             metrics: self.metrics.clone(),
             any_origin: self.cors.is_some(),
             null_origin: self.null_origin,
+            tls: self.tls.is_some(),
             ws_slots: Arc::new(tokio::sync::Semaphore::new(self.max_connections)),
             body_budget: self.body_budget.clone(),
             config: self.config.clone(),
@@ -451,7 +452,12 @@ impl HttpServer {
         let mut routes = self.routes.clone();
         if self.playground {
             for (path, handler) in playground::routes(&self.path) {
-                if !routes.iter().any(|(taken, _)| *taken == path) {
+                // Routes of your own, the RPC path and the health check
+                // keep their paths.
+                let taken = routes.iter().any(|(taken, _)| *taken == path)
+                    || path == self.path
+                    || self.health_path.as_deref() == Some(path.as_str());
+                if !taken {
                     routes.push((path, handler));
                 }
             }

@@ -38,6 +38,9 @@ pub(crate) struct Settings {
     /// Whether the opaque `null` origin (sandboxed iframes, local files)
     /// may call.
     pub(crate) null_origin: bool,
+    /// Whether the listener speaks TLS (`https` origins), for telling a
+    /// page of this very server from another service on the same host.
+    pub(crate) tls: bool,
     /// WebSocket connections outlive their HTTP connection's slot: they are
     /// bounded here instead.
     pub(crate) ws_slots: Arc<tokio::sync::Semaphore>,
@@ -173,11 +176,21 @@ fn origin_allowed<B>(settings: &Settings, request: &Request<B>) -> bool {
         .trim_end_matches(']')
         .parse::<std::net::IpAddr>()
         .is_ok();
-    ip_literal
-        && origin
-            .authority()
-            .zip(server)
-            .is_some_and(|(origin, server)| origin.as_str().eq_ignore_ascii_case(server))
+    // Same origin: this scheme, this host and this port, default ports
+    // spelled out (another service on the same address is another origin).
+    let (scheme, default_port) = if settings.tls {
+        ("https", 443)
+    } else {
+        ("http", 80)
+    };
+    let origin_port = origin.port_u16().unwrap_or(default_port);
+    let same_server = server
+        .and_then(|server| server.parse::<http::uri::Authority>().ok())
+        .is_some_and(|server| {
+            server.host().eq_ignore_ascii_case(&host)
+                && server.port_u16().unwrap_or(default_port) == origin_port
+        });
+    ip_literal && origin.scheme_str() == Some(scheme) && same_server
 }
 
 /// `503` with `Retry-After: 1` and a `-32007 Server busy` body saying why.

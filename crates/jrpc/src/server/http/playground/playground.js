@@ -78,6 +78,21 @@
     return found;
   }
 
+  // The elements of a JSON array text, each as its own text.
+  function elements(text) {
+    const found = [];
+    let i = skipSpace(text, 0);
+    if (text[i] !== "[") return found;
+    i = skipSpace(text, i + 1);
+    while (i < text.length && text[i] !== "]") {
+      const end = skipValue(text, i);
+      found.push(text.slice(skipSpace(text, i), end));
+      i = skipSpace(text, end);
+      if (text[i] === ",") i = skipSpace(text, i + 1);
+    }
+    return found;
+  }
+
   // `text` without the spaces between tokens.
   function compact(text) {
     let out = "";
@@ -142,9 +157,9 @@
     return out;
   }
 
-  // A key for matching ids: JSON.parse's value and its type, the same
-  // conversion on both sides of the comparison.
-  const idKey = (id) => typeof id + ":" + String(id);
+  // A key for matching ids: the id's own JSON text, so that ids beyond
+  // what a JavaScript number holds stay apart. `undefined` for no id.
+  const idKey = (idText) => (idText === undefined ? undefined : compact(idText));
 
   // ---- Small DOM helpers -------------------------------------------------
 
@@ -173,9 +188,10 @@
   let discoverId = null;
   let shown = null; // the history entry shown in the response panel
   const pending = new Map(); // idKey -> entry awaiting its response
-  const nullWaiters = []; // raw entries a response with id null may belong to
+  const nullWaiters = []; // raw entries the server may answer with id null
   const history = [];
   let fields = []; // the form's fields for the selected method
+  let attempted = false; // whether a send of this form was tried
 
   // ---- Connection --------------------------------------------------------
 
@@ -194,6 +210,7 @@
   function connect(url) {
     if (socket) {
       socket.onclose = null;
+      socket.onmessage = null;
       socket.close();
       failPending("the playground connected elsewhere");
     }
@@ -225,8 +242,8 @@
   }
 
   function failPending(why) {
-    for (const entry of new Set(pending.values())) {
-      finish(entry, null, why);
+    for (const entry of new Set([...pending.values(), ...nullWaiters])) {
+      if (!entry.done) finish(entry, null, why);
     }
     pending.clear();
     nullWaiters.length = 0;
@@ -304,19 +321,24 @@
     return "json";
   }
 
-  function typeName(schema) {
+  // A short name for a schema's type. Recursive types (a tree whose
+  // children are trees) are named by their reference past a few levels.
+  function typeName(schema, depth = 0) {
+    if (depth > 3 && schema && typeof schema.$ref === "string") return schema.$ref.split("/").pop();
+    if (depth > 8) return "…";
+    const inner = (s) => typeName(s, depth + 1);
     schema = resolve(schema);
     if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v)).join(" | ");
     if ("const" in schema) return JSON.stringify(schema.const);
     if (Array.isArray(schema.type)) return schema.type.join(" | ");
     if (schema.type === "array") {
-      if (Array.isArray(schema.items)) return "[" + schema.items.map(typeName).join(", ") + "]";
-      if (schema.items) return typeName(schema.items) + "[]";
+      if (Array.isArray(schema.items)) return "[" + schema.items.map(inner).join(", ") + "]";
+      if (schema.items) return inner(schema.items) + "[]";
     }
     if (schema.type) return schema.type;
     if (schema.title) return schema.title;
     for (const any of ["oneOf", "anyOf"]) {
-      if (Array.isArray(schema[any])) return schema[any].map(typeName).join(" | ");
+      if (Array.isArray(schema[any])) return schema[any].map(inner).join(" | ");
     }
     return Object.keys(schema).length === 0 ? "any" : "object";
   }
@@ -379,6 +401,7 @@
 
   function select(method, focus) {
     selected = method;
+    attempted = false;
     for (const button of $("method-list").querySelectorAll("button")) {
       const mine = (method ? method.name : "") === button.dataset.method;
       if (mine) button.setAttribute("aria-current", "true");
@@ -444,6 +467,7 @@
     const add = (first) => {
       const input = makeInput(kind, schema, first ? id : id + "-" + field.inputs.length, descriptor);
       input.setAttribute("aria-describedby", id + "-hint " + id + "-warning");
+      if (!first) input.setAttribute("aria-label", descriptor.name + " " + (field.inputs.length + 1));
       input.addEventListener("input", updatePreview);
       input.addEventListener("change", updatePreview);
       if (!variadic) {
@@ -556,24 +580,25 @@
     const method = selected ? selected.name : $("method-name").value;
     let params = null;
     const structure = structureNow();
-    for (const field of fields) field.warning.textContent = "";
+    const warnings = new Map(fields.map((field) => [field, ""]));
     if (fields.length === 1 && fields[0].whole) {
       const read = readInput("json", fields[0].inputs[0], false);
       params = read.json;
       const value = params === null ? null : JSON.parse(params);
-      if (read.warning) fields[0].warning.textContent = read.warning;
+      if (read.warning) warnings.set(fields[0], read.warning);
       else if (params !== null && (typeof value !== "object" || value === null)) {
-        fields[0].warning.textContent = "params must be an array or an object";
+        warnings.set(fields[0], "params must be an array or an object");
       }
     } else if (fields.length > 0) {
       const values = fields.map((field) => {
         const reads = field.inputs.map((input) => readInput(field.kind, input, field.descriptor.required));
-        field.warning.textContent = reads.map((r) => r.warning).filter(Boolean).join("; ");
+        warnings.set(field, reads.map((r) => r.warning).filter(Boolean).join("; "));
         if (field.variadic) {
           const present = reads.map((r) => r.json).filter((j) => j !== null);
           return { field, many: present };
         }
-        if (reads[0].json === null && field.descriptor.required) field.warning.textContent = "required";
+        // "required" only once a send was tried, not while the form is new.
+        if (reads[0].json === null && field.descriptor.required && attempted) warnings.set(field, "required");
         return { field, json: reads[0].json };
       });
       if (structure === "by-position") {
@@ -595,6 +620,10 @@
           .map((v) => JSON.stringify(v.field.descriptor.name) + ":" + (v.many ? "[" + v.many.join(",") + "]" : v.json));
         params = "{" + entries.join(",") + "}";
       }
+    }
+    // Written only when changed, so screen readers announce each once.
+    for (const [field, warning] of warnings) {
+      if (field.warning.textContent !== warning) field.warning.textContent = warning;
     }
     let text = '{"jsonrpc":"2.0","method":' + JSON.stringify(method);
     if (params !== null) text += ',"params":' + params;
@@ -643,7 +672,9 @@
   }
 
   function sendForm() {
+    attempted = true;
     const notification = $("as-notification").checked;
+    while (pending.has(String(nextId))) nextId++;
     const id = notification ? null : nextId;
     const method = selected ? selected.name : $("method-name").value;
     if (!method) {
@@ -652,7 +683,7 @@
       return;
     }
     const entry = { method, keys: [], done: notification, note: notification ? "notification sent: no response" : undefined };
-    if (!notification) entry.keys.push(idKey(id));
+    if (!notification) entry.keys.push(String(id));
     if (!send(formRequest(id), entry)) return;
     if (!notification) {
       nextId++;
@@ -663,32 +694,49 @@
 
   function sendRaw() {
     const text = $("raw").value;
-    let parsed;
     let valid = true;
     try {
-      parsed = JSON.parse(text);
+      JSON.parse(text);
     } catch {
       valid = false;
     }
-    const calls = valid ? (Array.isArray(parsed) ? parsed : [parsed]) : [];
-    const ids = calls.filter((c) => c && typeof c === "object" && "id" in c).map((c) => idKey(c.id));
-    const first = calls.find((c) => c && typeof c === "object" && typeof c.method === "string");
-    const method = !valid ? "(malformed JSON)" : Array.isArray(parsed) ? "batch of " + parsed.length : first ? first.method : "(raw)";
-    // An invalid request or malformed JSON is answered with id null.
-    const entry = { method, keys: ids, batch: Array.isArray(parsed), done: false };
-    const answered = ids.length > 0 || !valid || calls.length === 0 || calls.some((c) => !c || typeof c !== "object" || typeof c.method !== "string");
-    if (!send(text, entry)) return;
-    for (const key of ids) {
-      if (!pending.has(key)) pending.set(key, entry);
+    const trimmed = text.trim();
+    const isArray = valid && trimmed.startsWith("[");
+    const calls = !valid ? [] : isArray ? elements(trimmed) : [trimmed];
+    const keys = [];
+    let first = null;
+    // Malformed JSON, an empty batch, an entry that is not a request and an
+    // explicit null id are answered with id null.
+    let answeredWithNull = !valid || calls.length === 0;
+    for (const call of calls) {
+      const parts = members(call);
+      const method = parts.get("method");
+      const id = parts.get("id");
+      if (!call.startsWith("{") || method === undefined || !method.startsWith('"')) answeredWithNull = true;
+      else if (first === null) first = JSON.parse(method);
+      if (id === undefined) continue;
+      if (idKey(id) === "null") answeredWithNull = true;
+      else keys.push(idKey(id));
     }
-    nullWaiters.push(entry);
-    if (nullWaiters.length > 20) nullWaiters.shift();
-    if (!answered) {
+    const method = !valid ? "(malformed JSON)" : isArray ? "batch of " + calls.length : first !== null ? first : "(raw)";
+    const entry = { method, keys, batch: isArray && calls.length > 0, done: false };
+    if (!send(text, entry)) return;
+    for (const key of keys) {
+      if (!pending.has(key)) pending.set(key, entry);
+      // Form calls take ids after any whole number sent here.
+      if (INTEGER.test(key) && Number.isSafeInteger(Number(key)) && Number(key) >= nextId) nextId = Number(key) + 1;
+    }
+    if (answeredWithNull) {
+      nullWaiters.push(entry);
+      if (nullWaiters.length > 20) nullWaiters.shift();
+    }
+    if (keys.length === 0 && !answeredWithNull) {
       entry.done = true;
       entry.note = "notifications only: no response expected";
       updateHistoryItem(entry);
       show(entry);
     }
+    updatePreview();
   }
 
   // ---- Receiving ---------------------------------------------------------
@@ -702,9 +750,10 @@
       return;
     }
     if (Array.isArray(message)) {
+      const keys = elements(text).map((item) => idKey(members(item).get("id")));
       const entry =
-        message.map((m) => m && pending.get(idKey(m.id))).find(Boolean) ||
-        (message.every((m) => m && m.id === null) ? nullWaiters.find((e) => e.batch && !e.response) : null);
+        keys.map((key) => pending.get(key)).find((e) => e && e.batch) ||
+        (keys.every((key) => key === "null") ? nullWaiters.find((e) => e.batch && !e.done) : null);
       if (entry) finish(entry, text, null);
       else toInbox("batch", text);
       return;
@@ -714,12 +763,16 @@
       return;
     }
     if (message && typeof message === "object" && ("result" in message || "error" in message)) {
-      if (discoverId !== null && message.id === discoverId) {
+      const key = idKey(members(text).get("id"));
+      if (discoverId !== null && key === JSON.stringify(discoverId)) {
         discovered(message);
         return;
       }
-      let entry = pending.get(idKey(message.id));
-      if (!entry && message.id === null) entry = nullWaiters.find((e) => !e.response);
+      let entry = pending.get(key);
+      if (!entry && key === "null") {
+        // A whole batch refused at once (too large) is answered by one error.
+        entry = nullWaiters.find((e) => !e.batch && !e.done) || nullWaiters.find((e) => !e.done);
+      }
       if (entry) finish(entry, text, null);
       else toInbox("response to no call of this page", text);
       return;
@@ -834,7 +887,7 @@
     const list = $("history");
     const view = element("button", { type: "button", class: "entry" });
     view.addEventListener("click", () => show(entry));
-    const edit = element("button", { type: "button", class: "small", text: "Edit", "aria-label": "Edit this request as raw JSON" });
+    const edit = element("button", { type: "button", class: "small", text: "Edit", "aria-label": "Edit the " + entry.method + " request of " + entry.time + " as raw JSON" });
     edit.addEventListener("click", () => {
       $("raw").value = pretty(entry.requestText);
       showTab("raw");
@@ -921,7 +974,17 @@
     });
     renderMethods();
     select(null, false);
-    connect($("endpoint").value);
+    // A link may name another server (?server=): the user connects to it
+    // by choice, never by opening a link.
+    const endpoint = $("endpoint").value;
+    let sameHost = false;
+    try {
+      sameHost = new URL(endpoint).host === location.host;
+    } catch {
+      sameHost = false;
+    }
+    if (sameHost) connect(endpoint);
+    else setStatus("closed", "not connected: press Connect to use this server");
   }
 
   start();

@@ -1,0 +1,228 @@
+//! Automatic batching: calls and notifications made close together go out
+//! as one batch frame, and each caller still gets its own result. Over HTTP
+//! one request then carries what took many; on a connection, one frame and
+//! one write do.
+//!
+//! The first call to arrive opens a batch; calls arriving within the linger
+//! window (or already queued) join it until it holds `max_entries` calls or
+//! `max_bytes` of requests; then it is sent and the next call opens a new
+//! one. A batch of one goes out as a plain request.
+
+use std::future::{Future, IntoFuture};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::caller::{null, Batch, BoxFuture, CallError, Outgoing};
+use crate::message::Limits;
+
+/// Settings for automatic batching; see
+/// [`ClientBuilder::auto_batch`](super::ClientBuilder::auto_batch).
+///
+/// ```
+/// use std::time::Duration;
+/// use jrpc::client::AutoBatch;
+///
+/// // Up to 32 calls per batch, gathered for at most 2 ms.
+/// let batching = AutoBatch::new(32).linger(Duration::from_millis(2));
+/// assert_eq!(batching.max_entries(), 32);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoBatch {
+    max_entries: usize,
+    max_bytes: usize,
+    linger: Duration,
+}
+
+impl AutoBatch {
+    /// The default linger window: 1 ms.
+    pub const DEFAULT_LINGER: Duration = Duration::from_millis(1);
+
+    /// Batches of at most `max_entries` calls (at least 1), gathered for at
+    /// most [`DEFAULT_LINGER`](Self::DEFAULT_LINGER), at most as large as a
+    /// jrpc server's default frame limit (8 MiB).
+    pub fn new(max_entries: usize) -> Self {
+        AutoBatch {
+            max_entries: max_entries.max(1),
+            max_bytes: Limits::DEFAULT_MAX_FRAME_LEN,
+            linger: Self::DEFAULT_LINGER,
+        }
+    }
+
+    /// How long the first call of a batch waits for others to join it
+    /// (zero: only calls already queued join).
+    pub fn linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
+        self
+    }
+
+    /// The most bytes of requests in one batch: keep it within the
+    /// server's frame limit. A single call larger than this goes alone.
+    pub fn max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes.max(1);
+        self
+    }
+
+    /// The most calls in one batch: keep it within the server's batch
+    /// limit.
+    pub fn max_entries(&self) -> usize {
+        self.max_entries
+    }
+
+    /// The linger window.
+    pub fn linger_window(&self) -> Duration {
+        self.linger
+    }
+}
+
+/// Where gathered calls go: a connection (or HTTP endpoint) that can send
+/// one call, or a batch.
+pub(crate) trait BatchSink: Send + Sync + 'static {
+    /// Sends one call past any middleware.
+    fn send_one(&self, call: Outgoing) -> BoxFuture<'_, Result<Box<RawValue>, CallError>>;
+
+    /// Starts a batch on the connection.
+    fn batch(&self) -> Batch;
+}
+
+/// A call waiting to be gathered.
+struct Queued {
+    call: Outgoing,
+    /// Its request's size, roughly: method, params and the envelope.
+    size: usize,
+    reply: oneshot::Sender<Result<Box<RawValue>, CallError>>,
+}
+
+/// The calling end of the gathering task; the task ends when the last
+/// clone is dropped.
+#[derive(Clone)]
+pub(crate) struct Batcher {
+    queue: mpsc::Sender<Queued>,
+}
+
+impl Batcher {
+    /// Starts gathering calls for `sink`.
+    pub(crate) fn start(settings: AutoBatch, sink: Arc<dyn BatchSink>) -> Batcher {
+        // Enough room that callers rarely wait to be queued, bounded so
+        // that a stalled connection pushes back on them.
+        let (queue, queued) = mpsc::channel(settings.max_entries.saturating_mul(4).max(64));
+        tokio::spawn(gather(settings, queued, sink));
+        Batcher { queue }
+    }
+
+    /// Queues `call` for the next batch and waits for its own result,
+    /// within its timeout.
+    pub(crate) async fn send(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
+        let timeout = call.timeout();
+        let size = call.method().len() + call.params().map_or(0, |p| p.get().len()) + 48;
+        let (reply, result) = oneshot::channel();
+        let waiting = async {
+            self.queue
+                .send(Queued { call, size, reply })
+                .await
+                .map_err(|_| CallError::Closed("the client is closed".into()))?;
+            result
+                .await
+                .unwrap_or_else(|_| Err(CallError::Closed("the batch was dropped".into())))
+        };
+        tokio::time::timeout(timeout, waiting)
+            .await
+            .unwrap_or(Err(CallError::Timeout(timeout)))
+    }
+}
+
+/// Gathers queued calls into batches and sends each on its own task, until
+/// every [`Batcher`] is gone.
+async fn gather(settings: AutoBatch, mut queued: mpsc::Receiver<Queued>, sink: Arc<dyn BatchSink>) {
+    let mut carried: Option<Queued> = None;
+    loop {
+        let first = match carried.take() {
+            Some(first) => first,
+            None => match queued.recv().await {
+                Some(first) => first,
+                None => return,
+            },
+        };
+        let deadline = Instant::now() + settings.linger;
+        let mut bytes = first.size;
+        let mut group = vec![first];
+        while group.len() < settings.max_entries {
+            let next = match queued.try_recv() {
+                Ok(next) => next,
+                Err(mpsc::error::TryRecvError::Disconnected) => break,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    match tokio::time::timeout_at(deadline, queued.recv()).await {
+                        Ok(Some(next)) => next,
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+            };
+            if bytes + next.size > settings.max_bytes {
+                // It opens the next batch.
+                carried = Some(next);
+                break;
+            }
+            bytes += next.size;
+            group.push(next);
+        }
+        let sink = Arc::clone(&sink);
+        tokio::spawn(async move { send_group(&*sink, group).await });
+    }
+}
+
+/// Sends one gathered group and hands each caller its result.
+async fn send_group(sink: &dyn BatchSink, mut group: Vec<Queued>) {
+    if group.len() == 1 {
+        let Queued { call, reply, .. } = group.pop().expect("one call");
+        deliver(sink.send_one(call), reply).await;
+        return;
+    }
+    let mut batch = sink.batch();
+    let mut calls = Vec::with_capacity(group.len());
+    let mut notified = Vec::new();
+    for Queued { call, reply, .. } in group {
+        let timeout = call.timeout();
+        let (method, params, notification, _) = call.into_parts();
+        if notification {
+            batch.notify(&method, &params);
+            notified.push(reply);
+        } else {
+            let result = batch.call::<Box<RawValue>>(&method, &params).timeout(timeout);
+            calls.push((result, reply));
+        }
+    }
+    if let Err(error) = batch.send().await {
+        for reply in notified
+            .into_iter()
+            .chain(calls.into_iter().map(|(_, reply)| reply))
+        {
+            let _ = reply.send(Err(error.clone()));
+        }
+        return;
+    }
+    for reply in notified {
+        let _ = reply.send(Ok(null()));
+    }
+    join_all(
+        calls
+            .into_iter()
+            .map(|(result, reply)| deliver(result.into_future(), reply)),
+    )
+    .await;
+}
+
+/// Hands `result` to its caller, or drops it (which cancels the call where
+/// the connection has cancellation) once the caller stopped waiting.
+async fn deliver<T>(result: impl Future<Output = T>, mut reply: oneshot::Sender<T>) {
+    let outcome = tokio::select! {
+        outcome = result => Some(outcome),
+        () = reply.closed() => None,
+    };
+    if let Some(outcome) = outcome {
+        let _ = reply.send(outcome);
+    }
+}
