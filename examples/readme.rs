@@ -16,6 +16,7 @@ async fn main() -> Outcome {
     typed_params().await?;
     calling_back().await?;
     middleware()?;
+    client_cache_and_batching().await?;
     caller_generic().await?;
     typed_methods().await?;
     own_transport().await?;
@@ -102,6 +103,35 @@ fn middleware() -> Outcome {
     // metrics.render() is the Prometheus text page; HttpServer::metrics serves it.
 
     assert!(router.has_layers());
+    Ok(())
+}
+
+// Kept as the README shows it, not as rustfmt would.
+#[rustfmt::skip]
+async fn client_cache_and_batching() -> Outcome {
+    // README: the client's cache and automatic batching.
+    let serving = jrpc::server::http::HttpServer::new(jrpc::demo::router())
+        .bind("127.0.0.1:0")
+        .await?;
+    let url = serving.local_addr();
+    use std::time::Duration;
+    use jrpc::client::{AutoBatch, Client, ResponseCache};
+    
+    let cache = ResponseCache::builder()
+        .methods(["get_data"])                     // only these results are kept
+        .ttl(Duration::from_secs(30))
+        .build();
+    let client = Client::builder()
+        .layer(cache.layer())                      // a fresh result: no request at all
+        .auto_batch(AutoBatch::new(32))            // calls made together: one frame
+        .connect(url)
+        .await?;
+    let (a, b) = tokio::join!(client.call::<i64>("add", (1, 2)), client.call::<i64>("add", (3, 4)));
+    let data: (String, u32) = client.call("get_data", ()).await?;  // a request
+    let same: (String, u32) = client.call("get_data", ()).await?;  // from the cache
+    assert_eq!((a?, b?, cache.stats().hits), (3, 7, 1));
+    assert_eq!(data, same);
+    serving.shutdown().await;
     Ok(())
 }
 

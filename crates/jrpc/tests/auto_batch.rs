@@ -4,6 +4,8 @@
 //! layers still see each call on its own. Over a raw TCP server written
 //! here (so every frame is seen as sent) and over jrpc's HTTP server.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +14,6 @@ use futures_util::future::join_all;
 use jrpc::caller::{BoxOutgoingService, Outgoing};
 use jrpc::client::{AutoBatch, Client};
 use jrpc::middleware::{layer_fn, service_fn, ServiceExt};
-use jrpc::server::http::{HttpServer, HttpService};
 use jrpc::CallError;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -207,20 +208,7 @@ async fn a_lone_call_goes_out_as_a_plain_request_and_layers_see_each_call() {
 
 #[tokio::test]
 async fn over_http_one_request_carries_many_calls() {
-    let requests = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&requests);
-    let count = layer_fn(move |inner: HttpService| {
-        let counted = Arc::clone(&counted);
-        service_fn(move |request| {
-            counted.fetch_add(1, Ordering::Relaxed);
-            inner.clone().oneshot(request)
-        })
-    });
-    let serving = HttpServer::new(jrpc::demo::router())
-        .layer(count)
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let (serving, requests) = common::counted_demo_server().await;
     let batching = AutoBatch::new(20).linger(Duration::from_secs(5));
     let client = Client::builder()
         .auto_batch(batching)

@@ -22,6 +22,8 @@
 //! ```
 
 mod auto_batch;
+#[cfg(feature = "cache")]
+pub mod cache;
 #[cfg(feature = "http-client")]
 pub(crate) mod http;
 mod retry;
@@ -50,6 +52,8 @@ use crate::transport::{Dialer, DynDialer};
 use crate::Router;
 pub use auto_batch::AutoBatch;
 use auto_batch::{BatchSink, Batcher};
+#[cfg(feature = "cache")]
+pub use cache::{CacheStats, ResponseCache};
 use futures_util::future::Either;
 pub use retry::Retry;
 use std::future::Future;
