@@ -115,7 +115,7 @@ async fn client_cache_and_batching() -> Outcome {
         .await?;
     let url = serving.local_addr();
     use std::time::Duration;
-    use jrpc::client::{AutoBatch, Client, ResponseCache};
+    use jrpc::client::{AutoBatch, Client, ResponseCache, Retry, RetryPolicy};
     
     let cache = ResponseCache::builder()
         .methods(["get_data"])                     // only these results are kept
@@ -123,6 +123,9 @@ async fn client_cache_and_batching() -> Outcome {
         .build();
     let client = Client::builder()
         .layer(cache.layer())                      // a fresh result: no request at all
+        .retry(RetryPolicy::new(Retry::exponential(3, Duration::from_millis(50), Duration::from_secs(1)))
+            .idempotent(["get_data"])              // may run twice: also after a lost connection
+            .on_connection_lost(true))             // refusals and unsent calls: always
         .auto_batch(AutoBatch::new(32))            // calls made together: one frame
         .connect(url)
         .await?;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
 use clap::Args;
-use jrpc::client::{Client, Retry, StderrMode};
+use jrpc::client::{Client, Retry, RetryPolicy, StderrMode};
 use jrpc::codec::Framing;
 use jrpc::message::RawValue;
 use jrpc::peer::CancelProtocol;
@@ -128,11 +128,23 @@ pub struct ConnectArgs {
     #[arg(long, value_name = "PEM")]
     cacert: Option<std::path::PathBuf>,
 
-    /// Retry an HTTP request this many times when it could not connect or
-    /// got 429/503 (with exponential backoff). Only for calls that are safe
-    /// to repeat.
+    /// Try again up to N times, with exponential backoff, when the call
+    /// could not be sent (no connection could be made) or was refused
+    /// before it ran (HTTP 429/503 honouring Retry-After, errors -32005 and
+    /// -32007), on every transport.
     #[arg(long, default_value_t = 0, value_name = "N")]
     retries: u32,
+
+    /// Also try again after these JSON-RPC error codes (with --retries).
+    /// The call may have run before such an error: use it for calls that
+    /// are safe to repeat.
+    #[arg(
+        long,
+        value_name = "CODE[,CODE...]",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    retry_on: Vec<i64>,
 }
 
 /// Named or whole params, besides positional ones: shared by `jrpc call`
@@ -301,8 +313,18 @@ impl Target {
                 .ca_pem(path)
                 .map_err(|e| Failure::Usage(anyhow!("--cacert {}: {e}", path.display())))?;
         }
+        if !args.retry_on.is_empty() && args.retries == 0 {
+            return Err(Failure::Usage(anyhow!(
+                "--retry-on says after which errors to try again; --retries N says how often: give both"
+            )));
+        }
         if args.retries > 0 {
-            builder = builder.retry(Retry::attempts(args.retries));
+            // The user chose to repeat this call: it is idempotent to them.
+            let mut policy = RetryPolicy::new(Retry::attempts(args.retries));
+            if !args.retry_on.is_empty() {
+                policy = policy.on_codes(args.retry_on.iter().copied()).all_idempotent();
+            }
+            builder = builder.retry(policy);
         }
         if let Some(protocol) = cancel_protocol(args.cancel, args.framing) {
             builder = builder.cancellation(protocol);

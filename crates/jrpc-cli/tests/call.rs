@@ -332,3 +332,38 @@ fn bench_auto_batch_counts_calls_and_refuses_bad_settings() {
         );
     }
 }
+
+#[test]
+fn retries_wait_out_a_rate_limit_and_retry_on_needs_retries() {
+    // One call a second, bursts of two: the third call at once is refused
+    // with -32005 and the time to wait.
+    let served = Served::start(&["--tcp", "127.0.0.1:0", "--rate-limit", "1"]);
+    let target = &served.targets[0];
+    for _ in 0..2 {
+        assert!(call(&[target, "add", "1", "2"]).status.success());
+    }
+    let refused = call(&[target, "add", "1", "2"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("-32005"));
+    let patient = call(&[target, "add", "1", "2", "--retries", "5"]);
+    assert!(
+        patient.status.success(),
+        "{}",
+        String::from_utf8_lossy(&patient.stderr)
+    );
+    assert_eq!(stdout_json(&patient), json!(3));
+
+    let out = call(&[target, "add", "1", "2", "--retry-on", "-32099,-32098"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--retries"));
+}

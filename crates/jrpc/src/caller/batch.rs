@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use super::{decode, CallError, Outcome};
+use super::{decode, CallError, Delivery, Outcome};
 use crate::message::{encode_call, Id};
 
 /// A boxed future, for the object-safe [`BatchTarget`].
@@ -37,12 +37,14 @@ pub(crate) trait BatchTarget: Send + Sync + 'static {
     fn call_timeout(&self) -> Duration;
 
     /// Sends the batch frame; `waiters` are the senders `register` handed
-    /// out, to be given their outcomes.
-    fn send(
-        &self,
+    /// out, to be given their outcomes. With `delivery`, says whether the
+    /// frame went out, and leaves retrying to whoever asked.
+    fn send<'a>(
+        &'a self,
         frame: Bytes,
         waiters: Vec<(u64, oneshot::Sender<Outcome>)>,
-    ) -> BoxFuture<'_, Result<(), CallError>>;
+        delivery: Option<&'a Delivery>,
+    ) -> BoxFuture<'a, Result<(), CallError>>;
 
     /// Gives up on a sent call whose result is no longer awaited (a peer
     /// tells the other side, where cancellation is configured).
@@ -146,7 +148,12 @@ impl Batch {
 
     /// Sends the batch. The calls' results then arrive through their
     /// [`BatchCall`]s. An empty batch sends nothing.
-    pub async fn send(mut self) -> Result<(), CallError> {
+    pub async fn send(self) -> Result<(), CallError> {
+        self.send_tracked(None).await
+    }
+
+    /// Sends the batch, telling `delivery` whether the frame went out.
+    pub(crate) async fn send_tracked(mut self, delivery: Option<&Delivery>) -> Result<(), CallError> {
         self.sent = true;
         if self.is_empty() {
             return Ok(());
@@ -154,7 +161,7 @@ impl Batch {
         let mut frame = std::mem::take(&mut self.frame);
         frame.push(b']');
         let waiters = std::mem::take(&mut self.waiters);
-        let result = self.target.send(frame.into(), waiters).await;
+        let result = self.target.send(frame.into(), waiters, delivery).await;
         if result.is_err() {
             // Nothing went out: the calls are forgotten on drop.
             self.sent = false;

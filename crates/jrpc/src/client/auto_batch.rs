@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::caller::{null, Batch, BoxFuture, CallError, Outgoing};
+use crate::caller::{null, Batch, BoxFuture, CallError, Delivery, Outgoing};
 use crate::message::Limits;
 
 /// Settings for automatic batching; see
@@ -184,7 +184,10 @@ async fn send_group(sink: &dyn BatchSink, mut group: Vec<Queued>) {
     let mut batch = sink.batch();
     let mut calls = Vec::with_capacity(group.len());
     let mut notified = Vec::new();
+    // Whether the frame went out, for the retry layer above each call.
+    let mut deliveries = Vec::new();
     for Queued { call, reply, .. } in group {
+        deliveries.extend(Delivery::of(&call));
         let timeout = call.timeout();
         let (method, params, notification, _) = call.into_parts();
         if notification {
@@ -195,7 +198,18 @@ async fn send_group(sink: &dyn BatchSink, mut group: Vec<Queued>) {
             calls.push((result, reply));
         }
     }
-    if let Err(error) = batch.send().await {
+    let delivery = (!deliveries.is_empty()).then(Delivery::default);
+    let sent = batch.send_tracked(delivery.as_ref()).await;
+    if let Some(delivery) = delivery {
+        for each in deliveries {
+            if delivery.was_unsent() {
+                each.mark_unsent();
+            } else {
+                each.mark_sent();
+            }
+        }
+    }
+    if let Err(error) = sent {
         for reply in notified
             .into_iter()
             .chain(calls.into_iter().map(|(_, reply)| reply))

@@ -20,7 +20,9 @@ use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 
 use super::Retry;
-use crate::caller::{build_stack, null, BoxOutgoingService, CallError, Caller, Outgoing, OutgoingLayerFn};
+use crate::caller::{
+    build_stack, null, BoxOutgoingService, CallError, Caller, Delivery, Outgoing, OutgoingLayerFn,
+};
 use crate::message::{encode_call, parse_frame, Frame, Id, Incoming, Limits};
 
 /// The HTTP client: one POST per call (or batch) to one URL, over pooled
@@ -228,23 +230,23 @@ impl HttpTransport {
 
     /// Sends one call or notification, past any middleware.
     async fn send(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
+        let delivery = Delivery::of(&call);
+        // A retry layer above decides about this call: no retries here.
+        let retry = match call.extensions().get::<super::retry::RetriedAbove>() {
+            Some(_) => Retry::NEVER,
+            None => self.options.retry,
+        };
         let (method, params, notification, timeout) = call.into_parts();
         if notification {
             self.notify(&method, &params).await.map(|()| null())
         } else {
-            self.call_raw(&method, &params, timeout).await
+            let (id, frame) = self.encode(&method, &params)?;
+            let sending = Sending {
+                retry,
+                delivery: delivery.as_ref(),
+            };
+            self.exchange_with(id, frame, timeout, sending).await
         }
-    }
-
-    /// Calls `method`, within `timeout`.
-    pub(crate) async fn call_raw(
-        &self,
-        method: &str,
-        params: impl Serialize,
-        timeout: Duration,
-    ) -> Result<Box<RawValue>, CallError> {
-        let (id, frame) = self.encode(method, &params)?;
-        self.exchange(id, frame, timeout).await
     }
 
     /// A call's id and request frame.
@@ -257,9 +259,31 @@ impl HttpTransport {
 
     /// POSTs a call's request and reads its response.
     async fn exchange(&self, id: u64, frame: Bytes, timeout: Duration) -> Result<Box<RawValue>, CallError> {
-        let reply = tokio::time::timeout(timeout, self.post(frame))
+        let sending = Sending {
+            retry: self.options.retry,
+            delivery: None,
+        };
+        self.exchange_with(id, frame, timeout, sending).await
+    }
+
+    async fn exchange_with(
+        &self,
+        id: u64,
+        frame: Bytes,
+        timeout: Duration,
+        sending: Sending<'_>,
+    ) -> Result<Box<RawValue>, CallError> {
+        let delivery = sending.delivery;
+        let reply = tokio::time::timeout(timeout, self.post(frame, sending))
             .await
-            .map_err(|_| CallError::Timeout(timeout))??;
+            .map_err(|_| {
+                // Time ran out while connecting or sending: it may have
+                // gone out.
+                if let Some(delivery) = delivery {
+                    delivery.mark_sent();
+                }
+                CallError::Timeout(timeout)
+            })??;
         let Some(reply) = reply else {
             return Err(protocol("the server sent no response to a call"));
         };
@@ -280,7 +304,11 @@ impl HttpTransport {
     pub(crate) async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
         let frame = encode_call(method, &params, None).map_err(|e| CallError::Encode(e.into()))?;
         let timeout = self.options.timeout;
-        tokio::time::timeout(timeout, self.post(frame.into()))
+        let sending = Sending {
+            retry: self.options.retry,
+            delivery: None,
+        };
+        tokio::time::timeout(timeout, self.post(frame.into(), sending))
             .await
             .map_err(|_| CallError::Timeout(timeout))??;
         Ok(())
@@ -291,9 +319,19 @@ impl HttpTransport {
         &self,
         frame: Bytes,
         waiters: Vec<(u64, oneshot::Sender<crate::caller::Outcome>)>,
+        delivery: Option<&Delivery>,
     ) -> Result<(), CallError> {
         let timeout = self.options.timeout;
-        let reply = match tokio::time::timeout(timeout, self.post(frame)).await {
+        // Batches gathered for a retry layer are retried by it, call by call.
+        let sending = Sending {
+            retry: if delivery.is_some() {
+                Retry::NEVER
+            } else {
+                self.options.retry
+            },
+            delivery,
+        };
+        let reply = match tokio::time::timeout(timeout, self.post(frame, sending)).await {
             Ok(Ok(reply)) => reply,
             failed => {
                 let error = match failed {
@@ -344,19 +382,28 @@ impl HttpTransport {
         Ok(())
     }
 
-    /// POSTs a frame, with retries; the reply body, or `None` for `202`/`204`.
-    async fn post(&self, body: Bytes) -> Result<Option<Bytes>, CallError> {
-        let retry = self.options.retry;
+    /// POSTs a frame, with `sending`'s retries; the reply body, or `None`
+    /// for `202`/`204`.
+    async fn post(&self, body: Bytes, sending: Sending<'_>) -> Result<Option<Bytes>, CallError> {
+        let Sending { retry, delivery } = sending;
         let mut attempt = 0;
         loop {
-            let failure = match self.post_once(body.clone()).await {
+            let outcome = self.post_once(body.clone()).await;
+            if let Some(delivery) = delivery {
+                // Only a connection never made leaves the request unsent.
+                match &outcome {
+                    Err(Failure::Connect(_)) => delivery.mark_unsent(),
+                    _ => delivery.mark_sent(),
+                }
+            }
+            let failure = match outcome {
                 Ok(reply) => return Ok(reply),
                 Err(failure) => failure,
             };
             let (retryable, retry_after, error) = match failure {
                 Failure::Final(e) => return Err(e),
                 Failure::Connect(e) => (true, None, CallError::Io(Arc::new(e))),
-                Failure::Busy(status, after, body) => (true, after, http_error(status, &body)),
+                Failure::Busy(status, after, body) => (true, after, http_error(status, &body, after)),
             };
             if !retryable || attempt >= retry.attempts {
                 return Err(error);
@@ -416,7 +463,7 @@ impl HttpTransport {
         let failed = |failure: Failure| match failure {
             Failure::Connect(e) => CallError::Io(Arc::new(e)),
             Failure::Final(e) => e,
-            Failure::Busy(status, _, body) => http_error(status, &body),
+            Failure::Busy(status, after, body) => http_error(status, &body, after),
         };
         loop {
             if self.options.http2 && self.tls.is_none() || self.h2.lock().await.is_some() {
@@ -529,7 +576,7 @@ impl HttpTransport {
             StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
                 Err(Failure::Busy(status, retry_after, body))
             }
-            other => Err(Failure::Final(http_error(other, &body))),
+            other => Err(Failure::Final(http_error(other, &body, None))),
         }
     }
 
@@ -629,9 +676,12 @@ pub struct HttpError {
     pub error: Option<crate::Error>,
     /// The start of the body.
     pub body: Arc<str>,
+    /// How long the server asked the client to wait (`Retry-After`, in
+    /// seconds), on `429` and `503`.
+    pub retry_after: Option<Duration>,
 }
 
-fn http_error(status: StatusCode, body: &[u8]) -> CallError {
+fn http_error(status: StatusCode, body: &[u8], retry_after: Option<Duration>) -> CallError {
     // Servers such as jrpc put a JSON-RPC error in the body: show it.
     let error = match parse_frame(body, &reply_limits()) {
         Ok(Frame::Single(Incoming::Response(r))) => r.outcome.err(),
@@ -641,7 +691,16 @@ fn http_error(status: StatusCode, body: &[u8]) -> CallError {
         status: status.as_u16(),
         error,
         body: String::from_utf8_lossy(&body[..body.len().min(500)]).into(),
+        retry_after,
     }))
+}
+
+/// How to send one frame: the transport's own retries, and where to say
+/// whether it went out.
+#[derive(Clone, Copy)]
+struct Sending<'a> {
+    retry: Retry,
+    delivery: Option<&'a Delivery>,
 }
 
 fn reply_limits() -> Limits {
@@ -665,12 +724,13 @@ impl crate::caller::BatchTarget for HttpTransport {
         self.options.timeout
     }
 
-    fn send(
-        &self,
+    fn send<'a>(
+        &'a self,
         frame: Bytes,
         waiters: Vec<(u64, oneshot::Sender<crate::caller::Outcome>)>,
-    ) -> crate::caller::BoxFuture<'_, Result<(), CallError>> {
-        Box::pin(self.send_batch(frame, waiters))
+        delivery: Option<&'a Delivery>,
+    ) -> crate::caller::BoxFuture<'a, Result<(), CallError>> {
+        Box::pin(self.send_batch(frame, waiters, delivery))
     }
 
     // The request is out and cannot be called back.

@@ -55,7 +55,7 @@ use auto_batch::{BatchSink, Batcher};
 #[cfg(feature = "cache")]
 pub use cache::{CacheStats, ResponseCache};
 use futures_util::future::Either;
-pub use retry::Retry;
+pub use retry::{Retry, RetryLayer, RetryPolicy, RetryService};
 use std::future::Future;
 
 /// Settings for a [`Client`], and the ways to connect one.
@@ -75,7 +75,18 @@ pub struct ClientBuilder {
 struct Calling {
     /// Outgoing middleware, innermost first.
     layers: Vec<OutgoingLayerFn>,
+    /// Below the layers: which failed calls are tried again.
+    retry: Option<RetryPolicy>,
     auto_batch: Option<AutoBatch>,
+}
+
+impl Calling {
+    /// The layers calls go through, innermost first: the retry policy's,
+    /// then the user's.
+    fn stack_layers(&self) -> Vec<OutgoingLayerFn> {
+        let retry = self.retry.as_ref().map(|policy| erase_layer(policy.layer()));
+        retry.into_iter().chain(self.layers.iter().cloned()).collect()
+    }
 }
 
 #[cfg(feature = "http-client")]
@@ -226,10 +237,24 @@ impl ClientBuilder {
         self
     }
 
-    /// Retries for HTTP requests that are safe to retry (off by default).
-    #[cfg(feature = "http-client")]
-    pub fn retry(mut self, retry: Retry) -> Self {
-        self.http.retry = retry;
+    /// Tries failed calls again, on every transport, as `policy` says
+    /// (off by default): calls that never left and refusals (`429`, `503`,
+    /// `-32005`, `-32007`) always; calls that may have run only for
+    /// methods the policy marks idempotent. A plain [`Retry`] is a policy
+    /// of its own. It applies below the client's [layers](Self::layer) (a
+    /// cache answers before it), above [automatic
+    /// batching](Self::auto_batch) (each call is tried again on its own);
+    /// with [`reconnect`](Self::reconnect) an attempt may go on a new
+    /// connection, and the first connection is dialed again too. Explicit
+    /// HTTP [batches](Client::batch) are retried whole, when they never
+    /// left or were refused.
+    pub fn retry(mut self, policy: impl Into<RetryPolicy>) -> Self {
+        let policy = policy.into();
+        #[cfg(feature = "http-client")]
+        {
+            self.http.retry = policy.schedule();
+        }
+        self.calling.retry = Some(policy);
         self
     }
 
@@ -320,7 +345,7 @@ impl ClientBuilder {
     /// dials again whenever the connection drops.
     pub async fn connect_with(mut self, dialer: impl Dialer) -> io::Result<Client> {
         let calling = std::mem::take(&mut self.calling);
-        let connection = dialer.dial().await?;
+        let connection = dial(&dialer, calling.retry.as_ref().map(RetryPolicy::schedule)).await?;
         let template = self.peer.settings_clone();
         let peer = self.peer.connect(connection);
         let Some(retry) = self.reconnect else {
@@ -360,7 +385,7 @@ impl ClientBuilder {
             tls: self.http.tls,
         };
         let transport = Arc::new(self::http::HttpTransport::new(url, options)?);
-        Ok(HttpClient::new(transport, &self.calling.layers))
+        Ok(HttpClient::new(transport, &self.calling.stack_layers()))
     }
 
     /// Spawns `command` and talks to it over its stdin and stdout. The child
@@ -503,7 +528,15 @@ impl Inner {
                 Inner::Peer(peer) => Caller::send(peer, call).await,
                 #[cfg(feature = "http-client")]
                 Inner::Http(http) => http.send(call).await,
-                Inner::Reconnecting(ws) => Caller::send(&ws.peer().await?, call).await,
+                Inner::Reconnecting(ws) => {
+                    let peer = ws.peer().await.inspect_err(|_| {
+                        // No connection to send it on: it never left.
+                        if let Some(delivery) = crate::caller::Delivery::of(&call) {
+                            delivery.mark_unsent();
+                        }
+                    })?;
+                    Caller::send(&peer, call).await
+                }
             }
         })
     }
@@ -600,7 +633,8 @@ impl Client {
     /// A client over `inner`, its calls going through `calling`'s layers
     /// and automatic batching.
     fn assemble(inner: Inner, owner: Option<Arc<Owner>>, calling: Calling) -> Client {
-        let Calling { layers, auto_batch } = calling;
+        let layers = calling.stack_layers();
+        let auto_batch = calling.auto_batch;
         let stack = (!layers.is_empty() || auto_batch.is_some()).then(|| {
             let innermost = match auto_batch {
                 Some(settings) => {
@@ -751,5 +785,26 @@ impl Client {
             let _ = tokio::time::timeout(CHILD_EXIT_GRACE, exited).await;
         }
         reason
+    }
+}
+
+/// Dials, trying again on `retry`'s schedule when the connection cannot be
+/// made (nothing was sent, so it is always safe).
+async fn dial(dialer: &impl Dialer, retry: Option<Retry>) -> io::Result<crate::transport::Connection> {
+    let retry = retry.unwrap_or(Retry::NEVER);
+    let mut attempt = 0;
+    loop {
+        match dialer.dial().await {
+            Ok(connection) => return Ok(connection),
+            // A malformed address will not improve.
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput => return Err(e),
+            Err(e) if attempt < retry.attempts => {
+                let wait = retry.wait(attempt, None);
+                tracing::debug!(error = %e, ?wait, "cannot connect; trying again");
+                tokio::time::sleep(wait).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
     }
 }

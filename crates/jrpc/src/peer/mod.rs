@@ -41,8 +41,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::caller::{
-    build_stack, encode_params, erase_layer, null, BatchTarget, BoxFuture, BoxOutgoingService, Outcome,
-    Outgoing, OutgoingLayerFn,
+    build_stack, encode_params, erase_layer, null, BatchTarget, BoxFuture, BoxOutgoingService, Delivery,
+    Outcome, Outgoing, OutgoingLayerFn,
 };
 pub use crate::caller::{Batch, BatchCall, CallError, Caller};
 pub use config::ConnectionConfig;
@@ -412,13 +412,20 @@ impl Peer {
 
     /// The innermost outgoing service: sends the call on this connection.
     async fn send_outgoing(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
+        let delivery = Delivery::of(&call);
         let (method, params, notification, timeout) = call.into_parts();
         if notification {
             let frame = encode_call(&method, &params, None).map_err(|e| CallError::Encode(e.into()))?;
             self.send_notification(frame, timeout).await.map(|()| null())
         } else {
-            let (guard, rx, frame) = self.start_call(&method, &params)?;
-            self.exchange(guard, rx, frame, timeout).await
+            let (guard, rx, frame) = self.start_call(&method, &params).inspect_err(|_| {
+                // Refused before anything was written (the connection is
+                // closing, say).
+                if let Some(delivery) = &delivery {
+                    delivery.mark_unsent();
+                }
+            })?;
+            self.exchange(guard, rx, frame, timeout, delivery.as_ref()).await
         }
     }
 
@@ -449,6 +456,7 @@ impl Peer {
         mut rx: oneshot::Receiver<Outcome>,
         frame: Vec<u8>,
         timeout: Duration,
+        delivery: Option<&Delivery>,
     ) -> Result<Box<RawValue>, CallError> {
         // One deadline for queueing the request and for its answer.
         let exchange = async {
@@ -457,6 +465,14 @@ impl Peer {
             (&mut rx).await.unwrap_or_else(|_| Err(self.closed_error()))
         };
         let outcome = tokio::time::timeout(timeout, exchange).await;
+        if let Some(delivery) = delivery {
+            // Queued for writing is as good as sent: it may have gone out.
+            if guard.sent {
+                delivery.mark_sent();
+            } else {
+                delivery.mark_unsent();
+            }
+        }
         match outcome {
             Ok(outcome) => {
                 guard.armed = false;
@@ -572,7 +588,7 @@ impl Caller for Peer {
             match prepared {
                 Ok(started) => {
                     let (guard, rx, frame) = started?;
-                    self.exchange(guard, rx, frame, timeout).await
+                    self.exchange(guard, rx, frame, timeout, None).await
                 }
                 Err(call) => Caller::send(self, call?).await,
             }
@@ -614,13 +630,23 @@ impl BatchTarget for Peer {
         self.shared.call_timeout
     }
 
-    fn send(
-        &self,
+    fn send<'a>(
+        &'a self,
         frame: Bytes,
         _waiters: Vec<(u64, oneshot::Sender<Outcome>)>,
-    ) -> BoxFuture<'_, Result<(), CallError>> {
+        delivery: Option<&'a Delivery>,
+    ) -> BoxFuture<'a, Result<(), CallError>> {
         // Responses come back through the connection's own call table.
-        Box::pin(Peer::send(self, frame))
+        Box::pin(async move {
+            let sent = Peer::send(self, frame).await;
+            if let Some(delivery) = delivery {
+                match sent {
+                    Ok(()) => delivery.mark_sent(),
+                    Err(_) => delivery.mark_unsent(),
+                }
+            }
+            sent
+        })
     }
 
     fn cancel(&self, id: u64, reason: &str) {
