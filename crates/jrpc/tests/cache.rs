@@ -181,8 +181,16 @@ async fn a_result_in_flight_at_an_invalidation_is_not_kept() {
     });
     bounded("the request", starts.recv()).await.unwrap();
     cache.invalidate_method("slow");
-    gate.add_permits(1);
+    // The same call now does not join the request begun before.
+    let second = tokio::spawn({
+        let client = client.clone();
+        async move { client.call::<i64>("slow", [1]).await }
+    });
+    bounded("a request of its own", starts.recv()).await.unwrap();
+    gate.add_permits(2);
     assert_eq!(bounded("the call", first).await.unwrap().unwrap(), 2);
+    assert_eq!(bounded("the call", second).await.unwrap().unwrap(), 2);
+    cache.invalidate_method("slow");
     assert_eq!(cache.stats().entries, 0, "it may predate the invalidation");
     gate.add_permits(1);
     assert_eq!(

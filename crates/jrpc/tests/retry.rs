@@ -233,6 +233,42 @@ async fn tries_stop_at_the_attempt_and_time_bounds() {
 }
 
 #[tokio::test]
+async fn batched_calls_reach_a_reconnected_server() {
+    // `bye` closes the connection; afterwards gathered batches must go on a
+    // new one, not keep failing on the closed one.
+    let (router, _) = flaky(0);
+    let router = router.method("bye", |(): (), cx: jrpc::RequestContext| async move {
+        if let Some(peer) = cx.peer() {
+            peer.close();
+        }
+        Ok(())
+    });
+    let serving = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
+    let client = Client::builder()
+        .reconnect(quick(50))
+        .retry(
+            RetryPolicy::new(quick(5))
+                .idempotent(["flaky"])
+                .on_connection_lost(true),
+        )
+        .auto_batch(AutoBatch::new(4).linger(Duration::from_millis(20)))
+        .connect(serving.local_addr())
+        .await
+        .unwrap();
+    client.call::<()>("bye", ()).await.unwrap();
+    for round in 0..3 {
+        let results = bounded(
+            "a round",
+            join_all((1..=4).map(|n| client.call::<i64>("flaky", [n]))),
+        )
+        .await;
+        let results: Vec<i64> = results.into_iter().map(Result::unwrap).collect();
+        assert_eq!(results, [2, 4, 6, 8], "round {round}");
+    }
+    serving.shutdown().await;
+}
+
+#[tokio::test]
 async fn notifications_are_never_tried_again() {
     let (router, calls) = flaky(usize::MAX);
     let serving = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();

@@ -156,6 +156,9 @@ impl Batch {
     pub(crate) async fn send_tracked(mut self, delivery: Option<&Delivery>) -> Result<(), CallError> {
         self.sent = true;
         if self.is_empty() {
+            if let Some(delivery) = delivery {
+                delivery.mark_unsent();
+            }
             return Ok(());
         }
         let mut frame = std::mem::take(&mut self.frame);
@@ -190,6 +193,12 @@ pub struct BatchCall<R> {
 }
 
 impl<R> BatchCall<R> {
+    /// Whether the call made it into the batch (it could be registered and
+    /// its params encoded).
+    pub(crate) fn is_registered(&self) -> bool {
+        self.registered.is_ok()
+    }
+
     /// Waits at most `timeout` for the result (instead of the caller's
     /// default call timeout).
     pub fn timeout(mut self, timeout: Duration) -> Self {

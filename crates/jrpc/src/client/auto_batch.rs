@@ -43,12 +43,12 @@ impl AutoBatch {
     pub const DEFAULT_LINGER: Duration = Duration::from_millis(1);
 
     /// Batches of at most `max_entries` calls (at least 1), gathered for at
-    /// most [`DEFAULT_LINGER`](Self::DEFAULT_LINGER), at most as large as a
-    /// jrpc server's default frame limit (8 MiB).
+    /// most [`DEFAULT_LINGER`](Self::DEFAULT_LINGER), of at most half a
+    /// jrpc server's default frame limit (4 MiB).
     pub fn new(max_entries: usize) -> Self {
         AutoBatch {
             max_entries: max_entries.max(1),
-            max_bytes: Limits::DEFAULT_MAX_FRAME_LEN,
+            max_bytes: Limits::DEFAULT_MAX_FRAME_LEN / 2,
             linger: Self::DEFAULT_LINGER,
         }
     }
@@ -60,8 +60,9 @@ impl AutoBatch {
         self
     }
 
-    /// The most bytes of requests in one batch: keep it within the
-    /// server's frame limit. A single call larger than this goes alone.
+    /// The most bytes of requests in one batch (counted with a generous
+    /// envelope per request): keep it within the server's frame limit. A
+    /// single call larger than this goes alone.
     pub fn max_bytes(mut self, bytes: usize) -> Self {
         self.max_bytes = bytes.max(1);
         self
@@ -77,6 +78,11 @@ impl AutoBatch {
     pub fn linger_window(&self) -> Duration {
         self.linger
     }
+
+    /// The most bytes of requests in one batch.
+    pub fn max_batch_bytes(&self) -> usize {
+        self.max_bytes
+    }
 }
 
 /// Where gathered calls go: a connection (or HTTP endpoint) that can send
@@ -85,43 +91,72 @@ pub(crate) trait BatchSink: Send + Sync + 'static {
     /// Sends one call past any middleware.
     fn send_one(&self, call: Outgoing) -> BoxFuture<'_, Result<Box<RawValue>, CallError>>;
 
-    /// Starts a batch on the connection.
-    fn batch(&self) -> Batch;
+    /// Starts a batch on a live connection (reconnecting first if need be).
+    fn batch(&self) -> BoxFuture<'_, Result<Batch, CallError>>;
 }
 
 /// A call waiting to be gathered.
 struct Queued {
     call: Outgoing,
-    /// Its request's size, roughly: method, params and the envelope.
+    /// Its request's size, about: method, params and the envelope.
     size: usize,
     reply: oneshot::Sender<Result<Box<RawValue>, CallError>>,
 }
 
-/// The calling end of the gathering task; the task ends when the last
-/// clone is dropped.
+/// The most batches in flight at once per client: past it, gathering
+/// waits, the queue fills, and callers wait to be queued.
+const MAX_GROUPS_IN_FLIGHT: usize = 64;
+
+/// What a request adds to a batch besides its method and params: the
+/// envelope, an id of up to 20 digits, the comma.
+const ENVELOPE: usize = 80;
+
+/// The calling end of the gathering task, which starts with the first call
+/// and ends when the last clone is dropped.
 #[derive(Clone)]
 pub(crate) struct Batcher {
-    queue: mpsc::Sender<Queued>,
+    state: Arc<BatcherState>,
+}
+
+struct BatcherState {
+    settings: AutoBatch,
+    sink: Arc<dyn BatchSink>,
+    /// Made on first use, inside the runtime (a client may be built
+    /// outside one).
+    queue: std::sync::OnceLock<mpsc::Sender<Queued>>,
 }
 
 impl Batcher {
-    /// Starts gathering calls for `sink`.
-    pub(crate) fn start(settings: AutoBatch, sink: Arc<dyn BatchSink>) -> Batcher {
-        // Enough room that callers rarely wait to be queued, bounded so
-        // that a stalled connection pushes back on them.
-        let (queue, queued) = mpsc::channel(settings.max_entries.saturating_mul(4).max(64));
-        tokio::spawn(gather(settings, queued, sink));
-        Batcher { queue }
+    /// A batcher for `sink`; nothing runs until the first call.
+    pub(crate) fn new(settings: AutoBatch, sink: Arc<dyn BatchSink>) -> Batcher {
+        Batcher {
+            state: Arc::new(BatcherState {
+                settings,
+                sink,
+                queue: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    fn queue(&self) -> &mpsc::Sender<Queued> {
+        let state = &self.state;
+        state.queue.get_or_init(|| {
+            // Enough room that callers rarely wait to be queued, bounded so
+            // that a stalled connection pushes back on them.
+            let (queue, queued) = mpsc::channel(state.settings.max_entries.saturating_mul(4).max(64));
+            tokio::spawn(gather(state.settings, queued, Arc::clone(&state.sink)));
+            queue
+        })
     }
 
     /// Queues `call` for the next batch and waits for its own result,
     /// within its timeout.
     pub(crate) async fn send(&self, call: Outgoing) -> Result<Box<RawValue>, CallError> {
         let timeout = call.timeout();
-        let size = call.method().len() + call.params().map_or(0, |p| p.get().len()) + 48;
+        let size = call.method().len() + call.params().map_or(0, |p| p.get().len()) + ENVELOPE;
         let (reply, result) = oneshot::channel();
         let waiting = async {
-            self.queue
+            self.queue()
                 .send(Queued { call, size, reply })
                 .await
                 .map_err(|_| CallError::Closed("the client is closed".into()))?;
@@ -138,6 +173,7 @@ impl Batcher {
 /// Gathers queued calls into batches and sends each on its own task, until
 /// every [`Batcher`] is gone.
 async fn gather(settings: AutoBatch, mut queued: mpsc::Receiver<Queued>, sink: Arc<dyn BatchSink>) {
+    let groups = Arc::new(tokio::sync::Semaphore::new(MAX_GROUPS_IN_FLIGHT));
     let mut carried: Option<Queued> = None;
     loop {
         let first = match carried.take() {
@@ -148,7 +184,8 @@ async fn gather(settings: AutoBatch, mut queued: mpsc::Receiver<Queued>, sink: A
             },
         };
         let deadline = Instant::now() + settings.linger;
-        let mut bytes = first.size;
+        // The batch's brackets, then each request.
+        let mut bytes = 2 + first.size;
         let mut group = vec![first];
         while group.len() < settings.max_entries {
             let next = match queued.try_recv() {
@@ -169,39 +206,67 @@ async fn gather(settings: AutoBatch, mut queued: mpsc::Receiver<Queued>, sink: A
             bytes += next.size;
             group.push(next);
         }
+        let Ok(turn) = Arc::clone(&groups).acquire_owned().await else {
+            return;
+        };
         let sink = Arc::clone(&sink);
-        tokio::spawn(async move { send_group(&*sink, group).await });
+        tokio::spawn(async move {
+            send_group(&*sink, group).await;
+            drop(turn);
+        });
     }
 }
 
 /// Sends one gathered group and hands each caller its result.
-async fn send_group(sink: &dyn BatchSink, mut group: Vec<Queued>) {
-    if group.len() == 1 {
-        let Queued { call, reply, .. } = group.pop().expect("one call");
-        deliver(sink.send_one(call), reply).await;
+async fn send_group(sink: &dyn BatchSink, group: Vec<Queued>) {
+    // Callers that gave up while their call waited: it is not sent.
+    let mut group: Vec<Queued> = group.into_iter().filter(|q| !q.reply.is_closed()).collect();
+    if group.len() <= 1 {
+        if let Some(Queued { call, reply, .. }) = group.pop() {
+            deliver(sink.send_one(call), reply).await;
+        }
         return;
     }
-    let mut batch = sink.batch();
+    let mut batch = match sink.batch().await {
+        Ok(batch) => batch,
+        Err(error) => {
+            // No connection to send it on: none of it left.
+            for Queued { call, reply, .. } in group {
+                if let Some(delivery) = Delivery::of(&call) {
+                    delivery.mark_unsent();
+                }
+                let _ = reply.send(Err(error.clone()));
+            }
+            return;
+        }
+    };
     let mut calls = Vec::with_capacity(group.len());
     let mut notified = Vec::new();
-    // Whether the frame went out, for the retry layer above each call.
-    let mut deliveries = Vec::new();
+    // Whether each call went out, for the retry layer above it: with the
+    // frame, unless it could not even be registered.
+    let mut with_frame = Vec::new();
     for Queued { call, reply, .. } in group {
-        deliveries.extend(Delivery::of(&call));
+        let delivery = Delivery::of(&call);
         let timeout = call.timeout();
         let (method, params, notification, _) = call.into_parts();
         if notification {
             batch.notify(&method, &params);
             notified.push(reply);
+            with_frame.extend(delivery);
         } else {
             let result = batch.call::<Box<RawValue>>(&method, &params).timeout(timeout);
+            match (result.is_registered(), delivery) {
+                (true, Some(delivery)) => with_frame.push(delivery),
+                (false, Some(delivery)) => delivery.mark_unsent(),
+                (_, None) => {}
+            }
             calls.push((result, reply));
         }
     }
-    let delivery = (!deliveries.is_empty()).then(Delivery::default);
+    let delivery = (!with_frame.is_empty()).then(Delivery::default);
     let sent = batch.send_tracked(delivery.as_ref()).await;
     if let Some(delivery) = delivery {
-        for each in deliveries {
+        for each in with_frame {
             if delivery.was_unsent() {
                 each.mark_unsent();
             } else {

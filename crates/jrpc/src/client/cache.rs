@@ -69,8 +69,8 @@ struct Stored {
     at: Instant,
 }
 
-/// Weighs an entry by its bytes, but at least a fair share of the byte
-/// bound, so that the count bound holds as well.
+/// Weighs an entry by its bytes, but at least (nearly) a fair share of the
+/// byte bound, so that the count bound holds as well.
 #[derive(Clone)]
 struct Weigh {
     floor: u64,
@@ -89,6 +89,10 @@ const ENTRY_OVERHEAD: usize = 64;
 /// A request in flight that identical calls join.
 type Flight = Shared<FlightFuture>;
 type FlightFuture = BoxFuture<'static, Result<Arc<str>, CallError>>;
+
+/// A request in flight, by key: a number telling one from the next, the
+/// generation it began in, and the request.
+type InFlight = (u64, u64, WeakShared<FlightFuture>);
 
 /// Settings for a [`ResponseCache`].
 pub struct ResponseCacheBuilder {
@@ -130,13 +134,14 @@ impl ResponseCacheBuilder {
         self
     }
 
-    /// The most entries kept (default 10 000).
+    /// The most entries kept (default 10 000; about, past a few dozen).
     pub fn max_entries(mut self, entries: usize) -> Self {
         self.max_entries = entries.max(1);
         self
     }
 
-    /// The most bytes of keys and results kept (default 64 MiB).
+    /// The most bytes of keys and results kept (default 64 MiB). A result
+    /// larger than nearly all of it is not kept.
     pub fn max_bytes(mut self, bytes: usize) -> Self {
         self.max_bytes = bytes.max(1);
         self
@@ -144,13 +149,23 @@ impl ResponseCacheBuilder {
 
     /// The cache; add it to a client with [`ResponseCache::layer`].
     pub fn build(self) -> ResponseCache {
-        let floor = (self.max_bytes / self.max_entries).max(1) as u64;
+        // One shard, so that the bounds are the cache's own and not split
+        // (quick_cache refuses an entry heavier than 97 % of its shard).
+        let options = quick_cache::OptionsBuilder::new()
+            .shards(1)
+            .estimated_items_capacity(self.max_entries)
+            .weight_capacity(self.max_bytes as u64)
+            .build()
+            .expect("the capacities are set");
+        // A hair under a fair share, so that even one entry fits.
+        let floor = ((self.max_bytes as u64 / self.max_entries as u64) * 96 / 100).max(1);
         ResponseCache {
             shared: Arc::new(CacheState {
-                entries: quick_cache::sync::Cache::with_weighter(
-                    self.max_entries,
-                    self.max_bytes as u64,
+                entries: quick_cache::sync::Cache::with_options(
+                    options,
                     Weigh { floor },
+                    Default::default(),
+                    Default::default(),
                 ),
                 flights: Mutex::new(HashMap::new()),
                 next_flight: AtomicU64::new(0),
@@ -175,8 +190,7 @@ pub struct ResponseCache {
 
 struct CacheState {
     entries: quick_cache::sync::Cache<Key, Stored, Weigh>,
-    /// Requests in flight by key, with a number telling one from the next.
-    flights: Mutex<HashMap<Key, (u64, WeakShared<FlightFuture>)>>,
+    flights: Mutex<HashMap<Key, InFlight>>,
     next_flight: AtomicU64,
     /// Bumped by every invalidation: a request begun before it does not
     /// store its (possibly stale) result.
@@ -247,7 +261,7 @@ impl ResponseCache {
     /// Drops the result of `method` with `params` (`()` for none); whether
     /// one was kept.
     pub fn invalidate(&self, method: &str, params: impl Serialize) -> bool {
-        self.shared.generation.fetch_add(1, Ordering::Relaxed);
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
         let Ok(params) = encode_params(params) else {
             return false;
         };
@@ -259,13 +273,13 @@ impl ResponseCache {
 
     /// Drops every result of `method`.
     pub fn invalidate_method(&self, method: &str) {
-        self.shared.generation.fetch_add(1, Ordering::Relaxed);
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
         self.shared.entries.retain(|key, _| key.method() != method);
     }
 
     /// Drops everything.
     pub fn clear(&self) {
-        self.shared.generation.fetch_add(1, Ordering::Relaxed);
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
         self.shared.entries.clear();
     }
 }
@@ -288,28 +302,40 @@ impl CacheState {
         start: impl FnOnce() -> BoxFuture<'static, Result<Box<RawValue>, CallError>>,
     ) -> Flight {
         let mut flights = self.flights.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(flight) = flights.get(key).and_then(|(_, weak)| weak.upgrade()) {
+        let generation = self.generation.load(Ordering::SeqCst);
+        // A request begun before an invalidation may answer with what was
+        // invalidated: not joined.
+        let current = flights
+            .get(key)
+            .filter(|(_, begun, _)| *begun == generation)
+            .and_then(|(_, _, weak)| weak.upgrade());
+        if let Some(flight) = current {
             self.joined.fetch_add(1, Ordering::Relaxed);
             return flight;
         }
         let number = self.next_flight.fetch_add(1, Ordering::Relaxed);
-        let generation = self.generation.load(Ordering::Relaxed);
         let (state, owned_key) = (Arc::clone(self), key.clone());
         let request = start();
         let flight: FlightFuture = Box::pin(async move {
             let result = request.await.map(|raw| Arc::<str>::from(raw.get()));
             if let Ok(result) = &result {
                 // Not after an invalidation: the result may predate it.
-                if state.generation.load(Ordering::Relaxed) == generation {
+                if state.generation.load(Ordering::SeqCst) == generation {
+                    let at = Instant::now();
                     let stored = Stored {
                         result: Arc::clone(result),
-                        at: Instant::now(),
+                        at,
                     };
                     state.entries.insert(owned_key.clone(), stored);
+                    // An invalidation between the check and the insert
+                    // takes it out again.
+                    if state.generation.load(Ordering::SeqCst) != generation {
+                        state.entries.remove_if(&owned_key, |s| s.at == at);
+                    }
                 }
             }
             let mut flights = state.flights.lock().unwrap_or_else(|e| e.into_inner());
-            if flights.get(&owned_key).is_some_and(|(n, _)| *n == number) {
+            if flights.get(&owned_key).is_some_and(|(n, _, _)| *n == number) {
                 flights.remove(&owned_key);
             }
             result
@@ -318,10 +344,10 @@ impl CacheState {
         if let Some(weak) = flight.downgrade() {
             // Requests whose callers all gave up leave dead entries; sweep
             // them now and then.
-            if flights.len() >= 1024 {
-                flights.retain(|_, (_, weak)| weak.upgrade().is_some());
+            if flights.len() >= 1024 && number % 256 == 0 {
+                flights.retain(|_, (_, _, weak)| weak.upgrade().is_some());
             }
-            flights.insert(key.clone(), (number, weak));
+            flights.insert(key.clone(), (number, generation, weak));
         }
         flight
     }

@@ -141,6 +141,8 @@ pub(crate) struct HttpOptions {
     pub(crate) timeout: Duration,
     pub(crate) retry: Retry,
     pub(crate) tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    /// The most requests (so connections) at once; more wait their turn.
+    pub(crate) max_connections: Option<usize>,
 }
 
 /// Replies larger than this are refused (as a protocol error).
@@ -159,6 +161,8 @@ pub(crate) struct HttpTransport {
     options: HttpOptions,
     next_id: AtomicU64,
     idle: Mutex<Vec<http1::SendRequest<Full<Bytes>>>>,
+    /// Turns for requests, when their number is bounded.
+    turns: Option<tokio::sync::Semaphore>,
     h2: tokio::sync::Mutex<Option<http2::SendRequest<Full<Bytes>>>>,
 }
 
@@ -211,6 +215,7 @@ impl HttpTransport {
         } else {
             None
         };
+        let turns = options.max_connections.map(tokio::sync::Semaphore::new);
         Ok(HttpTransport {
             uri,
             host,
@@ -220,6 +225,7 @@ impl HttpTransport {
             options,
             next_id: AtomicU64::new(1),
             idle: Mutex::new(Vec::new()),
+            turns,
             h2: tokio::sync::Mutex::new(None),
         })
     }
@@ -238,7 +244,7 @@ impl HttpTransport {
         };
         let (method, params, notification, timeout) = call.into_parts();
         if notification {
-            self.notify(&method, &params).await.map(|()| null())
+            self.notify(&method, &params, retry).await.map(|()| null())
         } else {
             let (id, frame) = self.encode(&method, &params)?;
             let sending = Sending {
@@ -301,11 +307,11 @@ impl HttpTransport {
         }
     }
 
-    pub(crate) async fn notify(&self, method: &str, params: impl Serialize) -> Result<(), CallError> {
+    async fn notify(&self, method: &str, params: impl Serialize, retry: Retry) -> Result<(), CallError> {
         let frame = encode_call(method, &params, None).map_err(|e| CallError::Encode(e.into()))?;
         let timeout = self.options.timeout;
         let sending = Sending {
-            retry: self.options.retry,
+            retry,
             delivery: None,
         };
         tokio::time::timeout(timeout, self.post(frame.into(), sending))
@@ -388,7 +394,18 @@ impl HttpTransport {
         let Sending { retry, delivery } = sending;
         let mut attempt = 0;
         loop {
+            // Waits for a turn (within the caller's timeout) when bounded.
+            let turn = match &self.turns {
+                Some(turns) => Some(
+                    turns
+                        .acquire()
+                        .await
+                        .map_err(|_| protocol("the client is closed"))?,
+                ),
+                None => None,
+            };
             let outcome = self.post_once(body.clone()).await;
+            drop(turn);
             if let Some(delivery) = delivery {
                 // Only a connection never made leaves the request unsent.
                 match &outcome {
@@ -669,6 +686,7 @@ where
 /// [`CallError::Transport`] of the HTTP client.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("HTTP {status}{}", match error { Some(e) => format!(": {e}"), None if body.is_empty() => String::new(), None => format!(": {body}") })]
+#[non_exhaustive]
 pub struct HttpError {
     /// The HTTP status code.
     pub status: u16,

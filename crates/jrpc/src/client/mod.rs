@@ -26,6 +26,8 @@ mod auto_batch;
 pub mod cache;
 #[cfg(feature = "http-client")]
 pub(crate) mod http;
+mod pool;
+mod reconnect;
 mod retry;
 
 use std::io;
@@ -48,13 +50,15 @@ use crate::peer::{Batch, CallError, CancelProtocol, ConnectionConfig, Peer, Peer
 pub use crate::transport::child::StderrMode;
 #[cfg(feature = "http-client")]
 pub use crate::transport::ws::WsOptions;
-use crate::transport::{Dialer, DynDialer};
+use crate::transport::Dialer;
 use crate::Router;
 pub use auto_batch::AutoBatch;
 use auto_batch::{BatchSink, Batcher};
 #[cfg(feature = "cache")]
 pub use cache::{CacheStats, ResponseCache};
 use futures_util::future::Either;
+pub use reconnect::Reconnect;
+use reconnect::Reconnecting;
 pub use retry::{Retry, RetryLayer, RetryPolicy, RetryService};
 use std::future::Future;
 
@@ -65,7 +69,10 @@ pub struct ClientBuilder {
     calling: Calling,
     stderr: StderrMode,
     /// Dial again, with backoff, when the connection drops.
-    reconnect: Option<Retry>,
+    reconnect: Option<Reconnect>,
+    /// Connections to a stream or WebSocket target (0: one, unpooled); at
+    /// most this many HTTP connections.
+    pool: usize,
     #[cfg(feature = "http-client")]
     http: HttpSettings,
 }
@@ -105,8 +112,9 @@ impl ClientBuilder {
     /// Wraps every call and notification this client makes (explicit
     /// [`batch`](Client::batch)es go out past it) in a layer, on every
     /// transport: see [`caller`](crate::caller). The layer added last runs
-    /// first. Layers wrap the client as a whole, above its connection: one
-    /// layer serves every connection a reconnecting client makes.
+    /// first. Layers wrap the client as a whole, above its connections: one
+    /// layer serves every connection a reconnecting or pooled client makes.
+    /// Calls made straight on [`Client::peer`] go past them.
     pub fn layer<L>(mut self, layer: L) -> Self
     where
         L: tower::Layer<BoxOutgoingService> + Send + Sync + 'static,
@@ -176,13 +184,38 @@ impl ClientBuilder {
         self.peer.router_limits().max_frame_len
     }
 
-    /// Dial again when the connection drops, trying up to `retry.attempts`
-    /// times with backoff before a call fails: on TCP, Unix sockets,
-    /// WebSocket and any [`Dialer`]. Calls in flight when the connection
-    /// drops fail (they may or may not have run); the next call reconnects.
-    /// Off by default.
-    pub fn reconnect(mut self, retry: Retry) -> Self {
-        self.reconnect = Some(retry);
+    /// Dial again when the connection drops, with the backoff of
+    /// `settings` (a [`Retry`], or a [`Reconnect`] that also says whether
+    /// calls wait and what runs on each new connection): on TCP, Unix
+    /// sockets, WebSocket and any [`Dialer`]. Calls in flight when the
+    /// connection drops fail (they may or may not have run; a
+    /// [`retry`](Self::retry) policy decides whether they go again); calls
+    /// made meanwhile wait for the new connection within their timeout, or
+    /// fail at once with [`Reconnect::fail_fast`]. Off by default.
+    pub fn reconnect(mut self, settings: impl Into<Reconnect>) -> Self {
+        self.reconnect = Some(settings.into());
+        self
+    }
+
+    /// Keeps `connections` connections to a TCP, Unix socket or WebSocket
+    /// target, each call going on the least loaded live one (the fewest
+    /// calls in flight); one that drops is replaced in the background with
+    /// the [`reconnect`](Self::reconnect) backoff (by default forever, 100
+    /// ms up to 5 s apart) and its hook, while the others carry the calls.
+    /// Over HTTP, at most `connections` connections (so requests) at once;
+    /// more wait their turn within their timeout. Not for a spawned child,
+    /// which has one pair of pipes.
+    ///
+    /// ```no_run
+    /// use jrpc::client::Client;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = Client::builder().pool(8).connect("ws://127.0.0.1:4000").await?;
+    /// let sum: i64 = client.call("add", (1, 2)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn pool(mut self, connections: usize) -> Self {
+        self.pool = connections.max(1);
         self
     }
 
@@ -347,17 +380,33 @@ impl ClientBuilder {
         let calling = std::mem::take(&mut self.calling);
         let connection = dial(&dialer, calling.retry.as_ref().map(RetryPolicy::schedule)).await?;
         let template = self.peer.settings_clone();
-        let peer = self.peer.connect(connection);
-        let Some(retry) = self.reconnect else {
-            return Ok(Client::owning(peer, None, None, calling));
+        let pooled = self.pool > 1;
+        let settings = match self.reconnect.take() {
+            Some(settings) => Some(settings),
+            None if pooled => Some(Reconnect::new(pool::default_schedule())),
+            None => None,
         };
-        let inner = Inner::Reconnecting(Arc::new(Reconnecting {
-            dialer: Box::new(dialer),
-            template: Mutex::new(template),
-            retry,
-            current: Mutex::new(peer),
-            reconnecting: tokio::sync::Mutex::new(()),
-        }));
+        let failed = |e: CallError| io::Error::other(format!("the new connection's hook failed: {e}"));
+        let first = match &settings {
+            Some(settings) => {
+                let template = Mutex::new(template.settings_clone());
+                reconnect::open(connection, &template, settings.hook())
+                    .await
+                    .map_err(failed)?
+            }
+            None => self.peer.connect(connection),
+        };
+        let Some(settings) = settings else {
+            return Ok(Client::owning(first, None, None, calling));
+        };
+        let inner = if pooled {
+            let pool = pool::Pool::start(Box::new(dialer), template, first, self.pool, settings)
+                .await
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            Inner::Pool(pool)
+        } else {
+            Inner::Reconnecting(Reconnecting::new(Box::new(dialer), template, first, settings))
+        };
         Ok(Client::assemble(inner, None, calling))
     }
 
@@ -383,6 +432,7 @@ impl ClientBuilder {
             timeout: self.peer.connection_config().call_timeout,
             retry: self.http.retry,
             tls: self.http.tls,
+            max_connections: (self.pool > 0).then_some(self.pool),
         };
         let transport = Arc::new(self::http::HttpTransport::new(url, options)?);
         Ok(HttpClient::new(transport, &self.calling.stack_layers()))
@@ -458,66 +508,7 @@ enum Inner {
     #[cfg(feature = "http-client")]
     Http(HttpClient),
     Reconnecting(Arc<Reconnecting>),
-}
-
-/// A client that dials again when its connection drops.
-struct Reconnecting {
-    dialer: Box<dyn DynDialer>,
-    /// The settings each new connection's peer starts with (behind a lock
-    /// only because a builder is not `Sync`).
-    template: Mutex<PeerBuilder>,
-    retry: Retry,
-    current: Mutex<Peer>,
-    /// One reconnection at a time.
-    reconnecting: tokio::sync::Mutex<()>,
-}
-
-impl Reconnecting {
-    fn current(&self) -> Peer {
-        self.current.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// The live connection, reconnecting (with backoff) if it dropped.
-    async fn peer(&self) -> Result<Peer, CallError> {
-        let peer = self.current();
-        if !peer.is_refusing() {
-            return Ok(peer);
-        }
-        let _one = self.reconnecting.lock().await;
-        let peer = self.current();
-        if !peer.is_refusing() {
-            return Ok(peer);
-        }
-        let mut attempt = 0;
-        loop {
-            match self.dialer.dial_boxed().await {
-                Ok(connection) => {
-                    let builder = self
-                        .template
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .settings_clone();
-                    let peer = builder.connect(connection);
-                    *self.current.lock().unwrap_or_else(|e| e.into_inner()) = peer.clone();
-                    tracing::debug!("reconnected");
-                    return Ok(peer);
-                }
-                Err(e) if attempt < self.retry.attempts => {
-                    let wait = self.retry.wait(attempt, None);
-                    tracing::debug!(error = %e, ?wait, "reconnect failed; retrying");
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(CallError::Io(Arc::new(e))),
-            }
-        }
-    }
-}
-
-impl Drop for Reconnecting {
-    fn drop(&mut self) {
-        self.current().close();
-    }
+    Pool(Arc<pool::Pool>),
 }
 
 impl Inner {
@@ -529,8 +520,23 @@ impl Inner {
                 #[cfg(feature = "http-client")]
                 Inner::Http(http) => http.send(call).await,
                 Inner::Reconnecting(ws) => {
-                    let peer = ws.peer().await.inspect_err(|_| {
-                        // No connection to send it on: it never left.
+                    // Waiting for a new connection counts against the
+                    // call's own time.
+                    let timeout = call.timeout();
+                    let peer = match tokio::time::timeout(timeout, ws.peer()).await {
+                        Ok(Ok(peer)) => peer,
+                        failed => {
+                            // No connection to send it on: it never left.
+                            if let Some(delivery) = crate::caller::Delivery::of(&call) {
+                                delivery.mark_unsent();
+                            }
+                            return Err(failed.unwrap_or(Err(CallError::Timeout(timeout))).unwrap_err());
+                        }
+                    };
+                    Caller::send(&peer, call).await
+                }
+                Inner::Pool(pool) => {
+                    let (peer, _busy) = pool.pick().inspect_err(|_| {
                         if let Some(delivery) = crate::caller::Delivery::of(&call) {
                             delivery.mark_unsent();
                         }
@@ -549,6 +555,7 @@ impl Inner {
             // A batch goes on the current connection; if it has dropped, the
             // batch fails and the next call reconnects.
             Inner::Reconnecting(ws) => ws.current().batch(),
+            Inner::Pool(pool) => pool.batch(),
         }
     }
 }
@@ -558,8 +565,15 @@ impl BatchSink for Inner {
         self.send_direct(call)
     }
 
-    fn batch(&self) -> Batch {
-        Inner::batch(self)
+    fn batch(&self) -> BoxFuture<'_, Result<Batch, CallError>> {
+        Box::pin(async move {
+            match self {
+                // A dropped connection is dialed again first, as for a call.
+                Inner::Reconnecting(ws) => Ok(ws.peer().await?.batch()),
+                Inner::Pool(pool) => Ok(pool.pick()?.0.batch()),
+                other => Ok(Inner::batch(other)),
+            }
+        })
     }
 }
 
@@ -595,6 +609,7 @@ impl Caller for Client {
             #[cfg(feature = "http-client")]
             Inner::Http(http) => Caller::call_timeout(http),
             Inner::Reconnecting(ws) => Caller::call_timeout(&ws.current()),
+            Inner::Pool(pool) => Caller::call_timeout(&pool.any()),
         }
     }
 
@@ -638,7 +653,7 @@ impl Client {
         let stack = (!layers.is_empty() || auto_batch.is_some()).then(|| {
             let innermost = match auto_batch {
                 Some(settings) => {
-                    let batcher = Batcher::start(settings, Arc::new(inner.clone()));
+                    let batcher = Batcher::new(settings, Arc::new(inner.clone()));
                     BoxOutgoingService::new(tower::service_fn(move |call: Outgoing| {
                         let batcher = batcher.clone();
                         async move { batcher.send(call).await }
@@ -665,6 +680,10 @@ impl std::fmt::Debug for Client {
             #[cfg(feature = "http-client")]
             Inner::Http(_) => f.debug_struct("Client").field("transport", &"http").finish(),
             Inner::Reconnecting(ws) => f.debug_struct("Client").field("peer", &ws.current()).finish(),
+            Inner::Pool(pool) => f
+                .debug_struct("Client")
+                .field("live_connections", &pool.live())
+                .finish(),
         }
     }
 }
@@ -746,6 +765,7 @@ impl Client {
             #[cfg(feature = "http-client")]
             Inner::Http(_) => None,
             Inner::Reconnecting(ws) => Some(ws.current()),
+            Inner::Pool(pool) => Some(pool.pick().map(|(peer, _)| peer).unwrap_or_else(|_| pool.any())),
         }
     }
 
@@ -779,6 +799,7 @@ impl Client {
                 peer.close();
                 peer.closed().await
             }
+            Inner::Pool(pool) => pool.close().await,
         };
         if let Some(mut exit) = self.owner.as_ref().and_then(|o| o.child_exit.clone()) {
             let exited = exit.wait_for(|status| status.is_some());
@@ -791,20 +812,10 @@ impl Client {
 /// Dials, trying again on `retry`'s schedule when the connection cannot be
 /// made (nothing was sent, so it is always safe).
 async fn dial(dialer: &impl Dialer, retry: Option<Retry>) -> io::Result<crate::transport::Connection> {
-    let retry = retry.unwrap_or(Retry::NEVER);
-    let mut attempt = 0;
-    loop {
-        match dialer.dial().await {
-            Ok(connection) => return Ok(connection),
-            // A malformed address will not improve.
-            Err(e) if e.kind() == io::ErrorKind::InvalidInput => return Err(e),
-            Err(e) if attempt < retry.attempts => {
-                let wait = retry.wait(attempt, None);
-                tracing::debug!(error = %e, ?wait, "cannot connect; trying again");
-                tokio::time::sleep(wait).await;
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    // A malformed address will not improve.
+    let malformed = |e: &io::Error| e.kind() == io::ErrorKind::InvalidInput;
+    retry
+        .unwrap_or(Retry::NEVER)
+        .run("connecting", || dialer.dial(), malformed)
+        .await
 }

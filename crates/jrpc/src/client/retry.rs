@@ -64,6 +64,34 @@ impl Retry {
         }
     }
 
+    /// Runs `attempt` until it succeeds, fails for good (`is_final`), or the
+    /// schedule's attempts run out, waiting between tries; `what` names the
+    /// work in debug logs.
+    pub(crate) async fn run<T, E, Fut>(
+        &self,
+        what: &str,
+        mut attempt: impl FnMut() -> Fut,
+        is_final: impl Fn(&E) -> bool,
+    ) -> Result<T, E>
+    where
+        E: std::fmt::Display,
+        Fut: std::future::Future<Output = Result<T, E>>,
+    {
+        let mut tries = 0;
+        loop {
+            match attempt().await {
+                Ok(done) => return Ok(done),
+                Err(e) if tries < self.attempts && !is_final(&e) => {
+                    let wait = self.wait(tries, None);
+                    tracing::debug!(error = %e, ?wait, "{what} failed; trying again");
+                    tokio::time::sleep(wait).await;
+                    tries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     pub(crate) fn wait(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(after) = retry_after {
             return after.min(self.max);
@@ -331,34 +359,48 @@ impl tower::Service<Outgoing> for RetryService {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, call: Outgoing) -> Self::Future {
+    fn call(&mut self, mut call: Outgoing) -> Self::Future {
         let (policy, inner) = (Arc::clone(&self.policy), self.inner.clone());
         if call.is_notification() || policy.schedule.attempts == 0 {
+            // Decided here: never again, and not by the transport either.
+            call.extensions_mut().insert(RetriedAbove);
+            call.extensions_mut().insert(Delivery::default());
             return Box::pin(tower::ServiceExt::oneshot(inner, call));
         }
         Box::pin(async move {
+            // The call's timeout bounds all its attempts together, and so
+            // does the policy's bound on the elapsed time.
             let started = Instant::now();
+            let mut budget = call.timeout();
+            if let Some(limit) = policy.max_elapsed {
+                budget = budget.min(limit);
+            }
             let mut attempt = 0;
             loop {
                 let mut this = call.clone();
+                let left = budget.saturating_sub(started.elapsed());
+                this.set_timeout(left);
                 let delivery = Delivery::default();
                 this.extensions_mut().insert(delivery.clone());
                 this.extensions_mut().insert(RetriedAbove);
                 let error = match tower::ServiceExt::oneshot(inner.clone(), this).await {
                     Ok(result) => return Ok(result),
+                    Err(CallError::Timeout(_)) if started.elapsed() >= budget => {
+                        return Err(CallError::Timeout(call.timeout()));
+                    }
                     Err(error) => error,
                 };
                 let Some(asked) = policy.verdict(&call, &error, delivery.was_unsent()) else {
                     return Err(error);
                 };
-                if attempt >= policy.schedule.attempts {
+                // A server asking for a longer wait than the schedule's
+                // longest is not asked again sooner than it wants.
+                let too_long = asked.is_some_and(|asked| asked > policy.schedule.max);
+                if attempt >= policy.schedule.attempts || too_long {
                     return Err(error);
                 }
                 let wait = policy.schedule.wait(attempt, asked);
-                if policy
-                    .max_elapsed
-                    .is_some_and(|limit| started.elapsed() + wait >= limit)
-                {
+                if started.elapsed().saturating_add(wait) >= budget {
                     return Err(error);
                 }
                 tracing::debug!(method = call.method(), attempt, ?wait, error = %error, "trying the call again");
