@@ -1049,8 +1049,12 @@ fn cancel_notifications_stop_a_call_only_in_the_servers_protocol() {
 #[test]
 fn try_it_lines_point_at_the_rpc_listener_not_the_metrics_port() {
     for listen in ["--http", "--tcp"] {
-        let served = Served::start(&[listen, "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"]);
+        let mut served = Served::start(&[listen, "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"]);
         let listener = served.targets[0].clone();
+        if listen == "--http" {
+            // They follow the listening lines: not stopped before them.
+            served.wait_for("the try-it lines", WAIT, |l| l.contains("jrpc call "));
+        }
         let metrics_url = served.metrics_url.clone().unwrap();
         let metrics_base = metrics_url.strip_suffix("/metrics").unwrap().to_owned();
         let stderr = served.finish();

@@ -1,7 +1,8 @@
 //! Connection pools and reconnecting: calls spread over the least loaded
 //! connections, a dropped connection replaced in the background, a hook
 //! run on every new connection, calls waiting for a reconnection or
-//! failing fast, and HTTP's bound on connections at once. No test asserts
+//! failing fast, a restarted server and one that closes idle connections
+//! reached again, and HTTP's bound on connections at once. No test asserts
 //! a timing.
 
 use std::collections::HashMap;
@@ -128,6 +129,16 @@ async fn a_dropped_connection_is_replaced_while_the_others_carry_the_calls() {
         assert_eq!(client.call::<i64>("add", (n, 1)).await.unwrap(), n + 1);
     }
     until("the replacement", || accepted.load(Ordering::SeqCst) == 4).await;
+    // Closed, the pool stays closed: no call goes, nothing is replaced.
+    client.clone().close().await;
+    let refused = client.call::<i64>("add", (1, 1)).await.unwrap_err();
+    assert!(refused.is_closed(), "{refused:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        4,
+        "no connection made after close"
+    );
     serving.shutdown().await;
 }
 
@@ -160,22 +171,18 @@ async fn a_reconnected_connection_runs_the_hook_again() {
     })
     .await;
     client.call::<()>("bye", ()).await.unwrap();
-    // The next call finds the connection closed, reconnects, subscribes.
-    let sum = bounded("a call after the drop", async {
-        loop {
-            match client.call::<i64>("add", (2, 3)).await {
-                Ok(sum) => return sum,
-                Err(e) if e.is_closed() => tokio::time::sleep(Duration::from_millis(10)).await,
-                Err(e) => panic!("{e}"),
-            }
-        }
-    })
-    .await;
-    assert_eq!(sum, 5);
+    // No call needed: the client reconnects by itself and subscribes again,
+    // so what the server sends on its own keeps coming.
     until("the second subscription", || {
         subscribed.load(Ordering::SeqCst) == 2
     })
     .await;
+    assert_eq!(
+        bounded("a call", client.call::<i64>("add", (2, 3)))
+            .await
+            .unwrap(),
+        5
+    );
     serving.shutdown().await;
 }
 
@@ -263,5 +270,56 @@ async fn an_http_pool_bounds_the_requests_at_once() {
     )
     .await;
     assert!(*most.lock().unwrap() > 2);
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_restarted_server_is_reached_again() {
+    let router = Router::new().sync_method("add", |(a, b): (i64, i64)| Ok(a + b));
+    let serving = Server::new(router.clone()).bind_tcp("127.0.0.1:0").await.unwrap();
+    let addr = serving.local_addr().trim_start_matches("tcp://").to_owned();
+    let client = Client::builder()
+        .reconnect(quick(500))
+        .connect(serving.local_addr())
+        .await
+        .unwrap();
+    assert_eq!(client.call::<i64>("add", (1, 2)).await.unwrap(), 3);
+    serving.shutdown().await;
+    let peer = client.peer().unwrap();
+    bounded("the connection to close", peer.closed()).await;
+    // The same address, a new process as far as the client can tell.
+    let again = Server::new(router).bind_tcp(&addr).await.unwrap();
+    assert_eq!(
+        bounded("a call", client.call::<i64>("add", (2, 3)))
+            .await
+            .unwrap(),
+        5
+    );
+    again.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closed_for_idleness_is_made_again() {
+    let router = Router::new().sync_method("add", |(a, b): (i64, i64)| Ok(a + b));
+    let idle = jrpc::ConnectionConfig::default().idle_timeout(Some(Duration::from_millis(100)));
+    let serving = Server::new(router)
+        .connection(idle)
+        .bind_tcp("127.0.0.1:0")
+        .await
+        .unwrap();
+    let client = Client::builder()
+        .reconnect(quick(50))
+        .connect(serving.local_addr())
+        .await
+        .unwrap();
+    assert_eq!(client.call::<i64>("add", (1, 2)).await.unwrap(), 3);
+    let peer = client.peer().unwrap();
+    bounded("the server to close the idle connection", peer.closed()).await;
+    assert_eq!(
+        bounded("a call", client.call::<i64>("add", (4, 5)))
+            .await
+            .unwrap(),
+        9
+    );
     serving.shutdown().await;
 }

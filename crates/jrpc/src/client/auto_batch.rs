@@ -91,9 +91,14 @@ pub(crate) trait BatchSink: Send + Sync + 'static {
     /// Sends one call past any middleware.
     fn send_one(&self, call: Outgoing) -> BoxFuture<'_, Result<Box<RawValue>, CallError>>;
 
-    /// Starts a batch on a live connection (reconnecting first if need be).
-    fn batch(&self) -> BoxFuture<'_, Result<Batch, CallError>>;
+    /// Starts a batch on a live connection, waiting at most `patience` for
+    /// one (while reconnecting); with what counts the batch as load on its
+    /// connection until it is done.
+    fn batch(&self, patience: Duration) -> BoxFuture<'_, Result<(Batch, Option<LoadGuard>), CallError>>;
 }
+
+/// Keeps a batch counted as load on its connection while it lives.
+pub(crate) type LoadGuard = Box<dyn Send>;
 
 /// A call waiting to be gathered.
 struct Queued {
@@ -227,7 +232,9 @@ async fn send_group(sink: &dyn BatchSink, group: Vec<Queued>) {
         }
         return;
     }
-    let mut batch = match sink.batch().await {
+    // Waiting for a connection as long as the most patient call may.
+    let patience = group.iter().map(|q| q.call.timeout()).max().unwrap_or_default();
+    let (mut batch, _load) = match sink.batch(patience).await {
         Ok(batch) => batch,
         Err(error) => {
             // No connection to send it on: none of it left.

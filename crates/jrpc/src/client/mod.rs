@@ -378,34 +378,45 @@ impl ClientBuilder {
     /// dials again whenever the connection drops.
     pub async fn connect_with(mut self, dialer: impl Dialer) -> io::Result<Client> {
         let calling = std::mem::take(&mut self.calling);
-        let connection = dial(&dialer, calling.retry.as_ref().map(RetryPolicy::schedule)).await?;
-        let template = self.peer.settings_clone();
         let pooled = self.pool > 1;
+        let explicit = self.reconnect.is_some();
         let settings = match self.reconnect.take() {
-            Some(settings) => Some(settings),
-            None if pooled => Some(Reconnect::new(pool::default_schedule())),
-            None => None,
-        };
-        let failed = |e: CallError| io::Error::other(format!("the new connection's hook failed: {e}"));
-        let first = match &settings {
-            Some(settings) => {
-                let template = Mutex::new(template.settings_clone());
-                reconnect::open(connection, &template, settings.hook())
-                    .await
-                    .map_err(failed)?
+            Some(settings) => settings,
+            None if pooled => Reconnect::new(pool::default_schedule()),
+            None => {
+                // One plain connection: dialed again only as the retry
+                // policy says (a connection never made sent nothing).
+                let connection = dial(&dialer, calling.retry.as_ref().map(RetryPolicy::schedule)).await?;
+                return Ok(Client::owning(self.peer.connect(connection), None, None, calling));
             }
-            None => self.peer.connect(connection),
         };
-        let Some(settings) = settings else {
-            return Ok(Client::owning(first, None, None, calling));
+        let connector = reconnect::Connector::new(Box::new(dialer), self.peer.settings_clone(), settings);
+        let failed = |e: CallError| io::Error::other(format!("cannot connect: {e}"));
+        // With reconnect settings the first connection follows them (a hook
+        // that fails counts as a failed attempt); a pool without them makes
+        // its first as a plain client would.
+        let first = if explicit {
+            connector.connect(&|| true).await.map_err(failed)?
+        } else {
+            let schedule = calling
+                .retry
+                .as_ref()
+                .map(RetryPolicy::schedule)
+                .unwrap_or(Retry::NEVER);
+            let attempt = || connector.attempt();
+            schedule
+                .run("connecting", attempt, |_| false)
+                .await
+                .map_err(failed)?
         };
         let inner = if pooled {
-            let pool = pool::Pool::start(Box::new(dialer), template, first, self.pool, settings)
-                .await
-                .map_err(|e| io::Error::other(e.to_string()))?;
-            Inner::Pool(pool)
+            Inner::Pool(
+                pool::Pool::start(connector, first, self.pool)
+                    .await
+                    .map_err(failed)?,
+            )
         } else {
-            Inner::Reconnecting(Reconnecting::new(Box::new(dialer), template, first, settings))
+            Inner::Reconnecting(Reconnecting::start(connector, first))
         };
         Ok(Client::assemble(inner, None, calling))
     }
@@ -520,27 +531,11 @@ impl Inner {
                 #[cfg(feature = "http-client")]
                 Inner::Http(http) => http.send(call).await,
                 Inner::Reconnecting(ws) => {
-                    // Waiting for a new connection counts against the
-                    // call's own time.
-                    let timeout = call.timeout();
-                    let peer = match tokio::time::timeout(timeout, ws.peer()).await {
-                        Ok(Ok(peer)) => peer,
-                        failed => {
-                            // No connection to send it on: it never left.
-                            if let Some(delivery) = crate::caller::Delivery::of(&call) {
-                                delivery.mark_unsent();
-                            }
-                            return Err(failed.unwrap_or(Err(CallError::Timeout(timeout))).unwrap_err());
-                        }
-                    };
+                    let (peer, call) = within_timeout(call, ws.peer()).await?;
                     Caller::send(&peer, call).await
                 }
                 Inner::Pool(pool) => {
-                    let (peer, _busy) = pool.pick().inspect_err(|_| {
-                        if let Some(delivery) = crate::caller::Delivery::of(&call) {
-                            delivery.mark_unsent();
-                        }
-                    })?;
+                    let ((peer, _busy), call) = within_timeout(call, pool.pick_waiting()).await?;
                     Caller::send(&peer, call).await
                 }
             }
@@ -555,7 +550,37 @@ impl Inner {
             // A batch goes on the current connection; if it has dropped, the
             // batch fails and the next call reconnects.
             Inner::Reconnecting(ws) => ws.current().batch(),
-            Inner::Pool(pool) => pool.batch(),
+            Inner::Pool(pool) => pool.batch().0,
+        }
+    }
+}
+
+/// What waiting `patience` for something gave.
+fn waited<T>(
+    patience: Duration,
+    outcome: Result<Result<T, CallError>, tokio::time::error::Elapsed>,
+) -> Result<T, CallError> {
+    outcome.unwrap_or(Err(CallError::Timeout(patience)))
+}
+
+/// Waits for `connection` within `call`'s timeout, then gives the call what
+/// is left of it; a call that found no connection never left.
+async fn within_timeout<T>(
+    mut call: Outgoing,
+    connection: impl Future<Output = Result<T, CallError>>,
+) -> Result<(T, Outgoing), CallError> {
+    let timeout = call.timeout();
+    let started = tokio::time::Instant::now();
+    match waited(timeout, tokio::time::timeout(timeout, connection).await) {
+        Ok(connection) => {
+            call.set_timeout(timeout.saturating_sub(started.elapsed()));
+            Ok((connection, call))
+        }
+        Err(e) => {
+            if let Some(delivery) = crate::caller::Delivery::of(&call) {
+                delivery.mark_unsent();
+            }
+            Err(e)
         }
     }
 }
@@ -565,13 +590,27 @@ impl BatchSink for Inner {
         self.send_direct(call)
     }
 
-    fn batch(&self) -> BoxFuture<'_, Result<Batch, CallError>> {
+    fn batch(
+        &self,
+        patience: Duration,
+    ) -> BoxFuture<'_, Result<(Batch, Option<auto_batch::LoadGuard>), CallError>> {
         Box::pin(async move {
             match self {
-                // A dropped connection is dialed again first, as for a call.
-                Inner::Reconnecting(ws) => Ok(ws.peer().await?.batch()),
-                Inner::Pool(pool) => Ok(pool.pick()?.0.batch()),
-                other => Ok(Inner::batch(other)),
+                // As for a call: on the new connection, waiting for it as
+                // long as the batch's calls may.
+                Inner::Reconnecting(ws) => {
+                    let peer = waited(patience, tokio::time::timeout(patience, ws.peer()).await)?;
+                    Ok((peer.batch(), None))
+                }
+                Inner::Pool(pool) => {
+                    let (peer, busy) = waited(
+                        patience,
+                        tokio::time::timeout(patience, pool.pick_waiting()).await,
+                    )?;
+                    let busy: auto_batch::LoadGuard = Box::new(busy);
+                    Ok((peer.batch(), Some(busy)))
+                }
+                other => Ok((Inner::batch(other), None)),
             }
         })
     }

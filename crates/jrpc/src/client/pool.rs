@@ -3,14 +3,15 @@
 //! connection that drops is replaced in the background, with backoff,
 //! while the others carry the calls.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use super::reconnect::{open, Reconnect};
+use tokio::sync::Notify;
+
+use super::reconnect::Connector;
 use super::Retry;
 use crate::caller::{Batch, CallError};
-use crate::peer::{Peer, PeerBuilder};
-use crate::transport::DynDialer;
+use crate::peer::Peer;
 
 /// One connection of the pool.
 struct Slot {
@@ -20,16 +21,19 @@ struct Slot {
 }
 
 pub(crate) struct Pool {
-    dialer: Box<dyn DynDialer>,
-    template: Mutex<PeerBuilder>,
-    settings: Reconnect,
+    connector: Arc<Connector>,
     slots: Vec<Slot>,
     /// Where the next search for the least loaded starts, so that ties
     /// take turns.
     next: AtomicUsize,
+    /// Set by `close`: no more calls, no more replacements.
+    closing: AtomicBool,
+    /// Woken when a connection is replaced, for calls waiting for one.
+    replaced: Notify,
 }
 
-/// A call in flight on a slot; the slot counts it until this drops.
+/// A call (or batch) in flight on a slot; the slot counts it until this
+/// drops.
 pub(crate) struct Busy {
     pool: Arc<Pool>,
     slot: usize,
@@ -45,23 +49,16 @@ impl Drop for Busy {
 
 impl Pool {
     /// A pool of `size` connections, `first` among them; the others are
-    /// dialed now. Dropped connections are replaced on `settings`'
-    /// schedule, each attempt with its hook.
+    /// opened now (any failure fails the pool, closing what was opened).
+    /// Dropped connections are replaced on the connector's schedule.
     pub(crate) async fn start(
-        dialer: Box<dyn DynDialer>,
-        template: PeerBuilder,
+        connector: Arc<Connector>,
         first: Peer,
         size: usize,
-        settings: Reconnect,
     ) -> Result<Arc<Pool>, CallError> {
-        let template = Mutex::new(template);
         let mut peers = vec![first];
         for _ in 1..size {
-            let connection = dialer
-                .dial_boxed()
-                .await
-                .map_err(|e| CallError::Io(Arc::new(e)))?;
-            match open(connection, &template, settings.hook()).await {
+            match connector.attempt().await {
                 Ok(peer) => peers.push(peer),
                 Err(e) => {
                     peers.iter().for_each(Peer::close);
@@ -77,14 +74,14 @@ impl Pool {
             })
             .collect();
         let pool = Arc::new(Pool {
-            dialer,
-            template,
-            settings,
+            connector: Arc::clone(&connector),
             slots,
             next: AtomicUsize::new(0),
+            closing: AtomicBool::new(false),
+            replaced: Notify::new(),
         });
         for slot in 0..pool.slots.len() {
-            tokio::spawn(keep_up(Arc::downgrade(&pool), slot));
+            tokio::spawn(keep_up(Arc::downgrade(&pool), Arc::clone(&connector), slot));
         }
         Ok(pool)
     }
@@ -100,6 +97,9 @@ impl Pool {
     /// The least loaded live connection, counted busy until the guard
     /// drops; an error (as never sent) when none is live.
     pub(crate) fn pick(self: &Arc<Self>) -> Result<(Peer, Busy), CallError> {
+        if self.closing.load(Ordering::Relaxed) {
+            return Err(CallError::Closed("the client is closed".into()));
+        }
         let count = self.slots.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let mut best: Option<(usize, usize, Peer)> = None;
@@ -124,12 +124,32 @@ impl Pool {
         Ok((peer, busy))
     }
 
-    /// A batch on the least loaded live connection.
-    pub(crate) fn batch(self: &Arc<Self>) -> Batch {
+    /// As [`pick`](Self::pick), but when no connection is live and calls
+    /// wait (not [failing fast](super::Reconnect::fail_fast)), waits for a
+    /// replacement; the caller bounds the wait.
+    pub(crate) async fn pick_waiting(self: &Arc<Self>) -> Result<(Peer, Busy), CallError> {
+        loop {
+            let replaced = self.replaced.notified();
+            tokio::pin!(replaced);
+            // Registered before looking, so a replacement in between wakes.
+            replaced.as_mut().enable();
+            match self.pick() {
+                Ok(picked) => return Ok(picked),
+                Err(e) if self.connector.settings.fails_fast() || self.closing.load(Ordering::Relaxed) => {
+                    return Err(e)
+                }
+                Err(_) => replaced.await,
+            }
+        }
+    }
+
+    /// A batch on the least loaded live connection (counted busy for as
+    /// long as the guard lives), or on a closed one, where sending fails as
+    /// a batch would.
+    pub(crate) fn batch(self: &Arc<Self>) -> (Batch, Option<Busy>) {
         match self.pick() {
-            Ok((peer, _busy)) => peer.batch(),
-            // On a closed connection: its send fails, as a batch would.
-            Err(_) => self.any().batch(),
+            Ok((peer, busy)) => (peer.batch(), Some(busy)),
+            Err(_) => (self.any().batch(), None),
         }
     }
 
@@ -138,9 +158,11 @@ impl Pool {
         self.peer_at(0)
     }
 
-    /// Closes every connection and waits until they are closed; the last
-    /// reason.
+    /// Closes every connection, replaces none, and waits until they are
+    /// closed; the last reason.
     pub(crate) async fn close(&self) -> Arc<str> {
+        self.closing.store(true, Ordering::Relaxed);
+        self.replaced.notify_waiters();
         let peers: Vec<Peer> = (0..self.slots.len()).map(|slot| self.peer_at(slot)).collect();
         peers.iter().for_each(Peer::close);
         let mut reason: Arc<str> = "closed".into();
@@ -166,9 +188,11 @@ impl Drop for Pool {
     }
 }
 
-/// Watches one slot: when its connection closes, dials a new one (with
-/// backoff, for as long as the pool lives) and puts it in its place.
-async fn keep_up(pool: Weak<Pool>, slot: usize) {
+/// Watches one slot: when its connection closes, makes a new one (with
+/// backoff, for as long as the pool lives and is not closing) and puts it
+/// in its place. Holds only the connector while dialing, never the pool.
+async fn keep_up(pool: Weak<Pool>, connector: Arc<Connector>, slot: usize) {
+    let wanted = || pool.upgrade().is_some_and(|p| !p.closing.load(Ordering::Relaxed));
     loop {
         let Some(peer) = pool.upgrade().map(|p| p.peer_at(slot)) else {
             return;
@@ -176,25 +200,28 @@ async fn keep_up(pool: Weak<Pool>, slot: usize) {
         // Holding a peer does not keep its connection open.
         peer.closed().await;
         drop(peer);
-        let mut attempt = 0;
+        let schedule = connector.settings.schedule();
+        let mut attempt: u32 = 0;
         loop {
-            // Only a weak hold between attempts: a pool no one uses goes.
-            let Some(live) = pool.upgrade() else {
+            if !wanted() {
                 return;
-            };
-            let opened = match live.dialer.dial_boxed().await {
-                Ok(connection) => open(connection, &live.template, live.settings.hook()).await,
-                Err(e) => Err(CallError::Io(Arc::new(e))),
-            };
-            let schedule = live.settings.schedule();
-            match opened {
-                Ok(peer) => {
-                    *live.slots[slot].peer.lock().unwrap_or_else(|e| e.into_inner()) = peer;
-                    tracing::debug!(slot, "pool connection replaced");
-                    break;
-                }
+            }
+            match connector.attempt().await {
+                Ok(peer) => match pool.upgrade().filter(|p| !p.closing.load(Ordering::Relaxed)) {
+                    Some(live) => {
+                        *live.slots[slot].peer.lock().unwrap_or_else(|e| e.into_inner()) = peer;
+                        live.replaced.notify_waiters();
+                        tracing::debug!(slot, "pool connection replaced");
+                        break;
+                    }
+                    None => {
+                        peer.close();
+                        return;
+                    }
+                },
                 Err(e) => {
-                    drop(live);
+                    // Past the schedule's attempts, keep trying at its
+                    // longest wait: a pool does not give up on a slot.
                     let wait = schedule.wait(attempt.min(schedule.attempts), None);
                     tracing::debug!(slot, error = %e, ?wait, "cannot replace a pool connection yet");
                     tokio::time::sleep(wait).await;

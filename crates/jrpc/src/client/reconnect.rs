@@ -1,12 +1,17 @@
 //! Reconnecting: a client over TCP, a Unix socket, a WebSocket or any
 //! [`Dialer`](crate::transport::Dialer) that dials again, with backoff, when
-//! its connection drops. Calls made meanwhile wait for the new connection
-//! (within their own timeout) or fail at once, by setting; a hook runs on
-//! every new connection before any call uses it, to subscribe or initialize
-//! again.
+//! its connection drops. A background task watches the connection and
+//! reconnects as soon as it drops (so server-to-client traffic resumes
+//! without waiting for a call); calls made meanwhile wait for the new
+//! connection within their own timeout, or fail at once, by setting; a hook
+//! runs on every new connection before any call uses it, to subscribe or
+//! initialize again.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
 
 use super::Retry;
 use crate::caller::{BoxFuture, CallError};
@@ -15,6 +20,9 @@ use crate::transport::{Connection, DynDialer};
 
 /// What runs on each new connection before calls use it.
 pub(crate) type ConnectHook = Arc<dyn Fn(Peer) -> BoxFuture<'static, Result<(), CallError>> + Send + Sync>;
+
+/// The longest one attempt (dialing, handshakes, the hook) may take.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How a client reconnects: the backoff [`Retry`] schedule of each
 /// reconnection, whether calls wait for it, and a hook for each new
@@ -78,7 +86,9 @@ impl Reconnect {
 
     /// Runs `hook` on every new connection (the first one too) before any
     /// call uses it: to subscribe or initialize again. A hook that fails
-    /// fails the connection, which counts as a failed attempt.
+    /// fails the connection, which counts as a failed attempt. The hook
+    /// gets the new connection's [`Peer`]: call through it, not through the
+    /// client, which is waiting for the hook to finish.
     pub fn on_connect<F, Fut>(mut self, hook: F) -> Self
     where
         F: Fn(Peer) -> Fut + Send + Sync + 'static,
@@ -93,130 +103,222 @@ impl Reconnect {
         self.schedule
     }
 
-    pub(crate) fn hook(&self) -> Option<&ConnectHook> {
-        self.hook.as_ref()
+    /// Whether calls fail at once while reconnecting.
+    pub(crate) fn fails_fast(&self) -> bool {
+        self.fail_fast
     }
 }
 
-/// Starts a peer on `connection` and runs the hook on it; a peer whose hook
-/// failed is closed.
-pub(crate) async fn open(
-    connection: Connection,
-    template: &Mutex<PeerBuilder>,
-    hook: Option<&ConnectHook>,
-) -> Result<Peer, CallError> {
-    let builder = template
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .settings_clone();
-    let peer = builder.connect(connection);
-    if let Some(hook) = hook {
-        if let Err(e) = hook(peer.clone()).await {
-            peer.close();
-            return Err(e);
-        }
-    }
-    Ok(peer)
-}
-
-/// Dials and opens a connection, trying `schedule.attempts` more times with
-/// backoff while `wanted` says the connection is still wanted.
-async fn reopen(
-    dialer: &dyn DynDialer,
-    template: &Mutex<PeerBuilder>,
-    hook: Option<&ConnectHook>,
-    schedule: Retry,
-    wanted: &(dyn Fn() -> bool + Sync),
-) -> Result<Peer, CallError> {
-    const GONE: &str = "the client is gone";
-    let attempt = || async {
-        if !wanted() {
-            return Err(CallError::Closed(GONE.into()));
-        }
-        match dialer.dial_boxed().await {
-            Ok(connection) => open(connection, template, hook).await,
-            Err(e) => Err(CallError::Io(Arc::new(e))),
-        }
-    };
-    let gone = |e: &CallError| matches!(e, CallError::Closed(why) if &**why == GONE);
-    schedule.run("reconnecting", attempt, gone).await
-}
-
-/// A client's one connection, dialed again when it drops.
-pub(crate) struct Reconnecting {
+/// What a client needs to make a connection: the dialer, the settings of
+/// each new peer, and how to reconnect. Holds no connection itself, so a
+/// background task may keep it while the client goes.
+pub(crate) struct Connector {
     dialer: Box<dyn DynDialer>,
     /// The settings each new connection's peer starts with (behind a lock
     /// only because a builder is not `Sync`).
     template: Mutex<PeerBuilder>,
-    settings: Reconnect,
-    current: Mutex<Peer>,
-    /// One reconnection at a time.
-    reconnecting: tokio::sync::Mutex<()>,
+    pub(crate) settings: Reconnect,
 }
 
-impl Reconnecting {
-    pub(crate) fn new(
-        dialer: Box<dyn DynDialer>,
-        template: PeerBuilder,
-        first: Peer,
-        settings: Reconnect,
-    ) -> Arc<Self> {
-        Arc::new(Reconnecting {
+impl Connector {
+    pub(crate) fn new(dialer: Box<dyn DynDialer>, template: PeerBuilder, settings: Reconnect) -> Arc<Self> {
+        Arc::new(Connector {
             dialer,
             template: Mutex::new(template),
             settings,
-            current: Mutex::new(first),
-            reconnecting: tokio::sync::Mutex::new(()),
         })
     }
 
-    pub(crate) fn current(&self) -> Peer {
-        self.current.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// The live connection, reconnecting (with backoff) if it dropped; or,
-    /// failing fast, an error at once while a reconnection runs.
-    pub(crate) async fn peer(self: &Arc<Self>) -> Result<Peer, CallError> {
-        let peer = self.current();
-        if !peer.is_refusing() {
+    /// Starts a peer on `connection` and runs the hook on it; a peer whose
+    /// hook failed, or that is dropped before the hook is done, is closed.
+    pub(crate) async fn open(&self, connection: Connection) -> Result<Peer, CallError> {
+        let builder = self
+            .template
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .settings_clone();
+        let peer = builder.connect(connection);
+        let Some(hook) = &self.settings.hook else {
             return Ok(peer);
+        };
+        /// Closes the peer unless the hook finished well.
+        struct Unfinished(Option<Peer>);
+        impl Drop for Unfinished {
+            fn drop(&mut self) {
+                if let Some(peer) = self.0.take() {
+                    peer.close();
+                }
+            }
         }
-        if self.settings.fail_fast {
-            let this = Arc::clone(self);
-            tokio::spawn(async move {
-                // Only while some client still holds it (this task holds
-                // one reference itself).
-                let wanted = || Arc::strong_count(&this) > 1;
-                let _ = this.reconnect(&wanted).await;
-            });
-            return Err(CallError::Closed("reconnecting".into()));
-        }
-        self.reconnect(&|| true).await
-    }
-
-    async fn reconnect(&self, wanted: &(dyn Fn() -> bool + Sync)) -> Result<Peer, CallError> {
-        let _one = self.reconnecting.lock().await;
-        let peer = self.current();
-        if !peer.is_refusing() {
-            return Ok(peer);
-        }
-        let hook = self.settings.hook();
-        let peer = reopen(
-            &*self.dialer,
-            &self.template,
-            hook,
-            self.settings.schedule,
-            wanted,
-        )
-        .await?;
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = peer.clone();
-        tracing::debug!("reconnected");
+        let mut guard = Unfinished(Some(peer.clone()));
+        hook(peer.clone()).await?;
+        guard.0 = None;
         Ok(peer)
+    }
+
+    /// One attempt: dial and open, within [`ATTEMPT_TIMEOUT`].
+    pub(crate) async fn attempt(&self) -> Result<Peer, CallError> {
+        let opening = async {
+            let connection = self
+                .dialer
+                .dial_boxed()
+                .await
+                .map_err(|e| CallError::Io(Arc::new(e)))?;
+            self.open(connection).await
+        };
+        tokio::time::timeout(ATTEMPT_TIMEOUT, opening)
+            .await
+            .unwrap_or(Err(CallError::Timeout(ATTEMPT_TIMEOUT)))
+    }
+
+    /// Attempts on the schedule, while `wanted` says the connection is
+    /// still wanted.
+    pub(crate) async fn connect(&self, wanted: &(dyn Fn() -> bool + Sync)) -> Result<Peer, CallError> {
+        let attempt = || async {
+            if !wanted() {
+                return Err(CallError::Closed(GONE.into()));
+            }
+            self.attempt().await
+        };
+        self.settings.schedule.run("connecting", attempt, is_gone).await
+    }
+}
+
+const GONE: &str = "the client is gone";
+
+fn is_gone(error: &CallError) -> bool {
+    matches!(error, CallError::Closed(why) if &**why == GONE)
+}
+
+/// Where a reconnecting client's connection stands.
+#[derive(Clone)]
+enum Link {
+    /// Connected (the peer may have just closed; the supervisor notices).
+    Up(Peer),
+    /// A round of attempts is running.
+    Reconnecting,
+    /// The last round gave up; the next call starts another.
+    GaveUp(CallError),
+}
+
+/// A client's one connection, dialed again in the background when it
+/// drops.
+pub(crate) struct Reconnecting {
+    link: watch::Sender<Link>,
+    /// The last connection made, live or not.
+    last: Mutex<Peer>,
+    /// Asks the supervisor for another round after one gave up.
+    kick: Arc<Notify>,
+    fail_fast: bool,
+}
+
+impl Reconnecting {
+    /// A reconnecting client whose first connection is `first`.
+    pub(crate) fn start(connector: Arc<Connector>, first: Peer) -> Arc<Self> {
+        let (link, _) = watch::channel(Link::Up(first.clone()));
+        let this = Arc::new(Reconnecting {
+            link,
+            last: Mutex::new(first),
+            kick: Arc::new(Notify::new()),
+            fail_fast: connector.settings.fails_fast(),
+        });
+        tokio::spawn(supervise(
+            Arc::downgrade(&this),
+            connector,
+            Arc::clone(&this.kick),
+        ));
+        this
+    }
+
+    /// The last connection made, live or not.
+    pub(crate) fn current(&self) -> Peer {
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn connected(&self, peer: Peer) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = peer.clone();
+        self.link.send_replace(Link::Up(peer));
+    }
+
+    /// The live connection: at once, or once the supervisor has a new one
+    /// (the caller bounds the wait), or an error at once when failing fast
+    /// or when a round this call asked for gave up.
+    pub(crate) async fn peer(&self) -> Result<Peer, CallError> {
+        let mut link = self.link.subscribe();
+        let mut kicked = false;
+        loop {
+            let now = link.borrow_and_update().clone();
+            match now {
+                Link::Up(peer) if !peer.is_refusing() => return Ok(peer),
+                Link::GaveUp(error) if kicked || self.fail_fast => {
+                    self.kick.notify_one();
+                    return Err(error);
+                }
+                Link::GaveUp(_) => {
+                    self.kick.notify_one();
+                    kicked = true;
+                }
+                _ if self.fail_fast => return Err(CallError::Closed("reconnecting".into())),
+                _ => {}
+            }
+            if link.changed().await.is_err() {
+                return Err(CallError::Closed(GONE.into()));
+            }
+        }
     }
 }
 
 impl Drop for Reconnecting {
     fn drop(&mut self) {
         self.current().close();
+    }
+}
+
+/// Watches a reconnecting client's connection and, when it drops, makes a
+/// new one; runs until the client is gone.
+async fn supervise(client: Weak<Reconnecting>, connector: Arc<Connector>, kick: Arc<Notify>) {
+    let wanted = || client.strong_count() > 0;
+    loop {
+        // Wait for the live connection to close.
+        let Some(peer) = client.upgrade().map(|c| c.current()) else {
+            return;
+        };
+        peer.closed().await;
+        drop(peer);
+        loop {
+            let Some(live) = client.upgrade() else {
+                return;
+            };
+            live.link.send_replace(Link::Reconnecting);
+            let mut gone = live.link.subscribe();
+            drop(live);
+            match connector.connect(&wanted).await {
+                Ok(peer) => {
+                    match client.upgrade() {
+                        Some(live) => {
+                            live.connected(peer);
+                            tracing::debug!("reconnected");
+                        }
+                        None => peer.close(),
+                    }
+                    break;
+                }
+                Err(e) if is_gone(&e) => return,
+                Err(e) => {
+                    let Some(live) = client.upgrade() else {
+                        return;
+                    };
+                    live.link.send_replace(Link::GaveUp(e));
+                    drop(live);
+                    // Another round when a call asks for one; none once
+                    // the client is gone (its end of the link drops).
+                    let closed = async { while gone.changed().await.is_ok() {} };
+                    tokio::select! {
+                        () = kick.notified() => {}
+                        () = closed => return,
+                    }
+                }
+            }
+        }
     }
 }
