@@ -274,13 +274,13 @@ impl Target {
     }
 
     pub(crate) fn parse(text: &str) -> anyhow::Result<Target> {
-        const SCHEMES: [&str; 7] = [
-            "tcp://", "unix:", "http://", "https://", "ws://", "wss://", "unix://",
+        const SCHEMES: [&str; 8] = [
+            "tcp://", "udp://", "unix:", "http://", "https://", "ws://", "wss://", "unix://",
         ];
         if SCHEMES.iter().any(|s| text.starts_with(s)) {
             Ok(Target::Url(text.to_owned()))
         } else {
-            bail!("{text:?} is not a target: use tcp://HOST:PORT, unix:PATH, http(s)://…, ws(s)://…, or put a command after --")
+            bail!("{text:?} is not a target: use tcp://HOST:PORT, udp://HOST:PORT, unix:PATH, http(s)://…, ws(s)://…, or put a command after --")
         }
     }
 

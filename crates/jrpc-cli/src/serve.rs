@@ -129,6 +129,13 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
     tcp: Vec<String>,
 
+    /// Listen on a UDP address, e.g. 127.0.0.1:4002: each datagram one
+    /// frame, the reply one datagram to its sender; a datagram over 65 507
+    /// bytes (or --max-frame-len) gets error -32001. May be given several
+    /// times.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
+    udp: Vec<String>,
+
     /// Listen on a Unix domain socket at PATH. May be given several times.
     #[arg(long, value_name = "PATH")]
     unix: Vec<String>,
@@ -350,7 +357,11 @@ fn http_server(
 }
 
 pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
-    let no_transport = !args.stdio && args.http.is_empty() && args.tcp.is_empty() && args.unix.is_empty();
+    let no_transport = !args.stdio
+        && args.http.is_empty()
+        && args.tcp.is_empty()
+        && args.unix.is_empty()
+        && args.udp.is_empty();
     if no_transport {
         args.http.push(DEFAULT_HTTP_ADDR.to_owned());
     }
@@ -416,6 +427,15 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("listening on tcp {addr}"))?;
         listeners.push(serving);
     }
+    for addr in &args.udp {
+        let serving = server
+            .clone()
+            .datagram_limit(args.max_frame_len)
+            .bind_udp(addr.as_str())
+            .await
+            .with_context(|| format!("listening on udp {addr}"))?;
+        listeners.push(serving);
+    }
     for path in &args.unix {
         #[cfg(unix)]
         listeners.push(
@@ -434,6 +454,8 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         if addr.starts_with("http") {
             let ws = addr.replacen("http", "ws", 1);
             eprintln!("jrpc: listening on {addr} (HTTP POST) and {ws} (WebSocket)");
+        } else if addr.starts_with("udp") {
+            eprintln!("jrpc: listening on {addr} (one frame per datagram)");
         } else {
             eprintln!("jrpc: listening on {addr} ({} framing)", args.framing);
         }

@@ -25,7 +25,10 @@ impl Served {
             .spawn()
             .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let listeners = args.iter().filter(|a| **a == "--tcp" || **a == "--unix").count();
+        let listeners = args
+            .iter()
+            .filter(|a| matches!(**a, "--tcp" | "--unix" | "--udp"))
+            .count();
         let mut targets = Vec::new();
         while targets.len() < listeners {
             let mut line = String::new();
@@ -366,4 +369,21 @@ fn retries_wait_out_a_rate_limit_and_retry_on_needs_retries() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("--retries"));
+}
+
+#[test]
+fn calls_over_udp() {
+    let served = Served::start(&["--udp", "127.0.0.1:0"]);
+    let target = &served.targets[0];
+    assert!(target.starts_with("udp://127.0.0.1:"), "{target}");
+    let out = call(&[target, "subtract", "42", "23"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout_json(&out), json!(19));
+    let out = call(&[
+        target,
+        "--batch",
+        r#"[{"jsonrpc":"2.0","method":"sum","params":[1,2,3],"id":1},{"jsonrpc":"2.0","method":"update","params":[1]}]"#,
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout_json(&out)[0]["result"], json!(6));
 }

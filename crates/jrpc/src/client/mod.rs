@@ -320,11 +320,14 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects to a URL: `tcp://HOST:PORT`, `unix:PATH`, `http(s)://…` or
-    /// `ws(s)://…`.
+    /// Connects to a URL: `tcp://HOST:PORT`, `udp://HOST:PORT`, `unix:PATH`,
+    /// `http(s)://…` or `ws(s)://…`.
     pub async fn connect(self, url: &str) -> io::Result<Client> {
         if let Some(addr) = url.strip_prefix("tcp://") {
             return self.connect_tcp(addr.trim_end_matches('/')).await;
+        }
+        if let Some(addr) = url.strip_prefix("udp://") {
+            return self.connect_udp(addr.trim_end_matches('/')).await;
         }
         #[cfg(unix)]
         if let Some(path) = url.strip_prefix("unix://").or_else(|| url.strip_prefix("unix:")) {
@@ -341,7 +344,7 @@ impl ClientBuilder {
         }
         Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{url}: expected tcp://, unix:, http(s):// or ws(s)://"),
+            format!("{url}: expected tcp://, udp://, unix:, http(s):// or ws(s)://"),
         ))
     }
 
@@ -349,6 +352,16 @@ impl ClientBuilder {
     pub async fn connect_tcp(self, addr: impl ToString) -> io::Result<Client> {
         let dialer =
             crate::transport::tcp::TcpDialer::new(addr.to_string(), self.framing_now(), self.max_frame_len());
+        self.connect_with(dialer).await
+    }
+
+    /// Talks to a UDP server at `addr` (`host:port`): one frame per
+    /// datagram, from a socket on a free local port. Nothing is
+    /// retransmitted, so a lost datagram is a call that times out; frames
+    /// over 65 507 bytes cannot be sent.
+    pub async fn connect_udp(self, addr: impl ToString) -> io::Result<Client> {
+        let limit = self.max_frame_len().min(crate::transport::udp::MAX_DATAGRAM);
+        let dialer = crate::transport::udp::UdpDialer::new(addr.to_string()).max_datagram(limit);
         self.connect_with(dialer).await
     }
 

@@ -1,10 +1,11 @@
 //! Serving a router: [`Server`] on any [`Listener`] (TCP, Unix sockets, a
-//! transport of your own) and on stdio, and [`http::HttpServer`] for HTTP
-//! and WebSocket. The accept loop, its connection bound and graceful
-//! shutdown live here.
+//! transport of your own), on stdio and on UDP datagrams, and
+//! [`http::HttpServer`] for HTTP and WebSocket. The accept loop, its
+//! connection bound and graceful shutdown live here.
 
 #[cfg(feature = "http-server")]
 pub mod http;
+mod udp;
 
 use std::future::Future;
 use std::io;
@@ -44,6 +45,7 @@ use crate::Router;
 pub struct Server {
     router: Router,
     config: ConnectionConfig,
+    max_datagram: usize,
     max_connections: usize,
     shutdown_grace: Duration,
     budget: BufferBudget,
@@ -63,6 +65,7 @@ impl Server {
         Server {
             router,
             config: ConnectionConfig::default(),
+            max_datagram: crate::transport::udp::MAX_DATAGRAM,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
             budget: BufferBudget::default(),
@@ -191,6 +194,54 @@ impl Server {
             .await?
             .buffer_budget(self.budget.clone());
         Ok(self.serve(listener))
+    }
+
+    /// The most bytes in one UDP datagram, received or sent (default and
+    /// most: 65 507, [`MAX_DATAGRAM`](crate::transport::udp::MAX_DATAGRAM)).
+    pub fn datagram_limit(mut self, bytes: usize) -> Self {
+        self.max_datagram = bytes.clamp(1, crate::transport::udp::MAX_DATAGRAM);
+        self
+    }
+
+    /// Listens on a UDP address (port 0 picks a free port) and answers
+    /// every datagram until shut down: each datagram one frame (a message
+    /// or a batch), the reply frame one datagram to its sender, nothing for
+    /// notifications. A datagram over the [limit](Self::datagram_limit)
+    /// gets a `-32001 Frame too large` reply (and a reply over it is
+    /// replaced by one); more requests in flight than the connection
+    /// setting's [`max_in_flight`](ConnectionConfig::max_in_flight) get
+    /// `-32007 Server busy`. Middleware and limits apply as on any
+    /// transport; handlers see the sender in
+    /// [`ConnectionInfo`](crate::context::ConnectionInfo) (transport
+    /// `"udp"`). Nothing is retransmitted: callers time out.
+    ///
+    /// ```no_run
+    /// use jrpc::server::Server;
+    ///
+    /// # async fn run() -> std::io::Result<()> {
+    /// let serving = Server::new(jrpc::Router::new().sync_method("ping", || Ok("pong")))
+    ///     .bind_udp("127.0.0.1:4002")
+    ///     .await?;
+    /// assert_eq!(serving.local_addr(), "udp://127.0.0.1:4002");
+    /// # Ok(()) }
+    /// ```
+    pub async fn bind_udp(&self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Serving> {
+        let socket = tokio::net::UdpSocket::bind(addr).await?;
+        let local_addr = format!("udp://{}", socket.local_addr()?);
+        let settings = udp::Settings {
+            router: self.router.clone(),
+            max_datagram: self.max_datagram,
+            max_in_flight: self.config.max_in_flight,
+            grace: self.shutdown_grace,
+        };
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(udp::serve(socket, settings, shutdown.clone()));
+        Ok(Serving {
+            local_addr,
+            shutdown,
+            task,
+            detached: None,
+        })
     }
 
     /// Serves every connection `listener` accepts, each its own peer, until

@@ -10,6 +10,7 @@
 //! | [`stdio`] | this process's stdin/stdout: [`stdio::connection`] | — |
 //! | [`child`] | — | a command's stdin/stdout: [`child::ChildDialer`] |
 //! | [`ws`] | (the HTTP server upgrades) | [`ws::WsDialer`] |
+//! | [`udp`] | (datagrams: [`Server::bind_udp`](crate::server::Server::bind_udp)) | [`udp::UdpDialer`] |
 //!
 //! Serving is [`Server`](crate::server::Server)'s job, calling
 //! [`Client`](crate::client::Client)'s.
@@ -20,6 +21,7 @@ pub mod stdio;
 pub mod tcp;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod tls;
+pub mod udp;
 #[cfg(unix)]
 pub mod unix;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
