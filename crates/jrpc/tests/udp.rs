@@ -180,3 +180,64 @@ async fn with_no_server_a_call_times_out() {
     );
     serving.shutdown().await;
 }
+
+#[tokio::test]
+async fn responses_are_never_answered() {
+    // Else two servers told of each other by a forged sender would answer
+    // each other's errors forever.
+    let (serving, socket) = demo_over_udp(Server::new(jrpc::demo::router())).await;
+    for response in [
+        r#"{"jsonrpc":"2.0","result":1,"id":1}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#,
+        r#"[{"jsonrpc":"2.0","result":1,"id":1},{"jsonrpc":"2.0","result":2,"id":2}]"#,
+    ] {
+        socket.send(response.as_bytes()).await.unwrap();
+    }
+    let reply = exchange(
+        &socket,
+        r#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":"after"}"#,
+    )
+    .await;
+    assert_eq!(
+        reply["id"], "after",
+        "nothing came before the call's reply: {reply}"
+    );
+    serving.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reply_may_be_only_a_few_times_its_request() {
+    let router = Router::new().sync_method("big", |(n,): (usize,)| Ok("x".repeat(n)));
+    let (serving, socket) = demo_over_udp(Server::new(router.clone())).await;
+    // Up to 1 200 bytes is always allowed.
+    let reply = exchange(
+        &socket,
+        r#"{"jsonrpc":"2.0","method":"big","params":[1000],"id":1}"#,
+    )
+    .await;
+    assert_eq!(reply["result"].as_str().unwrap().len(), 1000);
+    // 5 000 bytes for a request of 60 is refused, with the request's id.
+    let reply = exchange(
+        &socket,
+        r#"{"jsonrpc":"2.0","method":"big","params":[5000],"id":2}"#,
+    )
+    .await;
+    assert_eq!(
+        (reply["error"]["code"].clone(), reply["id"].clone()),
+        (json!(-32001), json!(2)),
+        "{reply}"
+    );
+    serving.shutdown().await;
+    let (serving, socket) = demo_over_udp(Server::new(router).udp_reply_factor(0)).await;
+    let reply = exchange(
+        &socket,
+        r#"{"jsonrpc":"2.0","method":"big","params":[5000],"id":3}"#,
+    )
+    .await;
+    assert_eq!(
+        reply["result"].as_str().unwrap().len(),
+        5000,
+        "no bound but the datagram's"
+    );
+    serving.shutdown().await;
+}

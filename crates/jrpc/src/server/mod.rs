@@ -46,6 +46,7 @@ pub struct Server {
     router: Router,
     config: ConnectionConfig,
     max_datagram: usize,
+    amplification: usize,
     max_connections: usize,
     shutdown_grace: Duration,
     budget: BufferBudget,
@@ -66,6 +67,7 @@ impl Server {
             router,
             config: ConnectionConfig::default(),
             max_datagram: crate::transport::udp::MAX_DATAGRAM,
+            amplification: 3,
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
             budget: BufferBudget::default(),
@@ -203,17 +205,32 @@ impl Server {
         self
     }
 
+    /// How much larger than its request a UDP reply may be (default 3
+    /// times; replies up to 1 200 bytes are always allowed; 0: no bound but
+    /// the datagram limit). A sender's address can be forged, and this
+    /// keeps a small forged request from landing a large reply on someone
+    /// else; a reply over it is replaced by `-32001` saying so.
+    pub fn udp_reply_factor(mut self, factor: usize) -> Self {
+        self.amplification = factor;
+        self
+    }
+
     /// Listens on a UDP address (port 0 picks a free port) and answers
     /// every datagram until shut down: each datagram one frame (a message
     /// or a batch), the reply frame one datagram to its sender, nothing for
     /// notifications. A datagram over the [limit](Self::datagram_limit)
-    /// gets a `-32001 Frame too large` reply (and a reply over it is
-    /// replaced by one); more requests in flight than the connection
-    /// setting's [`max_in_flight`](ConnectionConfig::max_in_flight) get
-    /// `-32007 Server busy`. Middleware and limits apply as on any
-    /// transport; handlers see the sender in
+    /// gets a `-32001 Frame too large` reply (and a reply over it, or over
+    /// the [reply factor](Self::udp_reply_factor), is replaced by one); more
+    /// datagrams in flight than the connection setting's
+    /// [`max_in_flight`](ConnectionConfig::max_in_flight) get `-32007
+    /// Server busy` (notifications get nothing). Responses are never
+    /// answered, not even to say they are not requests. Middleware and
+    /// limits apply as on any transport; handlers see the sender in
     /// [`ConnectionInfo`](crate::context::ConnectionInfo) (transport
-    /// `"udp"`). Nothing is retransmitted: callers time out.
+    /// `"udp"`) — an address that can be forged, which per-client rate
+    /// limits count by. Nothing is retransmitted: callers time out. Bind a
+    /// specific address on a host with several: replies from a wildcard
+    /// bind may leave from another address than the request came to.
     ///
     /// ```no_run
     /// use jrpc::server::Server;
@@ -232,6 +249,7 @@ impl Server {
             router: self.router.clone(),
             max_datagram: self.max_datagram,
             max_in_flight: self.config.max_in_flight,
+            amplification: self.amplification,
             grace: self.shutdown_grace,
         };
         let shutdown = CancellationToken::new();

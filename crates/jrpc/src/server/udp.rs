@@ -1,6 +1,12 @@
 //! Serving over UDP: each datagram one frame, answered with one datagram to
 //! its sender (nothing for notifications). See
 //! [`Server::bind_udp`](super::Server::bind_udp).
+//!
+//! A datagram's sender address can be forged, so the server takes care not
+//! to be used against a third party: it never answers a response (two
+//! servers told of each other would answer each other's errors forever),
+//! and a reply may be at most a few times the size of its request, so a
+//! small forged request cannot make a large reply land on someone else.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,25 +15,55 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::net::UdpSocket;
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use crate::context::Extensions;
-use crate::message::{codes, Error, Id, Response};
+use crate::message::{codes, parse_frame, Error, Frame, Id, Incoming, Response};
 use crate::Router;
+
+/// Replies up to this size are always allowed, whatever the request's.
+pub(crate) const SMALL_REPLY: usize = 1200;
 
 /// How a UDP listener serves.
 pub(crate) struct Settings {
     pub(crate) router: Router,
     pub(crate) max_datagram: usize,
     pub(crate) max_in_flight: usize,
+    /// A reply may be this many times its request's size (or
+    /// [`SMALL_REPLY`]); 0: no bound but the datagram limit.
+    pub(crate) amplification: usize,
     pub(crate) grace: Duration,
 }
 
-/// A reply frame of one error, id null.
-fn refusal(error: Error) -> Bytes {
+/// What a datagram is, as far as answering goes.
+enum Kind {
+    /// Only responses (or nothing answerable): never answered.
+    Responses,
+    /// A single request: its id, for refusals.
+    Request(Id),
+    /// A notification: never answered, not even to refuse it.
+    Notification,
+    /// A batch, or a frame the router answers with an error (id null).
+    Other,
+}
+
+fn kind(frame: &[u8], router: &Router) -> Kind {
+    match parse_frame(frame, router.parse_limits()) {
+        Ok(Frame::Single(Incoming::Response(_))) => Kind::Responses,
+        Ok(Frame::Single(Incoming::Request(request))) => Kind::Request(request.id),
+        Ok(Frame::Single(Incoming::Notification(_))) => Kind::Notification,
+        Ok(Frame::Batch(items)) if items.iter().all(|i| matches!(i, Incoming::Response(_))) => {
+            Kind::Responses
+        }
+        _ => Kind::Other,
+    }
+}
+
+/// A reply frame of one error.
+fn refusal(id: Id, error: Error) -> Bytes {
     Response {
-        id: Id::NULL,
+        id,
         outcome: Err(error),
     }
     .to_bytes()
@@ -35,41 +71,54 @@ fn refusal(error: Error) -> Bytes {
 
 /// Reads datagrams until `shutdown`, each served on its own task (at most
 /// `max_in_flight` at once: past it, `-32007 Server busy`); then waits for
-/// the replies in flight, at most the grace period.
+/// the replies in flight for the grace period, and stops the rest.
 pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: CancellationToken) {
     let socket = Arc::new(socket);
     let local_addr = socket.local_addr().ok().map(|a| a.to_string());
     let slots = Arc::new(Semaphore::new(settings.max_in_flight.max(1)));
-    let tasks = TaskTracker::new();
+    let mut tasks = JoinSet::new();
     let limit = settings.max_datagram;
     // One byte more than the limit tells a datagram over it.
     let mut buffer = vec![0u8; limit + 1];
     loop {
+        // Reap what finished, so the set stays as large as what runs.
+        while tasks.try_join_next().is_some() {}
         let received = tokio::select! {
             () = shutdown.cancelled() => break,
             received = socket.recv_from(&mut buffer) => received,
         };
         let (n, from) = match received {
             Ok(received) => received,
-            // A "port unreachable" for an earlier reply, and the like: the
-            // listener goes on.
             Err(e) => {
                 tracing::debug!(error = %e, "udp: receive failed");
+                // Whatever it was, do not spin on it.
+                tokio::time::sleep(Duration::from_millis(1)).await;
                 continue;
             }
         };
         if n > limit {
             let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
                 .with_data(&format!("a datagram may carry at most {limit} bytes"));
-            reply(&socket, refusal(error), from, limit).await;
+            refuse(&socket, refusal(Id::NULL, error), from, limit);
             continue;
         }
+        let frame = Bytes::copy_from_slice(&buffer[..n]);
+        let id = match kind(&frame, &settings.router) {
+            Kind::Responses => {
+                tracing::debug!(%from, "udp: a response from a client is not answered");
+                continue;
+            }
+            Kind::Request(id) => Some(id),
+            Kind::Notification => None,
+            Kind::Other => Some(Id::NULL),
+        };
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            let error = Error::server_busy().with_data("too many requests in flight: try again later");
-            reply(&socket, refusal(error), from, limit).await;
+            if let Some(id) = id {
+                let error = Error::server_busy().with_data("too many requests in flight: try again later");
+                refuse(&socket, refusal(id, error), from, limit);
+            }
             continue;
         };
-        let frame = Bytes::copy_from_slice(&buffer[..n]);
         let (socket, router) = (Arc::clone(&socket), settings.router.clone());
         let mut connection = Extensions::new();
         connection.insert(crate::context::ConnectionInfo {
@@ -78,32 +127,42 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
             local_addr: local_addr.clone(),
         });
         let connection = Arc::new(connection);
+        let most = match settings.amplification {
+            0 => limit,
+            factor => n.saturating_mul(factor).max(SMALL_REPLY).min(limit),
+        };
         tasks.spawn(async move {
             let _slot = slot;
-            if let Some(answer) = router.handle_with(&frame, &connection).await {
-                reply(&socket, answer, from, limit).await;
+            let Some(mut answer) = router.handle_with(&frame, &connection).await else {
+                return;
+            };
+            if answer.len() > most {
+                let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+                    "the reply of {} bytes is over what this request may get over UDP ({most}): ask over TCP or HTTP",
+                    answer.len()
+                ));
+                answer = refusal(id.unwrap_or(Id::NULL), error);
+            }
+            if answer.len() <= limit {
+                if let Err(e) = socket.send_to(&answer, from).await {
+                    tracing::debug!(error = %e, %from, "udp: cannot send a reply");
+                }
             }
         });
     }
-    tasks.close();
-    if tokio::time::timeout(settings.grace, tasks.wait()).await.is_err() {
-        tracing::warn!("udp: replies still running at the end of the grace period were dropped");
+    let finished = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(settings.grace, finished).await.is_err() {
+        tracing::warn!("udp: requests still running at the end of the grace period were stopped");
+        tasks.abort_all();
     }
 }
 
-/// Sends `answer` to `to`; one over the datagram limit is replaced by an
-/// error saying so.
-async fn reply(socket: &UdpSocket, answer: Bytes, to: SocketAddr, limit: usize) {
-    let answer = if answer.len() > limit {
-        let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
-            "the reply of {} bytes is over the datagram limit of {limit}",
-            answer.len()
-        ));
-        refusal(error)
-    } else {
-        answer
-    };
-    if let Err(e) = socket.send_to(&answer, to).await {
-        tracing::debug!(error = %e, %to, "udp: cannot send a reply");
+/// Sends a refusal, if it fits in a datagram, without waiting: with the
+/// send buffer full it is dropped rather than stall the receiving.
+fn refuse(socket: &UdpSocket, answer: Bytes, to: SocketAddr, limit: usize) {
+    if answer.len() <= limit {
+        if let Err(e) = socket.try_send_to(&answer, to) {
+            tracing::debug!(error = %e, %to, "udp: cannot send a refusal");
+        }
     }
 }

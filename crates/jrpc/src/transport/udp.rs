@@ -30,11 +30,12 @@ pub(crate) fn info(socket: &UdpSocket, peer: Option<SocketAddr>) -> ConnectionIn
 }
 
 /// A connection over a UDP socket connected to one server: each frame one
-/// datagram. Datagrams over `max_datagram` bytes are reported as oversized
-/// (and their calls time out); a "port unreachable" from the network is
-/// not the end of the connection (a server may yet come up), so calls to a
-/// server that is not there time out too.
+/// datagram. Datagrams over `max_datagram` bytes, either way, are dropped
+/// (with a log line) and their calls time out; a "port unreachable" from
+/// the network is not the end of the connection (a server may yet come
+/// up), so calls to a server that is not there time out too.
 pub fn connection(socket: UdpSocket, max_datagram: usize) -> Connection {
+    let max_datagram = max_datagram.clamp(1, MAX_DATAGRAM);
     let info = info(&socket, socket.peer_addr().ok());
     let socket = Arc::new(socket);
     let reading = Arc::clone(&socket);
@@ -62,13 +63,14 @@ pub fn connection(socket: UdpSocket, max_datagram: usize) -> Connection {
     );
     let outgoing = futures_util::sink::unfold(socket, move |socket, frame: Bytes| async move {
         if frame.len() > max_datagram {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "a frame of {} bytes is over the datagram limit of {max_datagram}",
-                    frame.len()
-                ),
-            ));
+            // Not the end of the connection: this one frame cannot go, and
+            // its call times out, as for a datagram lost on the way.
+            tracing::warn!(
+                bytes = frame.len(),
+                limit = max_datagram,
+                "udp: a frame over the datagram limit is not sent"
+            );
+            return Ok(socket);
         }
         match socket.send(&frame).await {
             Ok(_) => Ok(socket),
