@@ -35,7 +35,18 @@ impl Router {
     /// As [`handle`](Self::handle), with what the transport knows about the
     /// connection, for handlers that take a [`RequestContext`](super::RequestContext).
     pub async fn handle_with(&self, frame: &[u8], connection: &Arc<Extensions>) -> Option<Bytes> {
-        match parse_frame(frame, &self.inner.limits) {
+        self.handle_parsed(parse_frame(frame, &self.inner.limits), connection)
+            .await
+    }
+
+    /// As [`handle_with`](Self::handle_with), for a frame the transport has
+    /// parsed already (with this router's limits) to look at it first.
+    pub(crate) async fn handle_parsed(
+        &self,
+        parsed: Result<Frame<'_>, message::Error>,
+        connection: &Arc<Extensions>,
+    ) -> Option<Bytes> {
+        match parsed {
             Err(error) => {
                 let mut out = Vec::with_capacity(96);
                 message::write_error(&mut out, Version::V2, &Id::NULL, &error);

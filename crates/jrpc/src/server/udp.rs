@@ -48,10 +48,10 @@ enum Kind {
     Other,
 }
 
-fn kind(frame: &[u8], router: &Router) -> Kind {
-    match parse_frame(frame, router.parse_limits()) {
+fn kind(parsed: &Result<Frame<'_>, Error>) -> Kind {
+    match parsed {
         Ok(Frame::Single(Incoming::Response(_))) => Kind::Responses,
-        Ok(Frame::Single(Incoming::Request(request))) => Kind::Request(request.id),
+        Ok(Frame::Single(Incoming::Request(request))) => Kind::Request(request.id.clone()),
         Ok(Frame::Single(Incoming::Notification(_))) => Kind::Notification,
         Ok(Frame::Batch(items)) if items.iter().all(|i| matches!(i, Incoming::Response(_))) => {
             Kind::Responses
@@ -102,23 +102,19 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
             refuse(&socket, refusal(Id::NULL, error), from, limit);
             continue;
         }
-        let frame = Bytes::copy_from_slice(&buffer[..n]);
-        let id = match kind(&frame, &settings.router) {
-            Kind::Responses => {
-                tracing::debug!(%from, "udp: a response from a client is not answered");
-                continue;
-            }
-            Kind::Request(id) => Some(id),
-            Kind::Notification => None,
-            Kind::Other => Some(Id::NULL),
-        };
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            if let Some(id) = id {
-                let error = Error::server_busy().with_data("too many requests in flight: try again later");
-                refuse(&socket, refusal(id, error), from, limit);
-            }
+            // Parsed here only to refuse it well; served frames are parsed
+            // once, on their own task.
+            let id = match kind(&parse_frame(&buffer[..n], settings.router.parse_limits())) {
+                Kind::Request(id) => id,
+                Kind::Other => Id::NULL,
+                Kind::Responses | Kind::Notification => continue,
+            };
+            let error = Error::server_busy().with_data("too many requests in flight: try again later");
+            refuse(&socket, refusal(id, error), from, limit);
             continue;
         };
+        let frame = Bytes::copy_from_slice(&buffer[..n]);
         let (socket, router) = (Arc::clone(&socket), settings.router.clone());
         let mut connection = Extensions::new();
         connection.insert(crate::context::ConnectionInfo {
@@ -133,7 +129,20 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
         };
         tasks.spawn(async move {
             let _slot = slot;
-            let Some(mut answer) = router.handle_with(&frame, &connection).await else {
+            let parsed = parse_frame(&frame, router.parse_limits());
+            let id = match kind(&parsed) {
+                Kind::Responses => {
+                    tracing::debug!(%from, "udp: a response from a client is not answered");
+                    return;
+                }
+                Kind::Notification => {
+                    router.handle_parsed(parsed, &connection).await;
+                    return;
+                }
+                Kind::Request(id) => id,
+                Kind::Other => Id::NULL,
+            };
+            let Some(mut answer) = router.handle_parsed(parsed, &connection).await else {
                 return;
             };
             if answer.len() > most {
@@ -141,7 +150,7 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
                     "the reply of {} bytes is over what this request may get over UDP ({most}): ask over TCP or HTTP",
                     answer.len()
                 ));
-                answer = refusal(id.unwrap_or(Id::NULL), error);
+                answer = refusal(id, error);
             }
             if answer.len() <= limit {
                 if let Err(e) = socket.send_to(&answer, from).await {
