@@ -274,13 +274,14 @@ impl Target {
     }
 
     pub(crate) fn parse(text: &str) -> anyhow::Result<Target> {
-        const SCHEMES: [&str; 8] = [
-            "tcp://", "udp://", "unix:", "http://", "https://", "ws://", "wss://", "unix://",
+        const SCHEMES: [&str; 11] = [
+            "tcp://", "udp://", "unix:", "http://", "https://", "ws://", "wss://", "unix://", "nats://",
+            "mqtt://", "amqp://",
         ];
         if SCHEMES.iter().any(|s| text.starts_with(s)) {
             Ok(Target::Url(text.to_owned()))
         } else {
-            bail!("{text:?} is not a target: use tcp://HOST:PORT, udp://HOST:PORT, unix:PATH, http(s)://…, ws(s)://…, or put a command after --")
+            bail!("{text:?} is not a target: use tcp://HOST:PORT, udp://HOST:PORT, unix:PATH, http(s)://…, ws(s)://…, nats://HOST:PORT/SUBJECT, mqtt://HOST:PORT/TOPIC, amqp://HOST:PORT/VHOST?queue=NAME, or put a command after --")
         }
     }
 

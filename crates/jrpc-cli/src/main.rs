@@ -31,7 +31,7 @@ struct Cli {
 enum Command {
     /// Serve the demo methods (subtract, add, sum, get_data, echo, sleep, and
     /// the notifications update, notify_hello, notify_sum).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Call a method and print its result (exit status: 0 ok, 1 error
     /// response, 2 usage, 3 transport failure, 4 timeout).
     Call(call::CallArgs),
@@ -74,7 +74,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
             Command::Call(args) => Ok(call::run(args).await),
             Command::Describe(args) => Ok(describe::run(args).await),
             Command::Bench(args) => Ok(bench::run(args).await),

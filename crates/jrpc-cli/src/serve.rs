@@ -13,7 +13,7 @@ use jrpc::middleware::{
 };
 use jrpc::peer::ConnectionConfig;
 use jrpc::server::http::{AuthLayer, HttpServer};
-use jrpc::server::Server;
+use jrpc::server::{Server, Serving};
 use jrpc::Router;
 
 use crate::call::{cancel_protocol, parse_timeout, Cancel};
@@ -135,6 +135,45 @@ pub struct ServeArgs {
     /// times.
     #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
     udp: Vec<String>,
+
+    /// Serve calls published to a NATS subject (with --subject), as one of
+    /// a queue group (--group): e.g. --nats nats://127.0.0.1:4222 --subject
+    /// demo. Replies go to each message's reply subject.
+    #[arg(long, value_name = "URL", requires = "subject")]
+    nats: Option<String>,
+
+    /// The NATS subject to serve (with --nats).
+    #[arg(long, value_name = "SUBJECT", requires = "nats")]
+    subject: Option<String>,
+
+    /// Serve calls published to an MQTT 5 topic (with --topic), as one of a
+    /// shared subscription $share/GROUP/TOPIC (--group): e.g. --mqtt
+    /// mqtt://127.0.0.1:1883 --topic demo/rpc. Replies go to each request's
+    /// Response Topic, with its Correlation Data.
+    #[arg(long, value_name = "URL", requires = "topic")]
+    mqtt: Option<String>,
+
+    /// The MQTT topic to serve (with --mqtt).
+    #[arg(long, value_name = "TOPIC", requires = "mqtt")]
+    topic: Option<String>,
+
+    /// The group servers of one --nats subject or --mqtt topic share calls
+    /// in (each group gets every call).
+    #[arg(long, value_name = "NAME", default_value = "jrpc")]
+    group: String,
+
+    /// Serve calls from an AMQP 0.9.1 queue (RabbitMQ; with --queue), as
+    /// one of its competing consumers: e.g. --amqp
+    /// amqp://127.0.0.1:5672/%2f --queue demo. The queue is declared if
+    /// absent; a message is acknowledged once its reply is published, and
+    /// at most 128 unacknowledged ones are taken at a time (the rest stay
+    /// for other servers).
+    #[arg(long, value_name = "URL", requires = "queue")]
+    amqp: Option<String>,
+
+    /// The AMQP queue to serve (with --amqp).
+    #[arg(long, value_name = "NAME", requires = "amqp")]
+    queue: Option<String>,
 
     /// Listen on a Unix domain socket at PATH. May be given several times.
     #[arg(long, value_name = "PATH")]
@@ -361,7 +400,10 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         && args.http.is_empty()
         && args.tcp.is_empty()
         && args.unix.is_empty()
-        && args.udp.is_empty();
+        && args.udp.is_empty()
+        && args.nats.is_none()
+        && args.mqtt.is_none()
+        && args.amqp.is_none();
     if no_transport {
         args.http.push(DEFAULT_HTTP_ADDR.to_owned());
     }
@@ -436,6 +478,7 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("listening on udp {addr}"))?;
         listeners.push(serving);
     }
+    listeners.extend(serve_brokers(&args, &server).await?);
     for path in &args.unix {
         #[cfg(unix)]
         listeners.push(
@@ -456,6 +499,13 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
             eprintln!("jrpc: listening on {addr} (HTTP POST) and {ws} (WebSocket)");
         } else if addr.starts_with("udp") {
             eprintln!("jrpc: listening on {addr} (one frame per datagram)");
+        } else if addr.starts_with("nats") || addr.starts_with("mqtt") {
+            eprintln!(
+                "jrpc: listening on {addr} (one frame per message, group {})",
+                args.group
+            );
+        } else if addr.starts_with("amqp") {
+            eprintln!("jrpc: listening on {addr} (one frame per message, competing consumers)");
         } else {
             eprintln!("jrpc: listening on {addr} ({} framing)", args.framing);
         }
@@ -532,4 +582,49 @@ pub(crate) async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
+}
+
+/// The broker listeners asked for: a NATS subject, an MQTT topic, an AMQP
+/// queue.
+async fn serve_brokers(args: &ServeArgs, server: &Server) -> anyhow::Result<Vec<Serving>> {
+    #[cfg_attr(
+        not(any(feature = "nats", feature = "mqtt", feature = "amqp")),
+        allow(unused_mut)
+    )]
+    let mut listeners = Vec::new();
+    if let (Some(url), Some(subject)) = (&args.nats, &args.subject) {
+        #[cfg(feature = "nats")]
+        {
+            let listener = jrpc::transport::nats::NatsListener::connect_in_group(url, subject, &args.group)
+                .await
+                .with_context(|| format!("serving NATS subject {subject} at {url}"))?;
+            listeners.push(server.serve_messages(listener));
+        }
+        #[cfg(not(feature = "nats"))]
+        bail!("--nats {url} --subject {subject}: this jrpc was built without the nats feature");
+    }
+    if let (Some(url), Some(topic)) = (&args.mqtt, &args.topic) {
+        #[cfg(feature = "mqtt")]
+        {
+            let listener = jrpc::transport::mqtt::MqttListener::connect_in_group(url, topic, &args.group)
+                .await
+                .with_context(|| format!("serving MQTT topic {topic} at {url}"))?;
+            listeners.push(server.serve_messages(listener));
+        }
+        #[cfg(not(feature = "mqtt"))]
+        bail!("--mqtt {url} --topic {topic}: this jrpc was built without the mqtt feature");
+    }
+    if let (Some(url), Some(queue)) = (&args.amqp, &args.queue) {
+        #[cfg(feature = "amqp")]
+        {
+            let listener = jrpc::transport::amqp::AmqpListener::connect(url, queue)
+                .await
+                .with_context(|| format!("serving AMQP queue {queue} at {url}"))?;
+            listeners.push(server.serve_messages(listener));
+        }
+        #[cfg(not(feature = "amqp"))]
+        bail!("--amqp {url} --queue {queue}: this jrpc was built without the amqp feature");
+    }
+    let _ = server;
+    Ok(listeners)
 }

@@ -321,7 +321,10 @@ impl ClientBuilder {
     }
 
     /// Connects to a URL: `tcp://HOST:PORT`, `udp://HOST:PORT`, `unix:PATH`,
-    /// `http(s)://…` or `ws(s)://…`.
+    /// `http(s)://…` or `ws(s)://…`; with the broker features,
+    /// `nats://HOST:PORT/SUBJECT`, `mqtt://HOST:PORT/TOPIC` (the whole path
+    /// is the topic) or `amqp://HOST:PORT/VHOST?queue=NAME` (the vhost
+    /// percent-decoded: `%2f` is `/`).
     pub async fn connect(self, url: &str) -> io::Result<Client> {
         if let Some(addr) = url.strip_prefix("tcp://") {
             return self.connect_tcp(addr.trim_end_matches('/')).await;
@@ -332,6 +335,24 @@ impl ClientBuilder {
         #[cfg(unix)]
         if let Some(path) = url.strip_prefix("unix://").or_else(|| url.strip_prefix("unix:")) {
             return self.connect_unix(path).await;
+        }
+        #[cfg(feature = "nats")]
+        if url.starts_with("nats://") {
+            return self
+                .connect_with(crate::transport::nats::NatsDialer::from_target(url)?)
+                .await;
+        }
+        #[cfg(feature = "mqtt")]
+        if url.starts_with("mqtt://") {
+            return self
+                .connect_with(crate::transport::mqtt::MqttDialer::from_target(url)?)
+                .await;
+        }
+        #[cfg(feature = "amqp")]
+        if url.starts_with("amqp://") {
+            return self
+                .connect_with(crate::transport::amqp::AmqpDialer::from_target(url)?)
+                .await;
         }
         #[cfg(feature = "http-client")]
         {
@@ -344,7 +365,7 @@ impl ClientBuilder {
         }
         Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{url}: expected tcp://, udp://, unix:, http(s):// or ws(s)://"),
+            format!("{url}: expected tcp://, udp://, unix:, http(s)://, ws(s)://, nats://, mqtt:// or amqp:// (the last three with their features)"),
         ))
     }
 

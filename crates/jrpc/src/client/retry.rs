@@ -209,8 +209,9 @@ impl RetryPolicy {
         self
     }
 
-    /// Whether refusals (`429`, `503`, `-32005`, `-32007`) are tried again
-    /// (default yes).
+    /// Whether refusals (`429`, `503`, `-32005`, `-32007`) and calls nobody
+    /// was there to take (`-32008`, a broker's "no responders") are tried
+    /// again (default yes).
     pub fn on_busy(mut self, on: bool) -> Self {
         self.on_busy = on;
         self
@@ -295,7 +296,10 @@ impl RetryPolicy {
         let idempotent = self.is_idempotent(call.method());
         match error {
             CallError::Rpc(e)
-                if matches!(e.code(), codes::RATE_LIMITED | codes::SERVER_BUSY) && self.on_busy =>
+                if matches!(
+                    e.code(),
+                    codes::RATE_LIMITED | codes::SERVER_BUSY | codes::NO_RESPONDERS
+                ) && self.on_busy =>
             {
                 let after = e
                     .data_as::<RetryAfter>()

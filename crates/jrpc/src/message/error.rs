@@ -52,6 +52,10 @@ pub mod codes {
     /// The connection has too many requests in flight, or is closing; the
     /// request was not run. Retry later.
     pub const SERVER_BUSY: i64 = -32007;
+    /// Nothing is subscribed to the broker address a call was sent to (NATS
+    /// "no responders"): the request was not delivered. Given to the caller
+    /// by its own transport, not sent by a server.
+    pub const NO_RESPONDERS: i64 = -32008;
 
     /// Whether `code` lies in the implementation-defined server error range.
     pub fn is_server_error(code: i64) -> bool {

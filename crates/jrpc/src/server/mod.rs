@@ -5,6 +5,7 @@
 
 #[cfg(feature = "http-server")]
 pub mod http;
+mod messages;
 mod udp;
 
 use std::future::Future;
@@ -260,6 +261,47 @@ impl Server {
             task,
             detached: None,
         })
+    }
+
+    /// Serves every message `listener` takes (a broker's subject, topic or
+    /// queue) until shut down: each message one frame (a message or a
+    /// batch), served through the router and its middleware, the reply
+    /// frame handed back to the message's own reply address; nothing for
+    /// notifications. At most the connection setting's
+    /// [`max_in_flight`](ConnectionConfig::max_in_flight) messages are
+    /// served at once (requests past it get `-32007 Server busy`); a frame
+    /// over the router's frame limit gets `-32001 Frame too large`. A
+    /// malformed message gets its error reply when it has a reply address
+    /// and is dropped with a log line when it has none. On shutdown, no
+    /// more messages are taken and those in flight get the grace period.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "nats")]
+    /// # async fn run() -> std::io::Result<()> {
+    /// use jrpc::server::Server;
+    /// use jrpc::transport::nats::NatsListener;
+    ///
+    /// let listener = NatsListener::connect("nats://127.0.0.1:4222", "demo").await?;
+    /// let serving = Server::new(jrpc::Router::new().sync_method("ping", || Ok("pong")))
+    ///     .serve_messages(listener);
+    /// assert_eq!(serving.local_addr(), "nats://127.0.0.1:4222/demo");
+    /// # Ok(()) }
+    /// ```
+    pub fn serve_messages(&self, listener: impl crate::transport::MessageListener) -> Serving {
+        let local_addr = listener.local_addr();
+        let settings = messages::Settings {
+            router: self.router.clone(),
+            max_in_flight: self.config.max_in_flight,
+            grace: self.shutdown_grace,
+        };
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(messages::serve(listener, settings, shutdown.clone()));
+        Serving {
+            local_addr,
+            shutdown,
+            task,
+            detached: None,
+        }
     }
 
     /// Serves every connection `listener` accepts, each its own peer, until

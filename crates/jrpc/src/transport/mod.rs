@@ -11,12 +11,26 @@
 //! | [`child`] | — | a command's stdin/stdout: [`child::ChildDialer`] |
 //! | [`ws`] | (the HTTP server upgrades) | [`ws::WsDialer`] |
 //! | [`udp`] | (datagrams: [`Server::bind_udp`](crate::server::Server::bind_udp)) | [`udp::UdpDialer`] |
+//! | `nats` (feature `nats`) | `nats::NatsListener` (a queue group) | `nats::NatsDialer` |
+//! | `mqtt` (feature `mqtt`) | `mqtt::MqttListener` (a shared subscription) | `mqtt::MqttDialer` |
+//! | `amqp` (feature `amqp`) | `amqp::AmqpListener` (competing consumers) | `amqp::AmqpDialer` |
+//!
+//! Brokers carry messages, not connections: their listeners are
+//! [`MessageListener`]s, each message one frame with its own reply address
+//! ([`Server::serve_messages`](crate::server::Server::serve_messages)).
 //!
 //! Serving is [`Server`](crate::server::Server)'s job, calling
 //! [`Client`](crate::client::Client)'s.
 
+#[cfg(feature = "amqp")]
+pub mod amqp;
 pub mod child;
 mod connection;
+mod message;
+#[cfg(feature = "mqtt")]
+pub mod mqtt;
+#[cfg(feature = "nats")]
+pub mod nats;
 pub mod stdio;
 pub mod tcp;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
@@ -30,3 +44,4 @@ pub mod ws;
 pub use crate::context::ConnectionInfo;
 pub(crate) use connection::{Accept, DynDialer};
 pub use connection::{CloseReason, Connection, Dialer, FrameSink, FrameStream, Listener};
+pub use message::{Message, MessageListener};

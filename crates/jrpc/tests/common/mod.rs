@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod brokers;
+
 use jrpc::Router;
 use serde_json::Value;
 

@@ -1,0 +1,418 @@
+//! AMQP 0.9.1 (feature `amqp`; RabbitMQ): JSON-RPC over a queue, with
+//! `lapin`.
+//!
+//! - [`AmqpListener`] is one of the queue's competing consumers (the queue
+//!   is declared, durable, if absent): the broker gives each message to
+//!   one consumer, at most `prefetch` unacknowledged at a time. Each reply
+//!   goes to the message's `reply_to` with its `correlation_id`, and the
+//!   message is acknowledged only after its reply is published, so the
+//!   calls of a server that dies are redelivered to another (a handler may
+//!   then run twice).
+//! - [`AmqpDialer`] (or `Client::connect("amqp://HOST:PORT/VHOST?queue=NAME")`,
+//!   the vhost percent-decoded: `%2f` is `/`) publishes each frame to the
+//!   queue through the default exchange, with RabbitMQ's direct reply-to
+//!   (`amq.rabbitmq.reply-to`) as its reply address; calls are matched by
+//!   their JSON-RPC ids.
+//!
+//! A call to a queue no server consumes waits in the queue until one does
+//! (or the call times out); dialing a queue that does not exist fails. The
+//! listener reconnects to a restarted broker on its own (100 ms doubling to
+//! 5 s, forever); a client's connection ends with the broker's, and a
+//! client built with [`ClientBuilder::reconnect`](crate::client::ClientBuilder::reconnect)
+//! dials again.
+
+use std::io;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, QueueDeclareOptions,
+};
+use lapin::types::{FieldTable, ShortString};
+use lapin::{BasicProperties, Channel, Consumer};
+
+use super::connection::{Connection, Dialer};
+use super::message::{Message, MessageListener};
+use crate::codec::Inbound;
+use crate::context::ConnectionInfo;
+
+/// Unacknowledged messages a listener takes at once unless told otherwise.
+pub const DEFAULT_PREFETCH: u16 = 128;
+
+/// RabbitMQ's direct reply-to pseudo-queue.
+const DIRECT_REPLY_TO: &str = "amq.rabbitmq.reply-to";
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}
+
+fn broken(e: lapin::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, e.to_string())
+}
+
+/// Splits `amqp://HOST:PORT/VHOST?queue=NAME` into the broker's URL
+/// (without the `queue` parameter, other parameters kept) and the queue.
+pub fn split_target(target: &str) -> io::Result<(String, String)> {
+    if !target.starts_with("amqp://") {
+        return Err(invalid(format!(
+            "{target}: expected amqp://HOST:PORT/VHOST?queue=NAME"
+        )));
+    }
+    let (base, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut queue = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("queue", name)) => queue = Some(percent_decode(name)?),
+            _ => kept.push(pair),
+        }
+    }
+    let queue = queue.filter(|q| !q.is_empty()).ok_or_else(|| {
+        invalid(format!(
+            "{target}: the queue is missing (amqp://HOST:PORT/VHOST?queue=NAME)"
+        ))
+    })?;
+    let url = if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    Ok((url, queue))
+}
+
+/// `%XX` escapes decoded (the URL's vhost is decoded by the AMQP client).
+fn percent_decode(text: &str) -> io::Result<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| invalid(format!("{text:?}: a bad %-escape")))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| invalid(format!("{text:?}: not UTF-8 once decoded")))
+}
+
+/// Connects to the broker, driven by this tokio runtime.
+async fn connect(url: &str) -> io::Result<lapin::Connection> {
+    let properties = lapin::ConnectionProperties::default()
+        .with_executor(tokio_executor_trait::Tokio::current())
+        .with_reactor(tokio_reactor_trait::Tokio);
+    let connecting = lapin::Connection::connect(url, properties);
+    match tokio::time::timeout(Duration::from_secs(10), connecting).await {
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(e)) => Err(io::Error::new(
+            io::ErrorKind::ConnectionRefused,
+            format!("{url}: {e}"),
+        )),
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("{url}: no answer from the broker"),
+        )),
+    }
+}
+
+/// Declares `queue` (durable) unless it exists, with whatever settings.
+async fn declare(connection: &lapin::Connection, queue: &str) -> io::Result<()> {
+    let probe = connection.create_channel().await.map_err(broken)?;
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..QueueDeclareOptions::default()
+    };
+    if probe
+        .queue_declare(queue, passive, FieldTable::default())
+        .await
+        .is_ok()
+    {
+        let _ = probe.close(200, "OK").await;
+        return Ok(());
+    }
+    // A failed passive declaration closed that channel.
+    let channel = connection.create_channel().await.map_err(broken)?;
+    let durable = QueueDeclareOptions {
+        durable: true,
+        ..QueueDeclareOptions::default()
+    };
+    channel
+        .queue_declare(queue, durable, FieldTable::default())
+        .await
+        .map_err(broken)?;
+    let _ = channel.close(200, "OK").await;
+    Ok(())
+}
+
+/// A consumer of a listener's queue, on a channel of its own.
+struct Consuming {
+    // Kept open as long as the consumer.
+    _connection: lapin::Connection,
+    channel: Channel,
+    consumer: Consumer,
+}
+
+async fn consume(url: &str, queue: &str, prefetch: u16) -> io::Result<Consuming> {
+    let connection = connect(url).await?;
+    declare(&connection, queue).await?;
+    let channel = connection.create_channel().await.map_err(broken)?;
+    channel
+        .basic_qos(prefetch, BasicQosOptions::default())
+        .await
+        .map_err(broken)?;
+    let consumer = channel
+        .basic_consume(queue, "", BasicConsumeOptions::default(), FieldTable::default())
+        .await
+        .map_err(broken)?;
+    Ok(Consuming {
+        _connection: connection,
+        channel,
+        consumer,
+    })
+}
+
+/// Serves a queue: one of its competing consumers. Hand it to
+/// [`Server::serve_messages`](crate::server::Server::serve_messages).
+pub struct AmqpListener {
+    url: String,
+    queue: String,
+    prefetch: u16,
+    consuming: Option<Consuming>,
+    local_addr: String,
+}
+
+impl std::fmt::Debug for AmqpListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmqpListener")
+            .field("local_addr", &self.local_addr)
+            .field("prefetch", &self.prefetch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AmqpListener {
+    /// Connects to `url` (`amqp://HOST:PORT/VHOST`, the vhost
+    /// percent-encoded: `%2f` for `/`), declares `queue` if absent and
+    /// consumes it, [`DEFAULT_PREFETCH`] messages at a time.
+    pub async fn connect(url: &str, queue: &str) -> io::Result<Self> {
+        Self::connect_with_prefetch(url, queue, DEFAULT_PREFETCH).await
+    }
+
+    /// [`connect`](Self::connect), taking at most `prefetch`
+    /// unacknowledged messages at a time (match it to the server's
+    /// in-flight bound, so the broker keeps the rest for other servers).
+    pub async fn connect_with_prefetch(url: &str, queue: &str, prefetch: u16) -> io::Result<Self> {
+        if queue.is_empty() {
+            return Err(invalid("the queue name is empty".into()));
+        }
+        let prefetch = prefetch.max(1);
+        let consuming = consume(url, queue, prefetch).await?;
+        Ok(AmqpListener {
+            url: url.to_owned(),
+            queue: queue.to_owned(),
+            prefetch,
+            consuming: Some(consuming),
+            local_addr: format!("{}?queue={queue}", url.trim_end_matches('/')),
+        })
+    }
+
+    /// Connects again after the broker went away, waiting longer after
+    /// each failure.
+    async fn reconnect(&mut self) -> Consuming {
+        let mut failures: u32 = 0;
+        loop {
+            let wait = super::message::reconnect_wait(failures);
+            tokio::time::sleep(wait).await;
+            match consume(&self.url, &self.queue, self.prefetch).await {
+                Ok(consuming) => {
+                    tracing::info!(url = %self.url, queue = %self.queue, "amqp: connected again");
+                    return consuming;
+                }
+                Err(e) => {
+                    if failures == 0 {
+                        tracing::warn!(url = %self.url, error = %e, "amqp: cannot reconnect yet");
+                    }
+                    failures = failures.saturating_add(1);
+                }
+            }
+        }
+    }
+}
+
+impl MessageListener for AmqpListener {
+    async fn next(&mut self) -> Option<Message> {
+        loop {
+            let consuming = match &mut self.consuming {
+                Some(consuming) => consuming,
+                None => {
+                    let consuming = self.reconnect().await;
+                    self.consuming.insert(consuming)
+                }
+            };
+            let delivery = match consuming.consumer.next().await {
+                Some(Ok(delivery)) => delivery,
+                Some(Err(e)) => {
+                    tracing::warn!(url = %self.url, error = %e, "amqp: the connection failed; reconnecting");
+                    self.consuming = None;
+                    continue;
+                }
+                None => {
+                    tracing::warn!(url = %self.url, "amqp: the consumer ended; reconnecting");
+                    self.consuming = None;
+                    continue;
+                }
+            };
+            let channel = consuming.channel.clone();
+            let properties = &delivery.properties;
+            let reply_to = properties.reply_to().as_ref().map(|s| s.to_string());
+            let correlation_id = properties.correlation_id().clone();
+            let acker = delivery.acker;
+            let message = Message::new(Bytes::from(delivery.data), "amqp").arrived_at(&self.local_addr);
+            let ack = |acker: lapin::acker::Acker| async move {
+                if let Err(e) = acker.ack(BasicAckOptions::default()).await {
+                    tracing::warn!(error = %e, "amqp: cannot acknowledge a message");
+                }
+            };
+            let Some(reply_to) = reply_to else {
+                return Some(message.on_served(move || ack(acker)));
+            };
+            return Some(message.reply_to(reply_to.clone(), move |answer| async move {
+                if let Some(answer) = answer {
+                    let mut properties = BasicProperties::default();
+                    if let Some(id) = correlation_id {
+                        properties = properties.with_correlation_id(id);
+                    }
+                    let published = channel
+                        .basic_publish("", &reply_to, BasicPublishOptions::default(), &answer, properties)
+                        .await;
+                    if let Err(e) = published {
+                        // Not acknowledged: the broker gives the call to
+                        // another server once this channel is gone.
+                        tracing::warn!(error = %e, "amqp: cannot publish a reply");
+                        return;
+                    }
+                }
+                ack(acker).await;
+            }));
+        }
+    }
+
+    fn local_addr(&self) -> String {
+        self.local_addr.clone()
+    }
+}
+
+/// Calls a queue: each frame published to it through the default exchange,
+/// replies by RabbitMQ's direct reply-to.
+#[derive(Debug, Clone)]
+pub struct AmqpDialer {
+    url: String,
+    queue: String,
+}
+
+impl AmqpDialer {
+    /// A dialer for `queue` on the broker at `url`
+    /// (`amqp://HOST:PORT/VHOST`).
+    pub fn new(url: impl Into<String>, queue: impl Into<String>) -> Self {
+        AmqpDialer {
+            url: url.into(),
+            queue: queue.into(),
+        }
+    }
+
+    /// A dialer for a target: `amqp://HOST:PORT/VHOST?queue=NAME`.
+    pub fn from_target(target: &str) -> io::Result<Self> {
+        let (url, queue) = split_target(target)?;
+        Ok(AmqpDialer::new(url, queue))
+    }
+}
+
+impl Dialer for AmqpDialer {
+    async fn dial(&self) -> io::Result<Connection> {
+        let connection = connect(&self.url).await?;
+        // A queue nobody declared would swallow every call.
+        let probe = connection.create_channel().await.map_err(broken)?;
+        let passive = QueueDeclareOptions {
+            passive: true,
+            ..QueueDeclareOptions::default()
+        };
+        if let Err(e) = probe
+            .queue_declare(&self.queue, passive, FieldTable::default())
+            .await
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{}: queue {:?} does not exist (no server has declared it): {e}",
+                    self.url, self.queue
+                ),
+            ));
+        }
+        let _ = probe.close(200, "OK").await;
+        let channel = connection.create_channel().await.map_err(broken)?;
+        let no_ack = BasicConsumeOptions {
+            no_ack: true,
+            ..BasicConsumeOptions::default()
+        };
+        let replies = channel
+            .basic_consume(DIRECT_REPLY_TO, "", no_ack, FieldTable::default())
+            .await
+            .map_err(broken)?;
+        let info = ConnectionInfo {
+            transport: "amqp",
+            peer_addr: Some(format!("{}?queue={}", self.url.trim_end_matches('/'), self.queue)),
+            local_addr: Some(DIRECT_REPLY_TO.to_owned()),
+        };
+        let incoming = replies.map(|delivery| match delivery {
+            Ok(delivery) => Ok(Inbound::Frame(Bytes::from(delivery.data))),
+            Err(e) => Err(broken(e)),
+        });
+        let queue = self.queue.clone();
+        let outgoing = futures_util::sink::unfold(channel, move |channel, frame: Bytes| {
+            let queue = queue.clone();
+            async move {
+                let properties = BasicProperties::default().with_reply_to(ShortString::from(DIRECT_REPLY_TO));
+                channel
+                    .basic_publish("", &queue, BasicPublishOptions::default(), &frame, properties)
+                    .await
+                    .map_err(broken)?;
+                Ok(channel)
+            }
+        });
+        Ok(Connection::new(incoming, outgoing, info).owning(connection))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_split_into_broker_and_queue() {
+        let cases = [
+            (
+                "amqp://127.0.0.1:5672/%2f?queue=demo",
+                Some(("amqp://127.0.0.1:5672/%2f", "demo")),
+            ),
+            (
+                "amqp://h:1/v?heartbeat=10&queue=a%2Eb",
+                Some(("amqp://h:1/v?heartbeat=10", "a.b")),
+            ),
+            ("amqp://h:1/v?queue=", None),
+            ("amqp://h:1/v", None),
+            ("amqp://h:1/v?queue=%zz", None),
+            ("nats://h:1/v?queue=a", None),
+        ];
+        for (target, expected) in cases {
+            let got = split_target(target).ok();
+            let got = got.as_ref().map(|(u, q)| (u.as_str(), q.as_str()));
+            assert_eq!(got, expected, "{target}");
+        }
+    }
+}

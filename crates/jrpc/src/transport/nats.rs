@@ -1,0 +1,368 @@
+//! NATS (feature `nats`): JSON-RPC over a subject, with `async-nats`.
+//!
+//! - [`NatsListener`] subscribes to a subject in a queue group (default
+//!   [`DEFAULT_GROUP`]): NATS gives each message to one member of the
+//!   group, so several servers on one subject share the calls. Each reply
+//!   goes to its message's reply subject.
+//! - [`NatsDialer`] (or `Client::connect("nats://HOST:PORT/SUBJECT")`)
+//!   publishes each frame to the subject with a reply subject of its own
+//!   (under a private inbox), and reads the replies there; calls are
+//!   matched by their JSON-RPC ids.
+//!
+//! Delivery is at most once: a call whose server dies mid-call times out.
+//! A call to a subject nobody subscribes to fails at once with
+//! [`NO_RESPONDERS`](crate::message::codes::NO_RESPONDERS) (NATS answers
+//! "no responders"), not with a timeout. Both sides reconnect to a
+//! restarted broker on their own (100 ms doubling to 5 s, forever);
+//! meanwhile calls wait, within their timeouts, and go out once connected.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::{Client, StatusCode, Subscriber};
+use bytes::Bytes;
+use futures_util::StreamExt;
+
+use super::connection::{Connection, Dialer};
+use super::message::{Message, MessageListener};
+use crate::codec::Inbound;
+use crate::context::ConnectionInfo;
+use crate::message::{codes, parse_frame, Error, Frame, Id, Incoming, Limits, Response};
+
+/// The queue group servers join unless told otherwise: `jrpc`.
+pub const DEFAULT_GROUP: &str = "jrpc";
+
+/// How long a call's reply subject is remembered, to answer "no
+/// responders" for it: far longer than a broker takes to say so.
+const REMEMBERED: Duration = Duration::from_secs(60);
+
+/// Splits `nats://HOST:PORT/SUBJECT` into the server and the subject.
+pub fn split_target(target: &str) -> io::Result<(String, String)> {
+    let rest = target
+        .strip_prefix("nats://")
+        .ok_or_else(|| invalid(format!("{target}: expected nats://HOST:PORT/SUBJECT")))?;
+    match rest.split_once('/') {
+        Some((server, subject)) if !server.is_empty() && !subject.is_empty() => {
+            Ok((format!("nats://{server}"), subject.to_owned()))
+        }
+        _ => Err(invalid(format!(
+            "{target}: expected nats://HOST:PORT/SUBJECT (the subject is missing)"
+        ))),
+    }
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}
+
+/// Connects to a NATS server, reconnecting on its own when the connection
+/// drops (100 ms doubling to 5 s, forever), with a log line either way.
+async fn connect(url: &str, name: &'static str) -> io::Result<Client> {
+    let server = url.to_owned();
+    async_nats::ConnectOptions::new()
+        .name(name)
+        .connection_timeout(Duration::from_secs(5))
+        .reconnect_delay_callback(|attempts| {
+            super::message::reconnect_wait(u32::try_from(attempts.saturating_sub(1)).unwrap_or(u32::MAX))
+        })
+        .event_callback(move |event| {
+            let server = server.clone();
+            async move {
+                match event {
+                    async_nats::Event::Disconnected => {
+                        tracing::warn!(%server, "nats: disconnected; reconnecting")
+                    }
+                    async_nats::Event::Connected => tracing::info!(%server, "nats: connected"),
+                    other => tracing::debug!(%server, event = %other, "nats"),
+                }
+            }
+        })
+        .connect(url)
+        .await
+        .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, format!("{url}: {e}")))
+}
+
+fn io_error(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, e)
+}
+
+/// Serves a subject: a member of a queue group, taking its share of the
+/// subject's messages. Hand it to
+/// [`Server::serve_messages`](crate::server::Server::serve_messages).
+#[derive(Debug)]
+pub struct NatsListener {
+    client: Client,
+    subscriber: Subscriber,
+    local_addr: String,
+}
+
+impl NatsListener {
+    /// Connects to `url` (`nats://HOST:PORT`) and subscribes to `subject`
+    /// in the queue group [`DEFAULT_GROUP`].
+    pub async fn connect(url: &str, subject: &str) -> io::Result<Self> {
+        Self::connect_in_group(url, subject, DEFAULT_GROUP).await
+    }
+
+    /// Connects to `url` and subscribes to `subject` in queue group
+    /// `group`: servers in one group share the calls, each group gets every
+    /// call.
+    pub async fn connect_in_group(url: &str, subject: &str, group: &str) -> io::Result<Self> {
+        let url = url.trim_end_matches('/');
+        let client = connect(url, "jrpc server").await?;
+        let subscriber = client
+            .queue_subscribe(subject.to_owned(), group.to_owned())
+            .await
+            .map_err(io_error)?;
+        // The subscription is in place on the broker before serving starts.
+        client.flush().await.map_err(io_error)?;
+        Ok(NatsListener {
+            client,
+            subscriber,
+            local_addr: format!("{url}/{subject}"),
+        })
+    }
+}
+
+impl MessageListener for NatsListener {
+    async fn next(&mut self) -> Option<Message> {
+        loop {
+            let incoming = self.subscriber.next().await?;
+            if incoming.status.is_some() {
+                // A status from the broker, not a call.
+                continue;
+            }
+            let message = Message::new(incoming.payload, "nats").arrived_at(&self.local_addr);
+            let Some(reply) = incoming.reply else {
+                return Some(message);
+            };
+            let client = self.client.clone();
+            return Some(message.reply_to(reply.to_string(), move |answer| async move {
+                if let Some(answer) = answer {
+                    if let Err(e) = client.publish(reply, answer).await {
+                        tracing::warn!(error = %e, "nats: cannot publish a reply");
+                    }
+                }
+            }));
+        }
+    }
+
+    fn local_addr(&self) -> String {
+        self.local_addr.clone()
+    }
+}
+
+/// Calls a subject: each frame is published to it, with a reply subject of
+/// its own under a private inbox.
+#[derive(Debug, Clone)]
+pub struct NatsDialer {
+    url: String,
+    subject: String,
+}
+
+impl NatsDialer {
+    /// A dialer for `subject` on the NATS server at `url`
+    /// (`nats://HOST:PORT`).
+    pub fn new(url: impl Into<String>, subject: impl Into<String>) -> Self {
+        NatsDialer {
+            url: url.into().trim_end_matches('/').to_owned(),
+            subject: subject.into(),
+        }
+    }
+
+    /// A dialer for a target: `nats://HOST:PORT/SUBJECT`.
+    pub fn from_target(target: &str) -> io::Result<Self> {
+        let (url, subject) = split_target(target)?;
+        Ok(NatsDialer::new(url, subject))
+    }
+}
+
+/// The requests of frames sent and not yet answered, by reply subject, so
+/// that "no responders" becomes an error reply for each of them.
+#[derive(Default)]
+struct Awaiting {
+    by_reply: HashMap<u64, (Vec<Id>, bool)>,
+    order: VecDeque<(u64, Instant)>,
+}
+
+impl Awaiting {
+    fn insert(&mut self, n: u64, ids: Vec<Id>, batch: bool) {
+        let now = Instant::now();
+        while let Some(&(oldest, at)) = self.order.front() {
+            if now.duration_since(at) < REMEMBERED {
+                break;
+            }
+            self.by_reply.remove(&oldest);
+            self.order.pop_front();
+        }
+        self.by_reply.insert(n, (ids, batch));
+        self.order.push_back((n, now));
+    }
+}
+
+/// The ids of the requests in a frame this side wrote, and whether it is a
+/// batch; `None` when nothing in it expects a reply.
+fn requests_in(frame: &[u8]) -> Option<(Vec<Id>, bool)> {
+    let limits = Limits {
+        max_frame_len: usize::MAX,
+        max_batch_len: usize::MAX,
+        ..Limits::default()
+    };
+    let (items, batch) = match parse_frame(frame, &limits).ok()? {
+        Frame::Single(item) => (vec![item], false),
+        Frame::Batch(items) => (items, true),
+    };
+    let ids: Vec<Id> = items
+        .into_iter()
+        .filter_map(|item| match item {
+            Incoming::Request(request) => Some(request.id),
+            _ => None,
+        })
+        .collect();
+    (!ids.is_empty()).then_some((ids, batch))
+}
+
+/// Error replies to `ids`, as the server would have sent them.
+fn no_responders(ids: Vec<Id>, batch: bool, target: &str) -> Bytes {
+    let error = Error::new(codes::NO_RESPONDERS, "No responders").with_data(&format!(
+        "nothing subscribes to {target}: the call was not delivered"
+    ));
+    let replies: Vec<Bytes> = ids
+        .into_iter()
+        .map(|id| {
+            Response {
+                id,
+                outcome: Err(error.clone()),
+            }
+            .to_bytes()
+        })
+        .collect();
+    if !batch {
+        return replies.into_iter().next().unwrap_or_default();
+    }
+    let mut out = Vec::with_capacity(replies.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
+    out.push(b'[');
+    for (i, reply) in replies.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(reply);
+    }
+    out.push(b']');
+    out.into()
+}
+
+impl Dialer for NatsDialer {
+    async fn dial(&self) -> io::Result<Connection> {
+        let client = connect(&self.url, "jrpc client").await?;
+        let inbox = client.new_inbox();
+        let replies = client.subscribe(format!("{inbox}.*")).await.map_err(io_error)?;
+        client.flush().await.map_err(io_error)?;
+        let target = format!("{}/{}", self.url, self.subject);
+        let info = ConnectionInfo {
+            transport: "nats",
+            peer_addr: Some(target.clone()),
+            local_addr: Some(inbox.clone()),
+        };
+        let awaiting = Arc::new(Mutex::new(Awaiting::default()));
+        let reading = Arc::clone(&awaiting);
+        let incoming = replies.filter_map(move |reply| {
+            let n = reply
+                .subject
+                .as_str()
+                .rsplit('.')
+                .next()
+                .and_then(|n| n.parse::<u64>().ok());
+            let sent = n.and_then(|n| {
+                reading
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .by_reply
+                    .remove(&n)
+            });
+            let frame = match reply.status {
+                None => Some(reply.payload),
+                Some(StatusCode::NO_RESPONDERS) => {
+                    sent.map(|(ids, batch)| no_responders(ids, batch, &target))
+                }
+                Some(status) => {
+                    tracing::debug!(%status, "nats: a status on the reply subject");
+                    None
+                }
+            };
+            std::future::ready(frame.map(|frame| Ok(Inbound::Frame(frame))))
+        });
+        let subject = self.subject.clone();
+        let mut next_reply: u64 = 0;
+        let outgoing = futures_util::sink::unfold(client, move |client, frame: Bytes| {
+            let published = match requests_in(&frame) {
+                Some((ids, batch)) => {
+                    next_reply += 1;
+                    awaiting
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(next_reply, ids, batch);
+                    let reply = format!("{inbox}.{next_reply}");
+                    (subject.clone(), Some(reply))
+                }
+                None => (subject.clone(), None),
+            };
+            async move {
+                let (subject, reply) = published;
+                match reply {
+                    Some(reply) => client.publish_with_reply(subject, reply, frame).await,
+                    None => client.publish(subject, frame).await,
+                }
+                .map_err(io_error)?;
+                Ok(client)
+            }
+        });
+        Ok(Connection::new(incoming, outgoing, info))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_split_into_server_and_subject() {
+        let cases = [
+            (
+                "nats://127.0.0.1:4222/demo",
+                Some(("nats://127.0.0.1:4222", "demo")),
+            ),
+            ("nats://h:1/a.b.c", Some(("nats://h:1", "a.b.c"))),
+            ("nats://h:1/", None),
+            ("nats://h:1", None),
+            ("nats:///demo", None),
+            ("tcp://h:1/demo", None),
+        ];
+        for (target, expected) in cases {
+            let got = split_target(target).ok();
+            let got = got.as_ref().map(|(s, t)| (s.as_str(), t.as_str()));
+            assert_eq!(got, expected, "{target}");
+        }
+    }
+
+    #[test]
+    fn no_responders_answers_every_request_of_a_frame() {
+        let frame = br#"[{"jsonrpc":"2.0","method":"a","id":1},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"b","id":"x"}]"#;
+        let (ids, batch) = requests_in(frame).expect("requests");
+        assert!(batch);
+        let reply: serde_json::Value = serde_json::from_slice(&no_responders(ids, batch, "t")).unwrap();
+        let codes: Vec<_> = reply
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["error"]["code"].clone())
+            .collect();
+        assert_eq!(codes, [codes::NO_RESPONDERS, codes::NO_RESPONDERS]);
+        assert_eq!(reply[1]["id"], "x");
+        assert!(requests_in(br#"{"jsonrpc":"2.0","method":"n"}"#).is_none());
+        let (ids, batch) = requests_in(br#"{"jsonrpc":"2.0","method":"a","id":7}"#).unwrap();
+        let single: serde_json::Value = serde_json::from_slice(&no_responders(ids, batch, "t")).unwrap();
+        assert_eq!(single["id"], 7);
+    }
+}

@@ -1,0 +1,205 @@
+//! Real message brokers for the tests: Debian's `nats-server`, `mosquitto`
+//! and `rabbitmq-server`, each started on free ports with a data directory
+//! of its own, and stopped (with everything it started) when dropped.
+
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Which broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Nats,
+    Mosquitto,
+    RabbitMq,
+}
+
+/// A broker process of the test's own.
+pub struct Broker {
+    kind: Kind,
+    /// The port clients connect to.
+    pub port: u16,
+    /// The Erlang port mapper's port (RabbitMQ only).
+    epmd_port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+/// A port free right now on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Finds a broker's program on PATH or in the sbin directories Debian
+/// installs them to.
+fn program(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/usr/lib/rabbitmq/bin".into()])
+        .map(|dir: PathBuf| dir.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("{name} is not installed (apt-get install nats-server mosquitto rabbitmq-server)")
+        })
+}
+
+impl Broker {
+    pub fn start(kind: Kind) -> Broker {
+        let dir = std::env::temp_dir().join(format!(
+            "jrpc-broker-{}-{}-{:?}",
+            std::process::id(),
+            free_port(),
+            kind
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut broker = Broker {
+            kind,
+            port: free_port(),
+            epmd_port: free_port(),
+            dir,
+            child: None,
+        };
+        broker.launch();
+        broker
+    }
+
+    /// The URL of the broker, as the transports take it.
+    pub fn url(&self) -> String {
+        match self.kind {
+            Kind::Nats => format!("nats://127.0.0.1:{}", self.port),
+            Kind::Mosquitto => format!("mqtt://127.0.0.1:{}", self.port),
+            Kind::RabbitMq => format!("amqp://127.0.0.1:{}/%2f", self.port),
+        }
+    }
+
+    fn launch(&mut self) {
+        let log = std::fs::File::create(self.dir.join("broker.log")).unwrap();
+        let mut command = match self.kind {
+            Kind::Nats => {
+                let mut c = Command::new(program("nats-server"));
+                c.args(["-a", "127.0.0.1", "-p", &self.port.to_string()]);
+                c
+            }
+            Kind::Mosquitto => {
+                let config = self.dir.join("mosquitto.conf");
+                std::fs::write(
+                    &config,
+                    format!(
+                        "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 100000\n",
+                        self.port
+                    ),
+                )
+                .unwrap();
+                let mut c = Command::new(program("mosquitto"));
+                c.arg("-c").arg(&config);
+                c
+            }
+            Kind::RabbitMq => self.rabbitmq_command(),
+        };
+        command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .process_group(0);
+        self.child = Some(command.spawn().unwrap());
+        self.wait_until_up();
+    }
+
+    fn rabbitmq_command(&self) -> Command {
+        let dir = &self.dir;
+        std::fs::write(dir.join("enabled_plugins"), "[].\n").unwrap();
+        // Not /usr/sbin's wrapper, which switches to the rabbitmq user.
+        let script = Path::new("/usr/lib/rabbitmq/bin/rabbitmq-server");
+        let script = if script.is_file() {
+            script.to_path_buf()
+        } else {
+            program("rabbitmq-server")
+        };
+        let mut c = Command::new("sh");
+        c.arg(script)
+            .current_dir(dir)
+            .env("HOME", dir)
+            .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
+            .env("RABBITMQ_NODE_PORT", self.port.to_string())
+            .env("RABBITMQ_DIST_PORT", free_port().to_string())
+            .env("ERL_EPMD_PORT", self.epmd_port.to_string())
+            .env("RABBITMQ_NODENAME", format!("jrpc{}@localhost", self.port))
+            .env("RABBITMQ_MNESIA_BASE", dir.join("mnesia"))
+            .env("RABBITMQ_LOG_BASE", dir.join("log"))
+            .env("RABBITMQ_ENABLED_PLUGINS_FILE", dir.join("enabled_plugins"))
+            .env("RABBITMQ_CONFIG_FILE", dir.join("rabbitmq"))
+            .env("RABBITMQ_ADVANCED_CONFIG_FILE", dir.join("advanced.config"))
+            .env("RABBITMQ_PID_FILE", dir.join("pid"));
+        c
+    }
+
+    fn wait_until_up(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                // RabbitMQ listens a moment before it takes connections.
+                if self.kind == Kind::RabbitMq {
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                return;
+            }
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("{:?} exited ({status}): {}", self.kind, self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{:?} did not come up: {}",
+                self.kind,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("broker.log")).unwrap_or_default()
+    }
+
+    /// Kills the broker (SIGKILL: no goodbye to its clients).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // The whole process group: RabbitMQ's script starts the VM.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while TcpStream::connect(("127.0.0.1", self.port)).is_ok() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// Kills the broker and starts it again on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.launch();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.kill();
+        if self.kind == Kind::RabbitMq {
+            // The Erlang port mapper the broker started leaves its group.
+            let _ = Command::new("epmd")
+                .arg("-kill")
+                .env("ERL_EPMD_PORT", self.epmd_port.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
