@@ -158,7 +158,8 @@ pub struct ServeArgs {
     topic: Option<String>,
 
     /// The group servers of one --nats subject or --mqtt topic share calls
-    /// in (each group gets every call).
+    /// in (each group gets every call; an --amqp queue's consumers always
+    /// share its calls).
     #[arg(long, value_name = "NAME", default_value = "jrpc")]
     group: String,
 

@@ -247,6 +247,57 @@ async fn a_server_stopped_under_load(kind: Kind) {
     }
 }
 
+/// One of two servers shut down gracefully (a rolling restart) answers
+/// what it took before it goes, and the broker gives the rest to the
+/// other: no call in flight is lost. (AMQP with one server: what it did
+/// not take stays queued for the next.)
+async fn a_graceful_shutdown_answers_calls_in_flight(kind: Kind) {
+    let broker = Broker::start(kind);
+    let mut servings = Vec::new();
+    for name in 0..2 {
+        let (calls, ticks) = counters();
+        let server = Server::new(counting_router(name, calls, ticks)).shutdown_grace(Duration::from_secs(20));
+        servings.push(serve(&broker, kind, "graceful", "jrpc", server).await);
+    }
+    let stopped = servings.remove(0);
+    let client = client(&broker, kind, "graceful", Duration::from_secs(30)).await;
+    let started = Arc::new(AtomicUsize::new(0));
+    let calls = {
+        let (client, started) = (&client, Arc::clone(&started));
+        stream::iter(0..200)
+            .map(move |_| {
+                started.fetch_add(1, Ordering::SeqCst);
+                client.call::<usize>("slow_who", json!([]))
+            })
+            .buffer_unordered(64)
+            .collect::<Vec<_>>()
+    };
+    let stop = async {
+        while started.load(Ordering::SeqCst) < 64 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Let the calls reach the servers, then stop one mid-way.
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        stopped.shutdown().await;
+    };
+    let (outcomes, ()) = bounded("calls over a shutdown", async { tokio::join!(calls, stop) }).await;
+    let failed: Vec<String> = outcomes
+        .iter()
+        .filter_map(|o| o.as_ref().err().map(|e| e.to_string()))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of 200 failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    let by_stopped = outcomes.iter().filter(|o| matches!(o, Ok(0))).count();
+    assert!(by_stopped > 0, "the stopped server answered none");
+    for serving in servings {
+        serving.shutdown().await;
+    }
+}
+
 /// Two groups on one subject or topic each get every call: the caller
 /// takes the first reply and ignores the second.
 async fn duplicate_replies_are_ignored(kind: Kind) {
@@ -353,6 +404,11 @@ async fn nats_duplicate_replies_are_ignored() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_a_graceful_shutdown_answers_calls_in_flight() {
+    a_graceful_shutdown_answers_calls_in_flight(Kind::Nats).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nats_a_broker_restart() {
     a_broker_restart(Kind::Nats).await;
 }
@@ -384,6 +440,34 @@ async fn nats_no_responders_fail_at_once() {
             Some(codes::NO_RESPONDERS)
         );
     }
+}
+
+/// Frames over the NATS server's payload limit (1 MiB by default) fail
+/// their own call with `-32001`, both ways, and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_frames_over_the_payload_limit_fail_their_call() {
+    let broker = Broker::start(Kind::Nats);
+    let router = jrpc::demo::router().sync_method("big", |_: Value| Ok("x".repeat(2 << 20)));
+    let serving = serve(&broker, Kind::Nats, "big", "jrpc", Server::new(router)).await;
+    let client = client(&broker, Kind::Nats, "big", Duration::from_secs(20)).await;
+    let error = client
+        .call::<Value>("echo", json!({"value": "y".repeat(2 << 20)}))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.rpc().map(|e| e.code()),
+        Some(codes::FRAME_TOO_LARGE),
+        "{error}"
+    );
+    let error = client.call::<Value>("big", json!([])).await.unwrap_err();
+    assert_eq!(
+        error.rpc().map(|e| e.code()),
+        Some(codes::FRAME_TOO_LARGE),
+        "{error}"
+    );
+    let difference: i64 = client.call("subtract", [42, 23]).await.unwrap();
+    assert_eq!(difference, 19);
+    serving.shutdown().await;
 }
 
 /// A malformed message with a reply subject gets its error reply.
@@ -445,6 +529,11 @@ async fn mqtt_duplicate_replies_are_ignored() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mqtt_a_graceful_shutdown_answers_calls_in_flight() {
+    a_graceful_shutdown_answers_calls_in_flight(Kind::Mosquitto).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mqtt_a_broker_restart() {
     a_broker_restart(Kind::Mosquitto).await;
 }
@@ -462,6 +551,11 @@ async fn amqp_three_servers_share_3000_calls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn amqp_a_server_stopped_under_load() {
     a_server_stopped_under_load(Kind::RabbitMq).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amqp_a_graceful_shutdown_answers_calls_in_flight() {
+    a_graceful_shutdown_answers_calls_in_flight(Kind::RabbitMq).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

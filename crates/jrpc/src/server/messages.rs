@@ -1,18 +1,24 @@
 //! Serving a message transport (a broker's subject, topic or queue): each
 //! message one frame, answered to its own reply address. See
-//! [`Server::serve_messages`](super::Server::serve_messages).
+//! [`Server::serve_messages`](super::Server::serve_messages). UDP, whose
+//! datagrams are messages too, shares the classification and refusals.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::context::Extensions;
-use crate::message::{codes, parse_frame, Error, Frame, Id, Incoming, Response};
+use crate::context::{ConnectionInfo, Extensions};
+use crate::message::{codes, parse_frame, Error, Frame, Id, Incoming, Limits, Response};
 use crate::transport::{Message, MessageListener};
 use crate::Router;
+
+/// How long a listener gets to send what is queued once serving is over.
+const FLUSH: Duration = Duration::from_secs(5);
 
 /// How a message listener is served.
 pub(crate) struct Settings {
@@ -21,27 +27,89 @@ pub(crate) struct Settings {
     pub(crate) grace: Duration,
 }
 
+/// What a frame is, as far as answering goes.
+pub(crate) enum Kind {
+    /// Only responses (or nothing answerable): never answered.
+    Responses,
+    /// A single request: its id, for refusals.
+    Request(Id),
+    /// A notification: never answered, not even to refuse it.
+    Notification,
+    /// A batch, or a frame the router answers with an error (id null).
+    Other,
+}
+
+pub(crate) fn kind(parsed: &Result<Frame<'_>, Error>) -> Kind {
+    match parsed {
+        Ok(Frame::Single(Incoming::Response(_))) => Kind::Responses,
+        Ok(Frame::Single(Incoming::Request(request))) => Kind::Request(request.id.clone()),
+        Ok(Frame::Single(Incoming::Notification(_))) => Kind::Notification,
+        Ok(Frame::Batch(items)) if items.iter().all(|i| matches!(i, Incoming::Response(_))) => {
+            Kind::Responses
+        }
+        Ok(Frame::Batch(items))
+            if items
+                .iter()
+                .all(|i| matches!(i, Incoming::Notification(_) | Incoming::Response(_))) =>
+        {
+            Kind::Notification
+        }
+        _ => Kind::Other,
+    }
+}
+
+/// A reply frame of one error.
+pub(crate) fn refusal(id: Id, error: Error) -> Bytes {
+    Response {
+        id,
+        outcome: Err(error),
+    }
+    .to_bytes()
+}
+
+/// The id a refusal of `frame` carries; `None` when nothing in it may be
+/// answered (responses, notifications).
+pub(crate) fn refusal_id(frame: &[u8], limits: &Limits) -> Option<Id> {
+    match kind(&parse_frame(frame, limits)) {
+        Kind::Request(id) => Some(id),
+        Kind::Other => Some(Id::NULL),
+        Kind::Responses | Kind::Notification => None,
+    }
+}
+
 /// Takes messages until `shutdown` (or until the listener has no more),
 /// each served on its own task, at most `max_in_flight` at once (past it,
-/// requests get `-32007 Server busy`); then waits for those in flight for
-/// the grace period, and stops the rest.
+/// requests get `-32007 Server busy`, or wait for a slot when the broker
+/// bounds what it hands over). On shutdown the listener stops taking
+/// messages, and what it took is served within the grace period; the
+/// rest is stopped, and the listener flushes its replies.
 pub(crate) async fn serve(
     mut listener: impl MessageListener,
     settings: Settings,
     shutdown: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(settings.max_in_flight.max(1)));
-    let limits = settings.router.parse_limits().clone();
+    let waits = listener.bounded_by_broker();
     let mut tasks = JoinSet::new();
+    let mut deadline = None;
     loop {
         while tasks.try_join_next().is_some() {}
-        let message = tokio::select! {
-            () = shutdown.cancelled() => break,
-            message = listener.next() => match message {
-                Some(message) => message,
-                None => break,
+        let message = match deadline {
+            None => tokio::select! {
+                () = shutdown.cancelled() => {
+                    listener.close().await;
+                    deadline = Some(Instant::now() + settings.grace);
+                    continue;
+                }
+                message = listener.next() => message,
             },
+            Some(deadline) => tokio::time::timeout_at(deadline, listener.next())
+                .await
+                .ok()
+                .flatten(),
         };
+        let Some(message) = message else { break };
+        let limits = settings.router.parse_limits();
         if message.frame.len() > limits.max_frame_len {
             let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
                 "a message may carry at most {} bytes",
@@ -50,16 +118,29 @@ pub(crate) async fn serve(
             tasks.spawn(refuse(message, Id::NULL, error));
             continue;
         }
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            let id = match parse_frame(&message.frame, &limits) {
-                Ok(Frame::Single(Incoming::Request(request))) => Some(request.id.clone()),
-                Ok(Frame::Single(_)) => None,
-                Ok(Frame::Batch(items)) if !items.iter().any(|i| matches!(i, Incoming::Request(_))) => None,
-                _ => Some(Id::NULL),
+        let slot = if waits {
+            let acquired = Arc::clone(&slots).acquire_owned();
+            let cancelled = async {
+                match deadline {
+                    None => shutdown.cancelled().await,
+                    Some(deadline) => tokio::time::sleep_until(deadline).await,
+                }
             };
-            let error = Error::server_busy().with_data("too many requests in flight: try again later");
-            match id {
-                Some(id) => tasks.spawn(refuse(message, id, error)),
+            tokio::select! {
+                slot = acquired => slot.ok(),
+                // Not settled: the broker gives it to another server.
+                () = cancelled => continue,
+            }
+        } else {
+            Arc::clone(&slots).try_acquire_owned().ok()
+        };
+        let Some(slot) = slot else {
+            match refusal_id(&message.frame, limits) {
+                Some(id) => {
+                    let error =
+                        Error::server_busy().with_data("too many requests in flight: try again later");
+                    tasks.spawn(refuse(message, id, error))
+                }
                 None => tasks.spawn(message.settle(None)),
             };
             continue;
@@ -67,36 +148,72 @@ pub(crate) async fn serve(
         let router = settings.router.clone();
         tasks.spawn(async move {
             let _slot = slot;
-            let mut connection = Extensions::new();
-            connection.insert(message.info.clone());
-            let connection = Arc::new(connection);
-            let parsed = parse_frame(&message.frame, router.parse_limits());
-            let answer = match (&parsed, message.reply_address()) {
-                (Err(error), None) => {
-                    tracing::warn!(
-                        transport = message.info.transport,
-                        error = %error.message(),
-                        "a malformed message without a reply address is dropped"
-                    );
-                    None
-                }
-                _ => router.handle_parsed(parsed, &connection).await,
-            };
-            if answer.is_some() && message.reply_address().is_none() {
-                tracing::debug!(
-                    transport = message.info.transport,
-                    "a request without a reply address was served; its reply is dropped"
-                );
-            }
+            let replying = message.reply_address().is_some();
+            let answer = answer(
+                &router,
+                &message.frame,
+                &message.info,
+                replying,
+                message.max_reply,
+            )
+            .await;
             message.settle(answer).await;
         });
     }
-    drop(listener);
+    let deadline = deadline.unwrap_or_else(|| Instant::now() + settings.grace);
     let finished = async { while tasks.join_next().await.is_some() {} };
-    if tokio::time::timeout(settings.grace, finished).await.is_err() {
+    if tokio::time::timeout_at(deadline, finished).await.is_err() {
         tracing::warn!("requests still running at the end of the grace period were stopped");
         tasks.abort_all();
     }
+    if tokio::time::timeout(FLUSH, listener.flush()).await.is_err() {
+        tracing::warn!("replies still queued after {FLUSH:?} were dropped");
+    }
+}
+
+/// Serves one message: the reply frame, if any is due and can be sent.
+async fn answer(
+    router: &Router,
+    frame: &[u8],
+    info: &ConnectionInfo,
+    replying: bool,
+    max_reply: usize,
+) -> Option<Bytes> {
+    let mut connection = Extensions::new();
+    connection.insert(info.clone());
+    let connection = Arc::new(connection);
+    let parsed = parse_frame(frame, router.parse_limits());
+    if !replying {
+        if let Err(error) = &parsed {
+            tracing::warn!(
+                transport = info.transport,
+                error = %error.message(),
+                "a malformed message without a reply address is dropped"
+            );
+            return None;
+        }
+        if router.handle_parsed(parsed, &connection).await.is_some() {
+            tracing::debug!(
+                transport = info.transport,
+                "a request without a reply address was served; its reply is dropped"
+            );
+        }
+        return None;
+    }
+    let id = match kind(&parsed) {
+        Kind::Request(id) => id,
+        _ => Id::NULL,
+    };
+    let answer = router.handle_parsed(parsed, &connection).await?;
+    if answer.len() <= max_reply {
+        return Some(answer);
+    }
+    let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+        "the reply of {} bytes is over what the {} broker carries ({max_reply})",
+        answer.len(),
+        info.transport,
+    ));
+    Some(refusal(id, error))
 }
 
 /// Answers `message` with one error (when it has a reply address).
@@ -108,10 +225,5 @@ async fn refuse(message: Message, id: Id, error: Error) {
             "a message without a reply address is dropped"
         );
     }
-    let answer = Response {
-        id,
-        outcome: Err(error),
-    }
-    .to_bytes();
-    message.settle(Some(answer)).await;
+    message.settle(Some(refusal(id, error))).await;
 }

@@ -272,8 +272,13 @@ impl Server {
     /// served at once (requests past it get `-32007 Server busy`); a frame
     /// over the router's frame limit gets `-32001 Frame too large`. A
     /// malformed message gets its error reply when it has a reply address
-    /// and is dropped with a log line when it has none. On shutdown, no
-    /// more messages are taken and those in flight get the grace period.
+    /// and is dropped with a log line when it has none; a reply over the
+    /// broker's size limit becomes `-32001`. On shutdown the listener stops
+    /// taking messages ([`MessageListener::close`](crate::transport::MessageListener::close)),
+    /// what it already took is served within the grace period, and its
+    /// replies are flushed. When the broker bounds what it hands over
+    /// (AMQP's prefetch), a server at its in-flight bound waits instead of
+    /// refusing.
     ///
     /// ```no_run
     /// # #[cfg(feature = "nats")]

@@ -18,8 +18,9 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::messages::{kind, refusal, refusal_id, Kind};
 use crate::context::Extensions;
-use crate::message::{codes, parse_frame, Error, Frame, Id, Incoming, Response};
+use crate::message::{codes, parse_frame, Error, Id};
 use crate::Router;
 
 /// Replies up to this size are always allowed, whatever the request's.
@@ -34,39 +35,6 @@ pub(crate) struct Settings {
     /// [`SMALL_REPLY`]); 0: no bound but the datagram limit.
     pub(crate) amplification: usize,
     pub(crate) grace: Duration,
-}
-
-/// What a datagram is, as far as answering goes.
-enum Kind {
-    /// Only responses (or nothing answerable): never answered.
-    Responses,
-    /// A single request: its id, for refusals.
-    Request(Id),
-    /// A notification: never answered, not even to refuse it.
-    Notification,
-    /// A batch, or a frame the router answers with an error (id null).
-    Other,
-}
-
-fn kind(parsed: &Result<Frame<'_>, Error>) -> Kind {
-    match parsed {
-        Ok(Frame::Single(Incoming::Response(_))) => Kind::Responses,
-        Ok(Frame::Single(Incoming::Request(request))) => Kind::Request(request.id.clone()),
-        Ok(Frame::Single(Incoming::Notification(_))) => Kind::Notification,
-        Ok(Frame::Batch(items)) if items.iter().all(|i| matches!(i, Incoming::Response(_))) => {
-            Kind::Responses
-        }
-        _ => Kind::Other,
-    }
-}
-
-/// A reply frame of one error.
-fn refusal(id: Id, error: Error) -> Bytes {
-    Response {
-        id,
-        outcome: Err(error),
-    }
-    .to_bytes()
 }
 
 /// Reads datagrams until `shutdown`, each served on its own task (at most
@@ -105,10 +73,8 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
             // Parsed here only to refuse it well; served frames are parsed
             // once, on their own task.
-            let id = match kind(&parse_frame(&buffer[..n], settings.router.parse_limits())) {
-                Kind::Request(id) => id,
-                Kind::Other => Id::NULL,
-                Kind::Responses | Kind::Notification => continue,
+            let Some(id) = refusal_id(&buffer[..n], settings.router.parse_limits()) else {
+                continue;
             };
             let error = Error::server_busy().with_data("too many requests in flight: try again later");
             refuse(&socket, refusal(id, error), from, limit);

@@ -27,7 +27,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use lapin::options::{
-    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, QueueDeclareOptions,
+    BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    QueueDeclareOptions,
 };
 use lapin::types::{FieldTable, ShortString};
 use lapin::{BasicProperties, Channel, Consumer};
@@ -42,6 +43,25 @@ pub const DEFAULT_PREFETCH: u16 = 128;
 
 /// RabbitMQ's direct reply-to pseudo-queue.
 const DIRECT_REPLY_TO: &str = "amq.rabbitmq.reply-to";
+
+/// The largest message RabbitMQ takes by default (`max_message_size`).
+const MAX_MESSAGE: usize = 128 * 1024 * 1024;
+
+/// The target naming `queue` on the broker at `url`: the queue as a
+/// `queue=` query parameter, percent-encoded where it must be.
+fn target_of(url: &str, queue: &str) -> String {
+    let mut encoded = String::with_capacity(queue.len());
+    for byte in queue.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~:@/".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    let url = url.trim_end_matches('/');
+    let joiner = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joiner}queue={encoded}")
+}
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
@@ -184,6 +204,8 @@ pub struct AmqpListener {
     queue: String,
     prefetch: u16,
     consuming: Option<Consuming>,
+    /// Closed for the server's shutdown: no reconnecting.
+    closed: bool,
     local_addr: String,
 }
 
@@ -218,7 +240,8 @@ impl AmqpListener {
             queue: queue.to_owned(),
             prefetch,
             consuming: Some(consuming),
-            local_addr: format!("{}?queue={queue}", url.trim_end_matches('/')),
+            closed: false,
+            local_addr: target_of(url, queue),
         })
     }
 
@@ -250,6 +273,7 @@ impl MessageListener for AmqpListener {
         loop {
             let consuming = match &mut self.consuming {
                 Some(consuming) => consuming,
+                None if self.closed => return None,
                 None => {
                     let consuming = self.reconnect().await;
                     self.consuming.insert(consuming)
@@ -262,6 +286,7 @@ impl MessageListener for AmqpListener {
                     self.consuming = None;
                     continue;
                 }
+                None if self.closed => return None,
                 None => {
                     tracing::warn!(url = %self.url, "amqp: the consumer ended; reconnecting");
                     self.consuming = None;
@@ -273,7 +298,9 @@ impl MessageListener for AmqpListener {
             let reply_to = properties.reply_to().as_ref().map(|s| s.to_string());
             let correlation_id = properties.correlation_id().clone();
             let acker = delivery.acker;
-            let message = Message::new(Bytes::from(delivery.data), "amqp").arrived_at(&self.local_addr);
+            let message = Message::new(Bytes::from(delivery.data), "amqp")
+                .arrived_at(&self.local_addr)
+                .max_reply(MAX_MESSAGE);
             let ack = |acker: lapin::acker::Acker| async move {
                 if let Err(e) = acker.ack(BasicAckOptions::default()).await {
                     tracing::warn!(error = %e, "amqp: cannot acknowledge a message");
@@ -305,6 +332,28 @@ impl MessageListener for AmqpListener {
 
     fn local_addr(&self) -> String {
         self.local_addr.clone()
+    }
+
+    /// Cancels the consumer: the broker keeps the queue's other messages
+    /// for the other servers (and takes back, once the channel closes,
+    /// what this one took and did not acknowledge).
+    async fn close(&mut self) {
+        self.closed = true;
+        if let Some(consuming) = &self.consuming {
+            let tag = consuming.consumer.tag();
+            if let Err(e) = consuming
+                .channel
+                .basic_cancel(tag.as_str(), BasicCancelOptions::default())
+                .await
+            {
+                tracing::debug!(error = %e, "amqp: cannot cancel the consumer");
+            }
+        }
+    }
+
+    /// The prefetch bounds what the broker hands over.
+    fn bounded_by_broker(&self) -> bool {
+        true
     }
 }
 
@@ -366,7 +415,7 @@ impl Dialer for AmqpDialer {
             .map_err(broken)?;
         let info = ConnectionInfo {
             transport: "amqp",
-            peer_addr: Some(format!("{}?queue={}", self.url.trim_end_matches('/'), self.queue)),
+            peer_addr: Some(target_of(&self.url, &self.queue)),
             local_addr: Some(DIRECT_REPLY_TO.to_owned()),
         };
         let incoming = replies.map(|delivery| match delivery {
@@ -377,6 +426,9 @@ impl Dialer for AmqpDialer {
         let outgoing = futures_util::sink::unfold(channel, move |channel, frame: Bytes| {
             let queue = queue.clone();
             async move {
+                if !super::message::carries_calls(&frame) {
+                    return Ok(channel);
+                }
                 let properties = BasicProperties::default().with_reply_to(ShortString::from(DIRECT_REPLY_TO));
                 channel
                     .basic_publish("", &queue, BasicPublishOptions::default(), &frame, properties)
@@ -407,12 +459,31 @@ mod tests {
             ("amqp://h:1/v?queue=", None),
             ("amqp://h:1/v", None),
             ("amqp://h:1/v?queue=%zz", None),
+            (
+                "amqp://h:1/v?heartbeat=5&queue=a%26b%3F",
+                Some(("amqp://h:1/v?heartbeat=5", "a&b?")),
+            ),
             ("nats://h:1/v?queue=a", None),
         ];
         for (target, expected) in cases {
             let got = split_target(target).ok();
             let got = got.as_ref().map(|(u, q)| (u.as_str(), q.as_str()));
             assert_eq!(got, expected, "{target}");
+        }
+    }
+
+    #[test]
+    fn targets_round_trip_through_queue_names() {
+        for (url, queue) in [
+            ("amqp://h:1/%2f", "demo"),
+            ("amqp://h:1/v?heartbeat=5", "a&b?c d%"),
+            ("amqp://h:1/v/", "rpc.calls"),
+        ] {
+            let (back_url, back_queue) = split_target(&target_of(url, queue)).unwrap();
+            assert_eq!(
+                (back_url.as_str(), back_queue.as_str()),
+                (url.trim_end_matches('/'), queue)
+            );
         }
     }
 }

@@ -39,6 +39,7 @@ pub struct Message {
     pub(crate) info: ConnectionInfo,
     settle: Option<Settle>,
     can_reply: bool,
+    pub(crate) max_reply: usize,
 }
 
 impl Message {
@@ -55,15 +56,19 @@ impl Message {
             },
             settle: None,
             can_reply: false,
+            max_reply: usize::MAX,
         }
     }
 
     /// Where the reply goes (shown to handlers as the
     /// [peer address](ConnectionInfo::peer_addr)), and how: `settle` is
     /// called once the message is served, with the reply frame (`None` when
-    /// there is nothing to answer: notifications). It is called exactly
-    /// once, also for messages that are refused, so it is where a broker's
-    /// acknowledgement goes, after the reply is published.
+    /// there is nothing to answer: notifications). It is called once per
+    /// message, also for messages that are refused, so it is where a
+    /// broker's acknowledgement goes, after the reply is published — except
+    /// for messages still running when a server's grace period ends: those
+    /// are dropped unsettled (a broker redelivers what was not
+    /// acknowledged).
     pub fn reply_to<F, Fut>(mut self, address: impl Into<String>, settle: F) -> Self
     where
         F: FnOnce(Option<Bytes>) -> Fut + Send + 'static,
@@ -76,13 +81,23 @@ impl Message {
     }
 
     /// Called once the message is served, for a message without a reply
-    /// address (to acknowledge it).
+    /// address (to acknowledge it). It replaces what
+    /// [`reply_to`](Self::reply_to) set: call one or the other.
     pub fn on_served<F, Fut>(mut self, settle: F) -> Self
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.settle = Some(Box::new(move |_| Box::pin(settle())));
+        self.can_reply = false;
+        self
+    }
+
+    /// The most bytes a reply may have on the way back (a broker's payload
+    /// limit); a larger one is replaced by `-32001 Frame too large` for its
+    /// request, which fits.
+    pub fn max_reply(mut self, bytes: usize) -> Self {
+        self.max_reply = bytes;
         self
     }
 
@@ -133,4 +148,35 @@ pub trait MessageListener: Send + 'static {
     /// Where it listens, as a target `jrpc call` understands
     /// (`nats://127.0.0.1:4222/demo`).
     fn local_addr(&self) -> String;
+
+    /// Stops taking messages from the broker, when the server shuts down:
+    /// from then on `next` gives what was already taken, then `None` (those
+    /// messages are served within the grace period). By default nothing is
+    /// done, and `next` is no longer called.
+    fn close(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// Once every message served has settled: sends what is still queued
+    /// on the way out (replies), before the listener is dropped.
+    fn flush(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// Whether the broker itself bounds the messages handed over and not
+    /// yet settled (AMQP's prefetch): then a server at its in-flight bound
+    /// waits for a free slot instead of refusing with `-32007`, and what
+    /// it has not taken stays with the broker for other servers.
+    fn bounded_by_broker(&self) -> bool {
+        false
+    }
+}
+
+/// Whether an outgoing frame may carry calls: every request and
+/// notification jrpc writes has a `"method"` member. A frame without one
+/// is only responses (the peer's answer to a stray reply), which a
+/// broker client does not send to the servers' address.
+#[cfg(any(feature = "nats", feature = "mqtt", feature = "amqp"))]
+pub(crate) fn carries_calls(frame: &[u8]) -> bool {
+    memchr::memmem::find(frame, b"\"method\"").is_some()
 }

@@ -24,8 +24,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::{Packet, Publish, PublishProperties, SubscribeReasonCode};
 use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
-use tokio::sync::mpsc;
+use rumqttc::v5::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
 use super::connection::{Connection, Dialer};
 use super::message::{Message, MessageListener};
@@ -41,6 +42,10 @@ const MAX_PACKET: u32 = 16 * 1024 * 1024;
 
 /// Messages taken from the broker but not yet served, per subscription.
 const QUEUED: usize = 1024;
+
+/// The largest reply a server publishes: what this side's clients take,
+/// less room for the topic and properties.
+const MAX_REPLY: usize = MAX_PACKET as usize - 64 * 1024;
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
@@ -110,15 +115,24 @@ fn broken(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, e.to_string())
 }
 
-/// A connection to the broker, subscribed to one filter: the client to
-/// publish with and the messages that arrive. A task drives the connection
-/// (reconnecting and subscribing again when it drops) until the receiver
-/// is dropped.
-async fn subscribe(
-    url: &str,
-    role: &str,
-    filter: String,
-) -> io::Result<(AsyncClient, mpsc::Receiver<Publish>)> {
+/// A connection to the broker, subscribed to one filter.
+struct Session {
+    /// To publish with; the connection stays up while any clone lives.
+    client: AsyncClient,
+    /// The messages that arrive on the filter.
+    messages: mpsc::Receiver<Publish>,
+    /// Whether the filter is subscribed right now (false from a lost
+    /// connection until the broker acknowledges the subscription again).
+    subscribed: watch::Receiver<bool>,
+    /// The task driving the connection.
+    driver: JoinHandle<()>,
+}
+
+/// Connects and subscribes to `filter`. A task drives the connection,
+/// reconnecting and subscribing again when it drops, until the messages'
+/// receiver is closed; then it goes on until every client clone is gone,
+/// so that replies published meanwhile still go out.
+async fn subscribe(url: &str, role: &str, filter: String) -> io::Result<Session> {
     let (host, port) = host_and_port(url)?;
     let mut options = MqttOptions::new(client_id(role), host, port);
     options
@@ -127,9 +141,8 @@ async fn subscribe(
         .set_max_packet_size(Some(MAX_PACKET))
         .set_request_channel_capacity(QUEUED);
     let (client, mut events) = AsyncClient::new(options, QUEUED);
-    let refused = |e: rumqttc::v5::ConnectionError| {
-        io::Error::new(io::ErrorKind::ConnectionRefused, format!("{url}: {e}"))
-    };
+    let refused =
+        |e: ConnectionError| io::Error::new(io::ErrorKind::ConnectionRefused, format!("{url}: {e}"));
     let first = async {
         loop {
             if let Event::Incoming(Packet::ConnAck(_)) = events.poll().await.map_err(refused)? {
@@ -159,54 +172,94 @@ async fn subscribe(
                 format!("{url}: no answer from the broker"),
             )
         })??;
-    let (sender, receiver) = mpsc::channel(QUEUED);
-    tokio::spawn(drive(events, client.clone(), filter, sender, url.to_owned()));
-    Ok((client, receiver))
+    let (sender, messages) = mpsc::channel(QUEUED);
+    let (now_subscribed, subscribed) = watch::channel(true);
+    let driving = Driving {
+        client: Some(client.clone()),
+        filter,
+        messages: sender,
+        subscribed: now_subscribed,
+        url: url.to_owned(),
+    };
+    let driver = tokio::spawn(driving.run(events));
+    Ok(Session {
+        client,
+        messages,
+        subscribed,
+        driver,
+    })
 }
 
-/// Polls the connection: hands over messages, subscribes again after each
-/// reconnect, waits between failed attempts.
-async fn drive(
-    mut events: EventLoop,
-    client: AsyncClient,
+/// What the task driving a connection holds.
+struct Driving {
+    /// To subscribe again after a reconnect; dropped once closing.
+    client: Option<AsyncClient>,
     filter: String,
     messages: mpsc::Sender<Publish>,
+    subscribed: watch::Sender<bool>,
     url: String,
-) {
-    let mut failures: u32 = 0;
-    loop {
-        let event = tokio::select! {
-            () = messages.closed() => break,
-            event = events.poll() => event,
-        };
-        match event {
-            Ok(Event::Incoming(Packet::Publish(publish))) => {
-                if messages.send(publish).await.is_err() {
-                    break;
-                }
-            }
-            Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                failures = 0;
-                tracing::info!(%url, "mqtt: connected again");
-                if let Err(e) = client.try_subscribe(filter.clone(), QoS::AtLeastOnce) {
-                    tracing::warn!(%url, error = %e, "mqtt: cannot subscribe again");
-                }
-            }
-            Ok(_) => {}
-            Err(e) => {
-                if failures == 0 {
-                    tracing::warn!(%url, error = %e, "mqtt: disconnected; reconnecting");
-                }
-                let wait = super::message::reconnect_wait(failures);
-                failures = failures.saturating_add(1);
+}
+
+impl Driving {
+    /// Polls the connection: hands over messages, subscribes again after
+    /// each reconnect, waits between failed attempts.
+    async fn run(mut self, mut events: EventLoop) {
+        let mut failures: u32 = 0;
+        loop {
+            let event = if self.client.is_some() {
                 tokio::select! {
-                    () = messages.closed() => break,
-                    () = tokio::time::sleep(wait) => {}
+                    () = self.messages.closed() => {
+                        // Closing: no more messages taken; the publishers
+                        // left finish first.
+                        self.client = None;
+                        continue;
+                    }
+                    event = events.poll() => event,
+                }
+            } else {
+                events.poll().await
+            };
+            match event {
+                Ok(Event::Incoming(Packet::Publish(publish))) => {
+                    if self.client.is_some() && self.messages.send(publish).await.is_err() {
+                        self.client = None;
+                    }
+                }
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    self.subscribed.send_replace(true);
+                }
+                Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                    failures = 0;
+                    if let Some(client) = &self.client {
+                        tracing::info!(url = %self.url, "mqtt: connected again");
+                        if let Err(e) = client.try_subscribe(self.filter.clone(), QoS::AtLeastOnce) {
+                            tracing::warn!(url = %self.url, error = %e, "mqtt: cannot subscribe again");
+                        }
+                    }
+                }
+                Ok(_) => {}
+                // Every client clone is gone, and what they sent went out.
+                Err(ConnectionError::RequestsDone) => break,
+                Err(e) => {
+                    self.subscribed.send_replace(false);
+                    if self.client.is_none() {
+                        // Closing, and the connection is gone: nothing
+                        // left can be sent.
+                        break;
+                    }
+                    if failures == 0 {
+                        tracing::warn!(url = %self.url, error = %e, "mqtt: disconnected; reconnecting");
+                    }
+                    let wait = super::message::reconnect_wait(failures);
+                    failures = failures.saturating_add(1);
+                    tokio::select! {
+                        () = self.messages.closed() => self.client = None,
+                        () = tokio::time::sleep(wait) => {}
+                    }
                 }
             }
         }
     }
-    let _ = client.try_disconnect();
 }
 
 /// Serves a topic: a member of a shared subscription, taking its share of
@@ -214,8 +267,11 @@ async fn drive(
 /// [`Server::serve_messages`](crate::server::Server::serve_messages).
 #[derive(Debug)]
 pub struct MqttListener {
-    client: AsyncClient,
+    /// `None` once flushed.
+    client: Option<AsyncClient>,
     messages: mpsc::Receiver<Publish>,
+    driver: Option<JoinHandle<()>>,
+    filter: String,
     local_addr: String,
 }
 
@@ -234,10 +290,13 @@ impl MqttListener {
             return Err(invalid(format!("{group:?}: a share group name has no /, + or #")));
         }
         let url = url.trim_end_matches('/');
-        let (client, messages) = subscribe(url, "server", format!("$share/{group}/{topic}")).await?;
+        let filter = format!("$share/{group}/{topic}");
+        let session = subscribe(url, "server", filter.clone()).await?;
         Ok(MqttListener {
-            client,
-            messages,
+            client: Some(session.client),
+            messages: session.messages,
+            driver: Some(session.driver),
+            filter,
             local_addr: format!("{url}/{topic}"),
         })
     }
@@ -246,14 +305,16 @@ impl MqttListener {
 impl MessageListener for MqttListener {
     async fn next(&mut self) -> Option<Message> {
         let publish = self.messages.recv().await?;
-        let message = Message::new(publish.payload, "mqtt").arrived_at(&self.local_addr);
+        let message = Message::new(publish.payload, "mqtt")
+            .arrived_at(&self.local_addr)
+            .max_reply(MAX_REPLY);
         let Some(properties) = publish.properties else {
             return Some(message);
         };
         let Some(response_topic) = properties.response_topic else {
             return Some(message);
         };
-        let client = self.client.clone();
+        let client = self.client.clone()?;
         let correlation_data = properties.correlation_data;
         Some(
             message.reply_to(response_topic.clone(), move |answer| async move {
@@ -274,6 +335,23 @@ impl MessageListener for MqttListener {
 
     fn local_addr(&self) -> String {
         self.local_addr.clone()
+    }
+
+    /// Unsubscribes: the group's other members take the calls from then on.
+    async fn close(&mut self) {
+        if let Some(client) = &self.client {
+            let _ = client.try_unsubscribe(self.filter.clone());
+        }
+        // What arrived is still served; then `next` ends.
+        self.messages.close();
+    }
+
+    /// Lets the connection go once the replies are out.
+    async fn flush(&mut self) {
+        self.client = None;
+        if let Some(driver) = self.driver.take() {
+            let _ = driver.await;
+        }
     }
 }
 
@@ -306,7 +384,12 @@ impl Dialer for MqttDialer {
         check_topic(&self.topic)?;
         let id = client_id("client");
         let replies = format!("jrpc/replies/{id}");
-        let (client, messages) = subscribe(&self.url, "client", replies.clone()).await?;
+        let Session {
+            client,
+            messages,
+            subscribed,
+            driver: _,
+        } = subscribe(&self.url, "client", replies.clone()).await?;
         let info = ConnectionInfo {
             transport: "mqtt",
             peer_addr: Some(format!("{}/{}", self.url, self.topic)),
@@ -317,22 +400,31 @@ impl Dialer for MqttDialer {
             Some((Ok(Inbound::Frame(publish.payload)), messages))
         });
         let topic = self.topic.clone();
-        let outgoing = futures_util::sink::unfold(client, move |client, frame: Bytes| {
-            let (topic, replies) = (topic.clone(), replies.clone());
-            async move {
-                // Every frame carries the Response Topic: a server answers
-                // only what needs answering.
-                let properties = PublishProperties {
-                    response_topic: Some(replies),
-                    ..PublishProperties::default()
-                };
-                client
-                    .publish_with_properties(topic, QoS::AtLeastOnce, false, frame, properties)
-                    .await
-                    .map_err(broken)?;
-                Ok(client)
-            }
-        });
+        let outgoing = futures_util::sink::unfold(
+            (client, subscribed),
+            move |(client, mut subscribed), frame: Bytes| {
+                let (topic, replies) = (topic.clone(), replies.clone());
+                async move {
+                    if !super::message::carries_calls(&frame) {
+                        return Ok((client, subscribed));
+                    }
+                    // After a reconnect, calls wait until replies can arrive
+                    // (within their timeouts); a stopped driver fails below.
+                    let _ = subscribed.wait_for(|on| *on).await;
+                    // Every frame carries the Response Topic: a server answers
+                    // only what needs answering.
+                    let properties = PublishProperties {
+                        response_topic: Some(replies),
+                        ..PublishProperties::default()
+                    };
+                    client
+                        .publish_with_properties(topic, QoS::AtLeastOnce, false, frame, properties)
+                        .await
+                        .map_err(broken)?;
+                    Ok((client, subscribed))
+                }
+            },
+        );
         Ok(Connection::new(incoming, outgoing, info))
     }
 }

@@ -38,6 +38,9 @@ pub const DEFAULT_GROUP: &str = "jrpc";
 /// responders" for it: far longer than a broker takes to say so.
 const REMEMBERED: Duration = Duration::from_secs(60);
 
+/// The most reply subjects remembered at once.
+const MOST_REMEMBERED: usize = 100_000;
+
 /// Splits `nats://HOST:PORT/SUBJECT` into the server and the subject.
 pub fn split_target(target: &str) -> io::Result<(String, String)> {
     let rest = target
@@ -96,6 +99,7 @@ pub struct NatsListener {
     client: Client,
     subscriber: Subscriber,
     local_addr: String,
+    max_payload: usize,
 }
 
 impl NatsListener {
@@ -118,6 +122,7 @@ impl NatsListener {
         // The subscription is in place on the broker before serving starts.
         client.flush().await.map_err(io_error)?;
         Ok(NatsListener {
+            max_payload: client.server_info().max_payload,
             client,
             subscriber,
             local_addr: format!("{url}/{subject}"),
@@ -133,7 +138,9 @@ impl MessageListener for NatsListener {
                 // A status from the broker, not a call.
                 continue;
             }
-            let message = Message::new(incoming.payload, "nats").arrived_at(&self.local_addr);
+            let message = Message::new(incoming.payload, "nats")
+                .arrived_at(&self.local_addr)
+                .max_reply(self.max_payload);
             let Some(reply) = incoming.reply else {
                 return Some(message);
             };
@@ -150,6 +157,20 @@ impl MessageListener for NatsListener {
 
     fn local_addr(&self) -> String {
         self.local_addr.clone()
+    }
+
+    /// Unsubscribes once what the broker already sent has arrived: the
+    /// group's other members take the calls from then on.
+    async fn close(&mut self) {
+        if let Err(e) = self.subscriber.drain().await {
+            tracing::debug!(error = %e, "nats: cannot drain the subscription");
+        }
+    }
+
+    async fn flush(&mut self) {
+        if let Err(e) = self.client.flush().await {
+            tracing::warn!(error = %e, "nats: cannot flush the replies");
+        }
     }
 }
 
@@ -189,8 +210,11 @@ struct Awaiting {
 impl Awaiting {
     fn insert(&mut self, n: u64, ids: Vec<Id>, batch: bool) {
         let now = Instant::now();
+        // Forget what was answered, or is old enough not to be, or is past
+        // the bound; stop at the oldest still awaited.
         while let Some(&(oldest, at)) = self.order.front() {
-            if now.duration_since(at) < REMEMBERED {
+            let awaited = self.by_reply.contains_key(&oldest);
+            if awaited && now.duration_since(at) < REMEMBERED && self.order.len() < MOST_REMEMBERED {
                 break;
             }
             self.by_reply.remove(&oldest);
@@ -223,11 +247,16 @@ fn requests_in(frame: &[u8]) -> Option<(Vec<Id>, bool)> {
     (!ids.is_empty()).then_some((ids, batch))
 }
 
-/// Error replies to `ids`, as the server would have sent them.
+/// "No responders" for the calls of a frame.
 fn no_responders(ids: Vec<Id>, batch: bool, target: &str) -> Bytes {
     let error = Error::new(codes::NO_RESPONDERS, "No responders").with_data(&format!(
         "nothing subscribes to {target}: the call was not delivered"
     ));
+    error_replies(ids, batch, &error)
+}
+
+/// Error replies to `ids`, as a server would have sent them.
+fn error_replies(ids: Vec<Id>, batch: bool, error: &Error) -> Bytes {
     let replies: Vec<Bytes> = ids
         .into_iter()
         .map(|id| {
@@ -265,8 +294,15 @@ impl Dialer for NatsDialer {
             peer_addr: Some(target.clone()),
             local_addr: Some(inbox.clone()),
         };
+        let max_payload = client.server_info().max_payload;
         let awaiting = Arc::new(Mutex::new(Awaiting::default()));
         let reading = Arc::clone(&awaiting);
+        // Replies made up on this side: for frames too large to publish.
+        let (refused, refusals) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+        let refusals = futures_util::stream::unfold(refusals, |mut refusals| async move {
+            let frame = refusals.recv().await?;
+            Some((Ok(Inbound::Frame(frame)), refusals))
+        });
         let incoming = replies.filter_map(move |reply| {
             let n = reply
                 .subject
@@ -293,10 +329,28 @@ impl Dialer for NatsDialer {
             };
             std::future::ready(frame.map(|frame| Ok(Inbound::Frame(frame))))
         });
+        let incoming = futures_util::stream::select(incoming, refusals);
         let subject = self.subject.clone();
         let mut next_reply: u64 = 0;
         let outgoing = futures_util::sink::unfold(client, move |client, frame: Bytes| {
             let published = match requests_in(&frame) {
+                _ if !super::message::carries_calls(&frame) => None,
+                Some((ids, batch)) if frame.len() > max_payload => {
+                    let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+                        "the request of {} bytes is over what the NATS server carries ({max_payload})",
+                        frame.len()
+                    ));
+                    let _ = refused.send(error_replies(ids, batch, &error));
+                    None
+                }
+                None if frame.len() > max_payload => {
+                    tracing::warn!(
+                        bytes = frame.len(),
+                        max_payload,
+                        "nats: a notification too large to publish is dropped"
+                    );
+                    None
+                }
                 Some((ids, batch)) => {
                     next_reply += 1;
                     awaiting
@@ -304,15 +358,15 @@ impl Dialer for NatsDialer {
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(next_reply, ids, batch);
                     let reply = format!("{inbox}.{next_reply}");
-                    (subject.clone(), Some(reply))
+                    Some((subject.clone(), Some(reply)))
                 }
-                None => (subject.clone(), None),
+                None => Some((subject.clone(), None)),
             };
             async move {
-                let (subject, reply) = published;
-                match reply {
-                    Some(reply) => client.publish_with_reply(subject, reply, frame).await,
-                    None => client.publish(subject, frame).await,
+                match published {
+                    Some((subject, Some(reply))) => client.publish_with_reply(subject, reply, frame).await,
+                    Some((subject, None)) => client.publish(subject, frame).await,
+                    None => return Ok(client),
                 }
                 .map_err(io_error)?;
                 Ok(client)
