@@ -315,6 +315,13 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         ok += worker.ok;
     }
     print_report(&args, &method, elapsed, ok, &errors, &latencies);
+    // Closed before the runtime ends, so transports with threads of their
+    // own (the AMQP client's) stop cleanly; bounded, the report is out.
+    let mut closing = tokio::task::JoinSet::new();
+    for client in clients {
+        closing.spawn(client.close());
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(2), closing.join_all()).await;
     Ok(())
 }
 

@@ -130,15 +130,18 @@ fn two_servers_share_the_calls(kind: Kind, address: &str) {
     let (flags, target) = flags_and_target(&broker, kind, address);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let servers = [Served::start(&flags), Served::start(&flags)];
-    assert_eq!(
-        stdout_json(&jrpc(&["call", &target, "subtract", "42", "23"])),
-        json!(19)
-    );
+    let out = jrpc(&["call", &target, "subtract", "42", "23"]);
+    assert_eq!(stdout_json(&out), json!(19));
+    // The broker connection closes cleanly: nothing logged on the way out.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("ERROR") && !stderr.contains("WARN"), "{stderr}");
     let out = jrpc(&[
         "bench", &target, "add", "1", "2", "-c", "4", "-m", "16", "-n", "2000", "--json",
     ]);
     let report = stdout_json(&out);
     assert_eq!(errors(&report), 0, "{report}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("ERROR"), "{stderr}");
     // The call log is written as calls finish; wait for it, bounded.
     let deadline = Instant::now() + Duration::from_secs(20);
     while servers.iter().map(|s| s.logged("add")).sum::<usize>() < 2001 && Instant::now() < deadline {

@@ -79,8 +79,7 @@ pub(crate) fn refusal_id(frame: &[u8], limits: &Limits) -> Option<Id> {
 
 /// Takes messages until `shutdown` (or until the listener has no more),
 /// each served on its own task, at most `max_in_flight` at once (past it,
-/// requests get `-32007 Server busy`, or wait for a slot when the broker
-/// bounds what it hands over). On shutdown the listener stops taking
+/// the next waits for a slot). On shutdown the listener stops taking
 /// messages, and what it took is served within the grace period; the
 /// rest is stopped, and the listener flushes its replies.
 pub(crate) async fn serve(
@@ -89,7 +88,6 @@ pub(crate) async fn serve(
     shutdown: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(settings.max_in_flight.max(1)));
-    let waits = listener.bounded_by_broker();
     let mut tasks = JoinSet::new();
     let mut deadline = None;
     loop {
@@ -118,33 +116,22 @@ pub(crate) async fn serve(
             tasks.spawn(refuse(message, Id::NULL, error));
             continue;
         }
-        let slot = if waits {
-            let acquired = Arc::clone(&slots).acquire_owned();
-            let cancelled = async {
-                match deadline {
-                    None => shutdown.cancelled().await,
-                    Some(deadline) => tokio::time::sleep_until(deadline).await,
-                }
-            };
-            tokio::select! {
-                slot = acquired => slot.ok(),
-                // Not settled: the broker gives it to another server.
-                () = cancelled => continue,
+        // At the bound, wait: what is not taken stays with the broker (or
+        // in the client's buffer), for this server or another.
+        let acquired = Arc::clone(&slots).acquire_owned();
+        let cancelled = async {
+            match deadline {
+                None => shutdown.cancelled().await,
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
             }
-        } else {
-            Arc::clone(&slots).try_acquire_owned().ok()
         };
-        let Some(slot) = slot else {
-            match refusal_id(&message.frame, limits) {
-                Some(id) => {
-                    let error =
-                        Error::server_busy().with_data("too many requests in flight: try again later");
-                    tasks.spawn(refuse(message, id, error))
-                }
-                None => tasks.spawn(message.settle(None)),
-            };
-            continue;
+        let slot = tokio::select! {
+            slot = acquired => slot,
+            // Not settled: a broker that acknowledges gives it to another
+            // server.
+            () = cancelled => continue,
         };
+        let Ok(slot) = slot else { break };
         let router = settings.router.clone();
         tasks.spawn(async move {
             let _slot = slot;

@@ -269,16 +269,16 @@ impl Server {
     /// frame handed back to the message's own reply address; nothing for
     /// notifications. At most the connection setting's
     /// [`max_in_flight`](ConnectionConfig::max_in_flight) messages are
-    /// served at once (requests past it get `-32007 Server busy`); a frame
-    /// over the router's frame limit gets `-32001 Frame too large`. A
+    /// served at once; past it the listener is not asked for more, so the
+    /// rest wait with the broker (or, for NATS and MQTT, in the
+    /// subscription's buffer). A frame over the router's frame limit gets
+    /// `-32001 Frame too large`. A
     /// malformed message gets its error reply when it has a reply address
     /// and is dropped with a log line when it has none; a reply over the
     /// broker's size limit becomes `-32001`. On shutdown the listener stops
     /// taking messages ([`MessageListener::close`](crate::transport::MessageListener::close)),
     /// what it already took is served within the grace period, and its
-    /// replies are flushed. When the broker bounds what it hands over
-    /// (AMQP's prefetch), a server at its in-flight bound waits instead of
-    /// refusing.
+    /// replies are flushed.
     ///
     /// ```no_run
     /// # #[cfg(feature = "nats")]

@@ -21,11 +21,14 @@
 //! client built with [`ClientBuilder::reconnect`](crate::client::ClientBuilder::reconnect)
 //! dials again.
 
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{Sink, StreamExt};
 use lapin::options::{
     BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
     QueueDeclareOptions,
@@ -350,11 +353,6 @@ impl MessageListener for AmqpListener {
             }
         }
     }
-
-    /// The prefetch bounds what the broker hands over.
-    fn bounded_by_broker(&self) -> bool {
-        true
-    }
 }
 
 /// Calls a queue: each frame published to it through the default exchange,
@@ -437,7 +435,56 @@ impl Dialer for AmqpDialer {
                 Ok(channel)
             }
         });
-        Ok(Connection::new(incoming, outgoing, info).owning(connection))
+        let outgoing = ClosingConnection {
+            frames: Box::pin(outgoing),
+            connection: Some(connection),
+            closing: None,
+        };
+        Ok(Connection::new(incoming, outgoing, info))
+    }
+}
+
+/// The outgoing frames of a client, which close the AMQP connection (and
+/// wait, briefly, for the broker to confirm) when they are closed, so that
+/// the AMQP client's I/O thread ends before the runtime does.
+struct ClosingConnection {
+    frames: super::FrameSink,
+    connection: Option<lapin::Connection>,
+    closing: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl Sink<Bytes> for ClosingConnection {
+    type Error = io::Error;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.frames.as_mut().poll_ready(cx)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, frame: Bytes) -> io::Result<()> {
+        self.frames.as_mut().start_send(frame)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.frames.as_mut().poll_flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let closed = self.frames.as_mut().poll_close(cx);
+        if closed.is_pending() {
+            return Poll::Pending;
+        }
+        if let Some(connection) = self.connection.take() {
+            self.closing = Some(Box::pin(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(2), connection.close(200, "OK")).await;
+            }));
+        }
+        if let Some(closing) = self.closing.as_mut() {
+            if closing.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.closing = None;
+        }
+        closed
     }
 }
 

@@ -162,14 +162,6 @@ pub trait MessageListener: Send + 'static {
     fn flush(&mut self) -> impl Future<Output = ()> + Send {
         async {}
     }
-
-    /// Whether the broker itself bounds the messages handed over and not
-    /// yet settled (AMQP's prefetch): then a server at its in-flight bound
-    /// waits for a free slot instead of refusing with `-32007`, and what
-    /// it has not taken stays with the broker for other servers.
-    fn bounded_by_broker(&self) -> bool {
-        false
-    }
 }
 
 /// Whether an outgoing frame may carry calls: every request and

@@ -193,12 +193,18 @@ impl Drop for Broker {
         self.kill();
         if self.kind == Kind::RabbitMq {
             // The Erlang port mapper the broker started leaves its group.
-            let _ = Command::new("epmd")
-                .arg("-kill")
-                .env("ERL_EPMD_PORT", self.epmd_port.to_string())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            // It refuses while the killed node is still registered.
+            for _ in 0..20 {
+                let killed = Command::new("epmd")
+                    .args(["-port", &self.epmd_port.to_string(), "-kill"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                if killed.is_ok_and(|s| s.success()) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
