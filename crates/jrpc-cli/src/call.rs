@@ -113,20 +113,20 @@ pub struct ConnectArgs {
     /// The framing for tcp:, unix: and spawned commands: ndjson or
     /// content-length.
     #[arg(long, default_value = "ndjson")]
-    framing: Framing,
+    pub(crate) framing: Framing,
 
     /// A header for HTTP and WebSocket targets, 'Name: value'. Repeatable.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
-    headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
 
     /// Use HTTP/2 with http(s):// targets.
     #[arg(long)]
-    http2: bool,
+    pub(crate) http2: bool,
 
     /// Trust the certificates in this PEM file (for a self-signed server)
     /// instead of the system's.
     #[arg(long, value_name = "PEM")]
-    cacert: Option<std::path::PathBuf>,
+    pub(crate) cacert: Option<std::path::PathBuf>,
 
     /// Try again up to N times, with exponential backoff, when the call
     /// could not be sent (no connection could be made) or was refused

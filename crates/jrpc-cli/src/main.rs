@@ -2,6 +2,7 @@
 
 mod bench;
 mod call;
+mod check;
 mod describe;
 mod mcp;
 mod params_check;
@@ -38,6 +39,10 @@ enum Command {
     /// List a server's methods, with their params, results and
     /// descriptions, from its rpc.discover (OpenRPC) document.
     Describe(describe::DescribeArgs),
+    /// Check any JSON-RPC 2.0 server against the specification, knowing
+    /// nothing of its methods: one line per rule (PASS/FAIL/SKIP), exit
+    /// status 0 only if every rule passes.
+    Check(check::CheckArgs),
     /// Load a server with calls and report requests/s, latency percentiles
     /// and errors.
     Bench(bench::BenchArgs),
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
             Command::Call(args) => Ok(call::run(args).await),
             Command::Describe(args) => Ok(describe::run(args).await),
+            Command::Check(args) => Ok(check::run(args).await),
             Command::Bench(args) => Ok(bench::run(args).await),
             Command::Mcp(args) => mcp::run(args).await,
         }

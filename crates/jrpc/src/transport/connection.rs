@@ -136,10 +136,36 @@ impl Connection {
     }
 
     /// The frames both ways and the description, for running the
-    /// connection some other way (resources and the close reason are
-    /// dropped).
+    /// connection some other way. What the connection owns (a child
+    /// process, a broker connection) lives as long as the incoming frames;
+    /// the close reason is dropped.
     pub fn into_parts(self) -> (FrameStream, FrameSink, ConnectionInfo) {
-        (self.incoming, self.outgoing, self.info)
+        let incoming = if self.resources.is_empty() {
+            self.incoming
+        } else {
+            Box::pin(Owning {
+                frames: self.incoming,
+                _resources: self.resources,
+            })
+        };
+        (incoming, self.outgoing, self.info)
+    }
+}
+
+/// Incoming frames that keep what their connection owned alive.
+struct Owning {
+    frames: FrameStream,
+    _resources: Vec<Box<dyn Any + Send>>,
+}
+
+impl Stream for Owning {
+    type Item = io::Result<Inbound>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.frames.as_mut().poll_next(cx)
     }
 }
 

@@ -1,0 +1,993 @@
+//! `jrpc check TARGET`: a conformance check of any JSON-RPC 2.0 server, over
+//! raw frames, knowing nothing of its methods. Error paths use a method name
+//! that cannot exist; success paths use `--method` (with `--params` and
+//! `--expect`) or `rpc.discover` when the server answers it. One line per
+//! rule (PASS/FAIL/SKIP with the evidence), then `N passed, M failed`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context as _};
+use bytes::Bytes;
+use clap::Args;
+use futures_util::{FutureExt as _, SinkExt, StreamExt};
+use http_body_util::BodyExt;
+use jrpc::client::HttpClient;
+use jrpc::codec::Inbound;
+use jrpc::message::Limits;
+use jrpc::transport::{Dialer, FrameSink, FrameStream};
+use serde_json::{json, Value};
+
+use crate::call::{parse_timeout, report, ConnectArgs, Failure, Target};
+
+/// A method name no server has.
+const NO_SUCH_METHOD: &str = "jrpc.check/no-such-method-5f1c";
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The server to check (none when a command follows `--`).
+    #[arg(value_name = "TARGET")]
+    words: Vec<String>,
+
+    /// A command to spawn and check over its stdin/stdout.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+
+    /// A method of the server's for the success path (without it, the
+    /// check uses rpc.discover when the server answers it).
+    #[arg(long, value_name = "NAME")]
+    method: Option<String>,
+
+    /// The params for --method: a JSON array or object.
+    #[arg(long, value_name = "JSON", requires = "method")]
+    params: Option<String>,
+
+    /// The result --method must give, as JSON (numbers compared by value).
+    #[arg(long, value_name = "JSON", requires = "method")]
+    expect: Option<String>,
+
+    /// How long to wait for a reply that must not come (to a
+    /// notification).
+    #[arg(long, default_value = "300ms", value_parser = parse_timeout, value_name = "DURATION")]
+    quiet: Duration,
+
+    /// Print a JSON report instead of lines.
+    #[arg(long)]
+    json: bool,
+
+    #[command(flatten)]
+    connect: ConnectArgs,
+}
+
+pub async fn run(args: CheckArgs) -> ExitCode {
+    match check(args).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(failure) => report(failure),
+    }
+}
+
+/// What came back for one frame sent.
+#[derive(Debug)]
+enum Observed {
+    /// Frames that arrived (stream transports).
+    Frames(Vec<Bytes>),
+    /// An HTTP response.
+    Http { status: u16, body: Bytes },
+}
+
+impl Observed {
+    /// The reply frames, whatever the transport (an empty HTTP body is none).
+    fn frames(&self) -> Vec<Bytes> {
+        match self {
+            Observed::Frames(frames) => frames.clone(),
+            Observed::Http { body, .. } if body.iter().all(u8::is_ascii_whitespace) => Vec::new(),
+            Observed::Http { body, .. } => vec![body.clone()],
+        }
+    }
+
+    fn evidence(&self) -> String {
+        let text = |b: &Bytes| String::from_utf8_lossy(b).chars().take(300).collect::<String>();
+        match self {
+            Observed::Frames(frames) if frames.is_empty() => "no reply".into(),
+            Observed::Frames(frames) => frames.iter().map(text).collect::<Vec<_>>().join(" | "),
+            Observed::Http { status, body } => format!("HTTP {status}, body {:?}", text(body)),
+        }
+    }
+}
+
+/// The raw connection frames go over.
+enum Wire {
+    Stream {
+        incoming: FrameStream,
+        outgoing: FrameSink,
+    },
+    Http(HttpClient),
+}
+
+impl Wire {
+    async fn open(target: &Target, args: &ConnectArgs) -> anyhow::Result<Wire> {
+        let max = Limits::DEFAULT_MAX_FRAME_LEN;
+        let connection = match target {
+            Target::Url(url) if url.starts_with("http://") || url.starts_with("https://") => {
+                let mut builder = jrpc::client::Client::builder().http2(args.http2);
+                for header in &args.headers {
+                    let (name, value) = header
+                        .split_once(':')
+                        .ok_or_else(|| anyhow!("-H {header:?}: expected 'Name: value'"))?;
+                    builder = builder.header(name.trim(), value.trim())?;
+                }
+                if let Some(path) = &args.cacert {
+                    builder = builder.ca_pem(path)?;
+                }
+                return Ok(Wire::Http(builder.http(url)?));
+            }
+            Target::Url(url) if url.starts_with("tcp://") => {
+                jrpc::transport::tcp::TcpDialer::new(
+                    url.trim_start_matches("tcp://").trim_end_matches('/'),
+                    args.framing,
+                    max,
+                )
+                .dial()
+                .await?
+            }
+            Target::Url(url) if url.starts_with("udp://") => {
+                jrpc::transport::udp::UdpDialer::new(url.trim_start_matches("udp://").trim_end_matches('/'))
+                    .dial()
+                    .await?
+            }
+            Target::Url(url) if url.starts_with("ws://") || url.starts_with("wss://") => {
+                let mut headers = http::HeaderMap::new();
+                for header in &args.headers {
+                    let (name, value) = header
+                        .split_once(':')
+                        .ok_or_else(|| anyhow!("-H {header:?}: expected 'Name: value'"))?;
+                    headers.append(
+                        http::HeaderName::from_bytes(name.trim().as_bytes())?,
+                        http::HeaderValue::from_str(value.trim())?,
+                    );
+                }
+                jrpc::transport::ws::WsDialer::new(url.as_str())
+                    .headers(headers)
+                    .dial()
+                    .await?
+            }
+            #[cfg(unix)]
+            Target::Url(url) if url.starts_with("unix:") => {
+                let path = url.trim_start_matches("unix://").trim_start_matches("unix:");
+                jrpc::transport::unix::UnixDialer::new(path, args.framing, max)
+                    .dial()
+                    .await?
+            }
+            Target::Url(url) => {
+                return Err(anyhow!(
+                    "{url}: jrpc check speaks tcp://, udp://, unix:, http(s)://, ws(s):// and -- COMMAND"
+                ))
+            }
+            Target::Command(words) => {
+                let words = words.clone();
+                jrpc::transport::child::ChildDialer::new(move || {
+                    let mut command = tokio::process::Command::new(&words[0]);
+                    command.args(&words[1..]);
+                    command
+                })
+                .framing(args.framing, max)
+                .dial()
+                .await?
+            }
+        };
+        let (incoming, outgoing, _) = connection.into_parts();
+        Ok(Wire::Stream { incoming, outgoing })
+    }
+
+    /// Sends `frame` and gathers what comes back: `expect` replies (waiting
+    /// up to `timeout` for them), or, when none is due, whatever comes
+    /// within `quiet`.
+    async fn exchange(
+        &mut self,
+        frame: &str,
+        expect: usize,
+        quiet: Duration,
+        timeout: Duration,
+    ) -> anyhow::Result<Observed> {
+        match self {
+            Wire::Http(client) => {
+                let mut headers = http::HeaderMap::new();
+                headers.insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/json"),
+                );
+                let response = tokio::time::timeout(
+                    timeout,
+                    client.send_streaming(
+                        http::Method::POST,
+                        headers,
+                        Bytes::copy_from_slice(frame.as_bytes()),
+                    ),
+                )
+                .await
+                .map_err(|_| anyhow!("no HTTP response within {timeout:?}"))??;
+                let status = response.status().as_u16();
+                let body = tokio::time::timeout(timeout, response.into_body().collect())
+                    .await
+                    .map_err(|_| anyhow!("the HTTP body did not end within {timeout:?}"))??
+                    .to_bytes();
+                Ok(Observed::Http { status, body })
+            }
+            Wire::Stream { incoming, outgoing } => {
+                // Anything left over from before is not this frame's.
+                while let Some(Some(_)) = incoming.next().now_or_never() {}
+                outgoing
+                    .send(Bytes::copy_from_slice(frame.as_bytes()))
+                    .await
+                    .context("sending")?;
+                let mut frames = Vec::new();
+                let wait = if expect == 0 { quiet } else { timeout };
+                let deadline = tokio::time::Instant::now() + wait;
+                while frames.len() < expect.max(1) {
+                    match tokio::time::timeout_at(deadline, incoming.next()).await {
+                        Ok(Some(Ok(Inbound::Frame(reply)))) => frames.push(reply),
+                        Ok(Some(Ok(_))) => {}
+                        Ok(Some(Err(e))) => return Err(anyhow!("reading: {e}")),
+                        Ok(None) => return Err(anyhow!("the server closed the connection")),
+                        Err(_) => break,
+                    }
+                }
+                // A little longer, for replies that should not be there.
+                let extra = tokio::time::Instant::now() + Duration::from_millis(30);
+                while let Ok(Some(Ok(Inbound::Frame(reply)))) =
+                    tokio::time::timeout_at(extra, incoming.next()).await
+                {
+                    frames.push(reply);
+                }
+                Ok(Observed::Frames(frames))
+            }
+        }
+    }
+}
+
+/// One rule's outcome.
+#[derive(Debug)]
+struct Outcome {
+    id: &'static str,
+    section: &'static str,
+    title: String,
+    verdict: Verdict,
+    evidence: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Pass,
+    Fail,
+    Skip,
+}
+
+/// Checks that a reply object is well formed: `jsonrpc` exactly "2.0", an
+/// id, exactly one of `result` and `error`, an error object of an integer
+/// `code`, a string `message` and maybe `data`.
+fn shape_problem(reply: &Value) -> Option<String> {
+    let Some(object) = reply.as_object() else {
+        return Some("a reply that is not an object".into());
+    };
+    if object.get("jsonrpc") != Some(&json!("2.0")) {
+        return Some(format!("\"jsonrpc\" is {:?}, not \"2.0\"", object.get("jsonrpc")));
+    }
+    if !object.contains_key("id") {
+        return Some("no \"id\" member".into());
+    }
+    match (object.get("result"), object.get("error")) {
+        (Some(_), Some(_)) => return Some("both \"result\" and \"error\"".into()),
+        (None, None) => return Some("neither \"result\" nor \"error\"".into()),
+        (None, Some(error)) => {
+            let Some(error) = error.as_object() else {
+                return Some("\"error\" is not an object".into());
+            };
+            if !error.get("code").is_some_and(|c| c.is_i64() || c.is_u64()) {
+                return Some("the error's \"code\" is not an integer".into());
+            }
+            if !error.get("message").is_some_and(Value::is_string) {
+                return Some("the error's \"message\" is not a string".into());
+            }
+            if let Some(other) = error
+                .keys()
+                .find(|k| !["code", "message", "data"].contains(&k.as_str()))
+            {
+                return Some(format!(
+                    "the error has a member {other:?} besides code, message, data"
+                ));
+            }
+        }
+        (Some(_), None) => {}
+    }
+    if let Some(other) = object
+        .keys()
+        .find(|k| !["jsonrpc", "id", "result", "error"].contains(&k.as_str()))
+    {
+        return Some(format!("a member {other:?} a response does not have"));
+    }
+    None
+}
+
+/// The JSON of a reply frame, with its `id` texts as written (for ids
+/// beyond 64 bits, compared digit for digit).
+fn parse_reply(frame: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(frame).map_err(|e| format!("not JSON ({e})"))
+}
+
+/// The raw text of each `"id"` member in a frame (its top-level objects').
+fn raw_ids(frame: &[u8]) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct WithId<'a> {
+        // Not an Option: `null` is an id too.
+        #[serde(borrow)]
+        id: &'a serde_json::value::RawValue,
+    }
+    if let Ok(one) = serde_json::from_slice::<WithId<'_>>(frame) {
+        return vec![one.id.get().to_owned()];
+    }
+    serde_json::from_slice::<Vec<WithId<'_>>>(frame)
+        .map(|all| all.into_iter().map(|r| r.id.get().to_owned()).collect())
+        .unwrap_or_default()
+}
+
+/// Whether two JSON numbers written as text are the same number: integers
+/// digit for digit (beyond 64 bits too), others by value.
+fn same_number(a: &str, b: &str) -> bool {
+    let integer = |s: &str| !s.contains(['.', 'e', 'E']);
+    if integer(a) && integer(b) {
+        return a.trim_start_matches('-').trim_start_matches('0')
+            == b.trim_start_matches('-').trim_start_matches('0')
+            && a.starts_with('-') == b.starts_with('-');
+    }
+    // An integer beyond 64 bits is only ever equal to its own digits; a
+    // float rounding it is not.
+    let beyond_64_bits = |s: &str| integer(s) && s.parse::<i64>().is_err() && s.parse::<u64>().is_err();
+    if beyond_64_bits(a) || beyond_64_bits(b) {
+        return false;
+    }
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Whether two JSON values are equal, numbers compared by value.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => same_number(&x.to_string(), &y.to_string()),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_value(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_value(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+struct Checker {
+    wire: Wire,
+    quiet: Duration,
+    timeout: Duration,
+    outcomes: Vec<Outcome>,
+    http: bool,
+}
+
+impl Checker {
+    fn record(
+        &mut self,
+        id: &'static str,
+        section: &'static str,
+        title: impl Into<String>,
+        result: Result<(), String>,
+        observed: &str,
+    ) {
+        let (verdict, evidence) = match result {
+            Ok(()) => (Verdict::Pass, observed.to_owned()),
+            Err(why) => (Verdict::Fail, format!("{why}; got: {observed}")),
+        };
+        self.outcomes.push(Outcome {
+            id,
+            section,
+            title: title.into(),
+            verdict,
+            evidence,
+        });
+    }
+
+    fn skip(&mut self, id: &'static str, section: &'static str, title: &str, why: &str) {
+        self.outcomes.push(Outcome {
+            id,
+            section,
+            title: title.into(),
+            verdict: Verdict::Skip,
+            evidence: why.into(),
+        });
+    }
+
+    async fn send(&mut self, frame: &str, expect: usize) -> anyhow::Result<Observed> {
+        self.wire.exchange(frame, expect, self.quiet, self.timeout).await
+    }
+
+    /// A frame that must get exactly one reply object: an error with
+    /// `code` and an id equal to `id` (raw JSON text).
+    async fn expect_error(
+        &mut self,
+        rule: &'static str,
+        section: &'static str,
+        title: &str,
+        frame: &str,
+        code: i64,
+        id: &str,
+    ) -> anyhow::Result<()> {
+        let observed = self.send(frame, 1).await?;
+        let result = single_error(&observed, code, id);
+        self.record(rule, section, title, result, &observed.evidence());
+        Ok(())
+    }
+
+    /// A frame that must get no reply at all (HTTP: 200, 202 or 204 with an
+    /// empty body).
+    async fn expect_silence(
+        &mut self,
+        rule: &'static str,
+        section: &'static str,
+        title: &str,
+        frame: &str,
+    ) -> anyhow::Result<()> {
+        let observed = self.send(frame, 0).await?;
+        let result = match &observed {
+            Observed::Http { status, .. } if ![200, 202, 204].contains(status) => {
+                Err(format!("HTTP status {status}, not 200, 202 or 204"))
+            }
+            _ if !observed.frames().is_empty() => Err("a reply to what must not be answered".into()),
+            _ => Ok(()),
+        };
+        self.record(rule, section, title, result, &observed.evidence());
+        Ok(())
+    }
+}
+
+/// The one reply frame of `observed`, and its JSON.
+fn the_reply(observed: &Observed) -> Result<(Bytes, Value), String> {
+    let frames = observed.frames();
+    let [frame] = frames.as_slice() else {
+        return Err(format!("{} replies, not one", frames.len()));
+    };
+    Ok((frame.clone(), parse_reply(frame)?))
+}
+
+/// The one reply in `observed` is an error with `code` and the id `id`.
+fn single_error(observed: &Observed, code: i64, id: &str) -> Result<(), String> {
+    let (frame, reply) = the_reply(observed)?;
+    if reply.is_array() {
+        return Err("a batch reply to a single message".into());
+    }
+    if let Some(problem) = shape_problem(&reply) {
+        return Err(problem);
+    }
+    let got = reply["error"]["code"].as_i64();
+    if got != Some(code) {
+        return Err(format!("error code {got:?}, not {code}"));
+    }
+    let ids = raw_ids(&frame);
+    let got_id = ids.first().map(String::as_str).unwrap_or("");
+    if !ids_equal(got_id, id) {
+        return Err(format!("id {got_id}, not {id}"));
+    }
+    Ok(())
+}
+
+/// Ids compared as JSON values: numbers numerically (integers beyond 64
+/// bits digit for digit), strings exactly, null to null.
+fn ids_equal(got: &str, want: &str) -> bool {
+    let number = |s: &str| s.starts_with(|c: char| c == '-' || c.is_ascii_digit());
+    if number(got) && number(want) {
+        return same_number(got, want);
+    }
+    match (
+        serde_json::from_str::<Value>(got),
+        serde_json::from_str::<Value>(want),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+async fn check(args: CheckArgs) -> Result<bool, Failure> {
+    let (target, mut rest) = Target::from_words(args.words, &args.command)?;
+    if let Some(extra) = rest.next() {
+        return Err(Failure::Usage(anyhow!(
+            "unexpected argument {extra:?}: check takes only a TARGET"
+        )));
+    }
+    let params = match &args.params {
+        Some(text) => {
+            let value: Value =
+                serde_json::from_str(text).map_err(|e| Failure::Usage(anyhow!("--params: {e}")))?;
+            if !value.is_array() && !value.is_object() {
+                return Err(Failure::Usage(anyhow!("--params: a JSON array or object")));
+            }
+            Some(value)
+        }
+        None => None,
+    };
+    let expect = match &args.expect {
+        Some(text) => {
+            Some(serde_json::from_str::<Value>(text).map_err(|e| Failure::Usage(anyhow!("--expect: {e}")))?)
+        }
+        None => None,
+    };
+    let name = target.to_string();
+    let wire = Wire::open(&target, &args.connect)
+        .await
+        .map_err(|e| Failure::Transport(e.context(format!("connecting to {name}"))))?;
+    let mut checker = Checker {
+        http: matches!(wire, Wire::Http(_)),
+        wire,
+        quiet: args.quiet,
+        timeout: args.connect.timeout,
+        outcomes: Vec::new(),
+    };
+    let known = rules(&mut checker, args.method.as_deref(), params, expect)
+        .await
+        .map_err(|e| Failure::Transport(e.context(format!("checking {name}"))));
+    if let Err(failure) = known {
+        // What was found so far still goes out.
+        print_outcomes(&checker.outcomes, &name, args.json);
+        return Err(failure);
+    }
+    print_outcomes(&checker.outcomes, &name, args.json);
+    Ok(checker.outcomes.iter().all(|o| o.verdict != Verdict::Fail))
+}
+
+fn request(method: &str, params: Option<&Value>, id: &str) -> String {
+    match params {
+        Some(params) => format!(
+            r#"{{"jsonrpc":"2.0","method":{},"params":{params},"id":{id}}}"#,
+            json!(method)
+        ),
+        None => format!(r#"{{"jsonrpc":"2.0","method":{},"id":{id}}}"#, json!(method)),
+    }
+}
+
+async fn rules(
+    c: &mut Checker,
+    method: Option<&str>,
+    params: Option<Value>,
+    expect: Option<Value>,
+) -> anyhow::Result<()> {
+    // What the server offers, for the success paths.
+    let discover = c
+        .send(&request("rpc.discover", None, "\"jrpc-check-discover\""), 1)
+        .await?;
+    let discovered: Option<Value> = discover
+        .frames()
+        .first()
+        .and_then(|f| parse_reply(f).ok())
+        .and_then(|r| r.get("result").cloned())
+        .filter(|r| r.get("methods").is_some_and(Value::is_array));
+
+    // §5.1 / §7: invalid JSON.
+    c.expect_error(
+        "parse-error",
+        "§5.1",
+        "invalid JSON → -32700 Parse error, id null",
+        r#"{"jsonrpc":"2.0","method":"foobar,"params":"bar","baz]"#,
+        -32700,
+        "null",
+    )
+    .await?;
+    c.expect_error(
+        "parse-error-truncated",
+        "§5.1",
+        "a truncated frame → -32700 Parse error, id null",
+        r#"{"jsonrpc":"2.0","method":"#,
+        -32700,
+        "null",
+    )
+    .await?;
+    // §4, §5.1: invalid request objects.
+    c.expect_error(
+        "invalid-request",
+        "§5.1",
+        "\"method\" not a string → -32600 Invalid Request, id null",
+        r#"{"jsonrpc":"2.0","method":1,"params":"bar"}"#,
+        -32600,
+        "null",
+    )
+    .await?;
+    c.expect_error(
+        "invalid-request-id",
+        "§5.1",
+        "an invalid request with a valid id → -32600, the id echoed",
+        r#"{"jsonrpc":"2.0","method":1,"id":7}"#,
+        -32600,
+        "7",
+    )
+    .await?;
+    c.expect_error(
+        "jsonrpc-missing",
+        "§4",
+        "no \"jsonrpc\" member → -32600",
+        &format!(r#"{{"method":"{NO_SUCH_METHOD}","id":8}}"#),
+        -32600,
+        "8",
+    )
+    .await?;
+    c.expect_error(
+        "jsonrpc-exact",
+        "§4",
+        "\"jsonrpc\": \"2\" (not exactly \"2.0\") → -32600",
+        &format!(r#"{{"jsonrpc":"2","method":"{NO_SUCH_METHOD}","id":9}}"#),
+        -32600,
+        "9",
+    )
+    .await?;
+    c.expect_error(
+        "jsonrpc-number",
+        "§4",
+        "\"jsonrpc\": 2.0 (a number) → -32600",
+        &format!(r#"{{"jsonrpc":2.0,"method":"{NO_SUCH_METHOD}","id":10}}"#),
+        -32600,
+        "10",
+    )
+    .await?;
+    c.expect_error(
+        "method-missing",
+        "§4",
+        "no \"method\" member → -32600",
+        r#"{"jsonrpc":"2.0","id":11}"#,
+        -32600,
+        "11",
+    )
+    .await?;
+    // §4.2: params are structured.
+    c.expect_error(
+        "params-string",
+        "§4.2",
+        "params a string → -32600",
+        &format!(r#"{{"jsonrpc":"2.0","method":"{NO_SUCH_METHOD}","params":"bar","id":12}}"#),
+        -32600,
+        "12",
+    )
+    .await?;
+    c.expect_error(
+        "params-number",
+        "§4.2",
+        "params a number → -32600",
+        &format!(r#"{{"jsonrpc":"2.0","method":"{NO_SUCH_METHOD}","params":42,"id":13}}"#),
+        -32600,
+        "13",
+    )
+    .await?;
+    // §5.1: unknown methods.
+    c.expect_error(
+        "method-not-found",
+        "§5.1",
+        "an unknown method → -32601 Method not found",
+        &request(NO_SUCH_METHOD, Some(&json!([1, 2])), "\"a\""),
+        -32601,
+        "\"a\"",
+    )
+    .await?;
+    // §4: ids are echoed as they were sent.
+    for (rule, kind, id) in [
+        ("id-string", "a string", "\"id \\\"quoted\\\" ü\""),
+        ("id-negative", "a negative integer", "-7"),
+        ("id-fraction", "a fraction", "1.5"),
+        ("id-exponent", "a number with an exponent", "1e3"),
+        (
+            "id-big",
+            "an integer beyond 64 bits",
+            "123456789012345678901234567890",
+        ),
+        ("id-null", "null", "null"),
+    ] {
+        let title = format!("id {kind} ({id}) echoed in the reply");
+        c.expect_error(rule, "§4", &title, &request(NO_SUCH_METHOD, None, id), -32601, id)
+            .await?;
+    }
+    // §4.1: notifications are never answered.
+    c.expect_silence(
+        "notification-unknown",
+        "§4.1",
+        "a notification of an unknown method gets no reply",
+        &format!(r#"{{"jsonrpc":"2.0","method":"{NO_SUCH_METHOD}","params":[1]}}"#),
+    )
+    .await?;
+    let failing = method.map(str::to_owned).or_else(|| {
+        discovered.as_ref().and_then(|d| {
+            d["methods"]
+                .as_array()?
+                .iter()
+                .find_map(|m| m["name"].as_str().map(str::to_owned))
+        })
+    });
+    match &failing {
+        Some(name) => {
+            let frame = format!(
+                r#"{{"jsonrpc":"2.0","method":{},"params":["jrpc check: params no method takes",{{"x":[[[]]]}},-1]}}"#,
+                json!(name)
+            );
+            c.expect_silence(
+                "notification-failing",
+                "§4.1",
+                &format!("a notification of {name} with params it cannot take gets no reply"),
+                &frame,
+            )
+            .await?;
+        }
+        None => c.skip(
+            "notification-failing",
+            "§4.1",
+            "a failing notification gets no reply",
+            "no method known: give --method, or serve rpc.discover",
+        ),
+    }
+    // §6: batches.
+    c.expect_error(
+        "batch-empty",
+        "§6",
+        "an empty batch [] → one -32600 reply (not an array), id null",
+        "[]",
+        -32600,
+        "null",
+    )
+    .await?;
+    for (rule, frame, count) in [
+        ("batch-invalid-one", "[1]", 1usize),
+        ("batch-invalid", "[1,2,3]", 3),
+    ] {
+        let observed = c.send(frame, 1).await?;
+        let result = batch_of_errors(&observed, count);
+        c.record(
+            rule,
+            "§6",
+            format!("the batch {frame} → an array of {count} -32600 replies, id null"),
+            result,
+            &observed.evidence(),
+        );
+    }
+    let mixed = format!(
+        r#"[{}, {{"jsonrpc":"2.0","method":"{NO_SUCH_METHOD}","params":[7]}}, {{"foo":"boo"}}, {}, {}]"#,
+        request(NO_SUCH_METHOD, Some(&json!([1, 2, 4])), "\"1\""),
+        request(NO_SUCH_METHOD, Some(&json!({"name": "myself"})), "\"5\""),
+        request(NO_SUCH_METHOD, None, "\"9\""),
+    );
+    let observed = c.send(&mixed, 1).await?;
+    let result = mixed_batch(&observed);
+    c.record(
+        "batch-mixed",
+        "§6",
+        "a mixed batch → one reply per request and per invalid entry, none for the notification (matched by id, in any order)",
+        result,
+        &observed.evidence(),
+    );
+    c.expect_silence(
+        "batch-notifications",
+        "§6",
+        "a batch of notifications only gets no reply",
+        &format!(
+            r#"[{{"jsonrpc":"2.0","method":"{NO_SUCH_METHOD}","params":[1,2,4]}},{{"jsonrpc":"2.0","method":"{NO_SUCH_METHOD}"}}]"#
+        ),
+    )
+    .await?;
+    // §5: the success path.
+    match method {
+        Some(name) => {
+            let observed = c
+                .send(&request(name, params.as_ref(), "\"jrpc-check-success\""), 1)
+                .await?;
+            let result = success(&observed, "\"jrpc-check-success\"", expect.as_ref());
+            let title = match &expect {
+                Some(value) => format!("{name} answers with a result equal to {value}"),
+                None => format!("{name} answers with a result"),
+            };
+            c.record("success", "§5", title, result, &observed.evidence());
+        }
+        None if discovered.is_some() => {
+            let result = success(&discover, "\"jrpc-check-discover\"", None);
+            c.record(
+                "success",
+                "§5",
+                "rpc.discover answers with a result",
+                result,
+                &discover.evidence(),
+            );
+        }
+        None => c.skip(
+            "success",
+            "§5",
+            "a call answered with a result",
+            "no method known: give --method (and --params, --expect)",
+        ),
+    }
+    // After all that, the server (and this connection) still serve.
+    let observed = c
+        .send(&request(NO_SUCH_METHOD, None, "\"jrpc-check-after\""), 1)
+        .await?;
+    let result = single_error(&observed, -32601, "\"jrpc-check-after\"");
+    let title = if c.http {
+        "after the bad input, the server still answers"
+    } else {
+        "after the bad input, the connection still serves"
+    };
+    c.record("still-serving", "§5", title, result, &observed.evidence());
+    Ok(())
+}
+
+/// An array of `count` -32600 replies with id null.
+fn batch_of_errors(observed: &Observed, count: usize) -> Result<(), String> {
+    let (_, reply) = the_reply(observed)?;
+    let Some(items) = reply.as_array() else {
+        return Err("not an array".into());
+    };
+    if items.len() != count {
+        return Err(format!("{} entries, not {count}", items.len()));
+    }
+    for item in items {
+        if let Some(problem) = shape_problem(item) {
+            return Err(problem);
+        }
+        if item["error"]["code"] != json!(-32600) || !item["id"].is_null() {
+            return Err(format!("an entry {item}, not -32600 with id null"));
+        }
+    }
+    Ok(())
+}
+
+/// The mixed batch's replies: -32601 for ids "1", "5" and "9", -32600 with
+/// id null for the invalid entry, nothing else.
+fn mixed_batch(observed: &Observed) -> Result<(), String> {
+    let (_, reply) = the_reply(observed)?;
+    let Some(items) = reply.as_array() else {
+        return Err("not an array".into());
+    };
+    let mut want = vec![
+        ("\"1\"", -32601),
+        ("\"5\"", -32601),
+        ("\"9\"", -32601),
+        ("null", -32600),
+    ];
+    for item in items {
+        if let Some(problem) = shape_problem(item) {
+            return Err(problem);
+        }
+        let id = item["id"].to_string();
+        let code = item["error"]["code"].as_i64().unwrap_or(0);
+        match want.iter().position(|(i, c)| *i == id && *c == code) {
+            Some(at) => {
+                want.remove(at);
+            }
+            None => return Err(format!("an unexpected entry {item}")),
+        }
+    }
+    if !want.is_empty() {
+        let missing: Vec<String> = want
+            .iter()
+            .map(|(id, code)| format!("{code} for id {id}"))
+            .collect();
+        return Err(format!("missing: {}", missing.join(", ")));
+    }
+    Ok(())
+}
+
+/// One reply with a result (equal to `expect` when given) and the id.
+fn success(observed: &Observed, id: &str, expect: Option<&Value>) -> Result<(), String> {
+    let (frame, reply) = the_reply(observed)?;
+    if let Some(problem) = shape_problem(&reply) {
+        return Err(problem);
+    }
+    let Some(result) = reply.get("result") else {
+        return Err(format!("an error: {}", reply["error"]));
+    };
+    let got_id = raw_ids(&frame).into_iter().next().unwrap_or_default();
+    if !ids_equal(&got_id, id) {
+        return Err(format!("id {got_id}, not {id}"));
+    }
+    match expect {
+        Some(want) if !same_value(result, want) => Err(format!("the result {result}, not {want}")),
+        _ => Ok(()),
+    }
+}
+
+fn print_outcomes(outcomes: &[Outcome], target: &str, as_json: bool) {
+    let count = |v: Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
+    let (passed, failed, skipped) = (count(Verdict::Pass), count(Verdict::Fail), count(Verdict::Skip));
+    if as_json {
+        let rules: Vec<Value> = outcomes
+            .iter()
+            .map(|o| {
+                json!({
+                    "rule": o.id,
+                    "section": o.section,
+                    "title": o.title,
+                    "outcome": match o.verdict { Verdict::Pass => "pass", Verdict::Fail => "fail", Verdict::Skip => "skip" },
+                    "evidence": o.evidence,
+                })
+            })
+            .collect();
+        let report = json!({
+            "target": target,
+            "passed": passed,
+            "failed": failed,
+            "skipped": skipped,
+            "rules": rules,
+        });
+        println!("{report}");
+        return;
+    }
+    for o in outcomes {
+        let word = match o.verdict {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Skip => "SKIP",
+        };
+        println!("{word}  {:<5} {:<22} {}", o.section, o.id, o.title);
+        if o.verdict != Verdict::Pass {
+            println!("      {}", o.evidence);
+        }
+    }
+    println!("{passed} passed, {failed} failed ({skipped} skipped) against {target}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_compare_as_json_values() {
+        let cases = [
+            ("1e3", "1000", true),
+            ("1000.0", "1e3", true),
+            ("-7", "-7", true),
+            ("7", "-7", false),
+            (
+                "123456789012345678901234567890",
+                "123456789012345678901234567890",
+                true,
+            ),
+            (
+                "123456789012345678901234567890",
+                "123456789012345678901234567891",
+                false,
+            ),
+            ("123456789012345678901234567890", "1.2345678901234568e29", false),
+            ("null", "null", true),
+            ("\"1\"", "1", false),
+            ("\"a\"", "\"a\"", true),
+        ];
+        for (got, want, equal) in cases {
+            assert_eq!(ids_equal(got, want), equal, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn reply_shapes_are_checked() {
+        let good = json!({"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"x","data":1}});
+        assert_eq!(shape_problem(&good), None);
+        for bad in [
+            json!({"jsonrpc":"2.0","id":1}),
+            json!({"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}),
+            json!({"jsonrpc":"2","id":1,"result":1}),
+            json!({"jsonrpc":"2.0","result":1}),
+            json!({"jsonrpc":"2.0","id":1,"error":{"code":"1","message":"x"}}),
+            json!({"jsonrpc":"2.0","id":1,"error":{"code":1}}),
+            json!({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x","extra":2}}),
+            json!({"jsonrpc":"2.0","id":1,"result":1,"extra":2}),
+        ] {
+            assert!(shape_problem(&bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn raw_ids_keep_their_digits() {
+        assert_eq!(
+            raw_ids(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":1}"#),
+            ["123456789012345678901234567890"]
+        );
+        assert_eq!(raw_ids(br#"[{"id":1e3},{"id":"x"}]"#), ["1e3", "\"x\""]);
+    }
+}

@@ -1,0 +1,273 @@
+//! `jrpc check`: every rule passes against `jrpc serve` over stdio, TCP,
+//! HTTP, WebSocket and UDP; against a deliberately wrong server each planted
+//! fault is reported, and the exit status says so.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{json, Value};
+
+const JRPC: &str = env!("CARGO_BIN_EXE_jrpc");
+
+/// A `jrpc serve` with listeners, stopped on drop.
+struct Served {
+    child: Child,
+    targets: Vec<String>,
+}
+
+impl Served {
+    fn start(args: &[&str]) -> Served {
+        let mut child = Command::new(JRPC)
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let listeners = args.iter().filter(|a| a.starts_with("--")).count();
+        let mut targets = Vec::new();
+        let mut seen = 0;
+        while seen < listeners {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "jrpc serve exited early"
+            );
+            if let Some(rest) = line.strip_prefix("jrpc: listening on ") {
+                seen += 1;
+                let mut words = rest.split_whitespace();
+                targets.push(words.next().unwrap().to_owned());
+                // HTTP lines name the WebSocket address too.
+                if let Some(ws) = words.find(|w| w.starts_with("ws://")) {
+                    targets.push(ws.to_owned());
+                }
+            }
+        }
+        std::thread::spawn(move || for _ in stderr.lines() {});
+        Served { child, targets }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn check(args: &[&str]) -> Output {
+    Command::new(JRPC).arg("check").args(args).output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The check passes every rule: exit 0, no FAIL line, the summary line.
+fn assert_all_pass(out: &Output) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", text(out));
+    assert!(!stdout.contains("FAIL"), "{}", text(out));
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.contains(" passed, 0 failed"), "{}", text(out));
+}
+
+#[test]
+fn jrpc_serve_passes_over_every_transport() {
+    let served = Served::start(&[
+        "--http",
+        "127.0.0.1:0",
+        "--tcp",
+        "127.0.0.1:0",
+        "--udp",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(served.targets.len(), 4, "{:?}", served.targets);
+    for target in &served.targets {
+        let out = check(&[
+            target, "--method", "subtract", "--params", "[42,23]", "--expect", "19",
+        ]);
+        assert_all_pass(&out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("PASS  §5.1  parse-error"), "{}", text(&out));
+        assert!(
+            !stdout.contains("SKIP"),
+            "nothing skipped with --method: {}",
+            text(&out)
+        );
+    }
+    // Without --method, rpc.discover stands in for the success path.
+    let out = check(&[&served.targets[0]]);
+    assert_all_pass(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("rpc.discover answers"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn jrpc_serve_passes_over_stdio() {
+    let out = check(&[
+        "--method", "sum", "--params", "[1,2,3]", "--expect", "6.0", "--", JRPC, "serve", "--stdio",
+    ]);
+    assert_all_pass(&out);
+}
+
+#[test]
+fn the_json_report_lists_every_rule() {
+    let served = Served::start(&["--tcp", "127.0.0.1:0"]);
+    let out = check(&[&served.targets[0], "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["failed"], json!(0), "{report}");
+    let rules = report["rules"].as_array().unwrap();
+    assert_eq!(
+        report["passed"].as_u64().unwrap() as usize + report["skipped"].as_u64().unwrap() as usize,
+        rules.len()
+    );
+    for rule in [
+        "parse-error",
+        "invalid-request",
+        "method-not-found",
+        "id-big",
+        "batch-empty",
+        "batch-mixed",
+        "notification-unknown",
+        "still-serving",
+    ] {
+        let found = rules
+            .iter()
+            .find(|r| r["rule"] == rule)
+            .unwrap_or_else(|| panic!("{rule} missing"));
+        assert_eq!(found["outcome"], "pass", "{found}");
+        assert!(found["section"].as_str().unwrap().starts_with('§'));
+    }
+}
+
+#[test]
+fn a_wrong_expectation_fails_the_success_rule() {
+    let served = Served::start(&["--tcp", "127.0.0.1:0"]);
+    let out = check(&[
+        &served.targets[0],
+        "--method",
+        "subtract",
+        "--params",
+        "[42,23]",
+        "--expect",
+        "20",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.contains(" success ")).unwrap();
+    assert!(line.starts_with("FAIL"), "{stdout}");
+    assert!(stdout.contains("the result 19, not 20"), "{stdout}");
+}
+
+/// A line server with planted faults: parse errors answered -32603,
+/// notifications answered, numeric ids echoed as strings, an empty batch
+/// answered with an empty array.
+fn wrong_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { return };
+                    let reply = wrong_reply(&line);
+                    if writer.write_all(format!("{reply}\n").as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("tcp://{addr}")
+}
+
+fn wrong_reply(line: &str) -> Value {
+    let error =
+        |id: Value, code: i64| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "no"}});
+    let Ok(message) = serde_json::from_str::<Value>(line) else {
+        return error(Value::Null, -32603);
+    };
+    let one = |message: &Value| {
+        let id = match message.get("id") {
+            Some(Value::Number(n)) => Value::String(n.to_string()),
+            Some(other) => other.clone(),
+            None => Value::Null,
+        };
+        let valid = message.get("jsonrpc") == Some(&json!("2.0"))
+            && message.get("method").is_some_and(Value::is_string)
+            && message
+                .get("params")
+                .map_or(true, |p| p.is_array() || p.is_object());
+        if !valid {
+            return error(id, -32600);
+        }
+        if message["method"] == "subtract" {
+            return json!({"jsonrpc": "2.0", "id": id, "result": 19});
+        }
+        error(id, -32601)
+    };
+    match &message {
+        Value::Array(items) => Value::Array(items.iter().map(one).collect()),
+        other => one(other),
+    }
+}
+
+#[test]
+fn planted_faults_are_reported() {
+    let target = wrong_server();
+    let out = check(&[
+        &target, "--method", "subtract", "--params", "[42,23]", "--expect", "19", "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let outcome = |rule: &str| {
+        report["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["rule"] == rule)
+            .unwrap_or_else(|| panic!("{rule} missing: {report}"))
+            .clone()
+    };
+    for (rule, evidence) in [
+        ("parse-error", "error code Some(-32603), not -32700"),
+        ("notification-unknown", "a reply to what must not be answered"),
+        ("notification-failing", "a reply to what must not be answered"),
+        ("id-negative", "id \"-7\", not -7"),
+        ("batch-empty", "a batch reply to a single message"),
+        ("batch-notifications", "a reply to what must not be answered"),
+    ] {
+        let found = outcome(rule);
+        assert_eq!(found["outcome"], "fail", "{found}");
+        assert!(
+            found["evidence"].as_str().unwrap().contains(evidence),
+            "{rule}: {found}"
+        );
+    }
+    // What it does right is not blamed.
+    for rule in [
+        "id-string",
+        "method-not-found",
+        "invalid-request",
+        "success",
+        "still-serving",
+    ] {
+        assert_eq!(outcome(rule)["outcome"], "pass", "{rule}: {report}");
+    }
+    assert!(report["failed"].as_u64().unwrap() >= 6, "{report}");
+}
