@@ -117,7 +117,11 @@ pub struct ConnectArgs {
 
     /// A header for HTTP and WebSocket targets, 'Name: value'. Repeatable.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
-    pub(crate) headers: Vec<String>,
+    headers: Vec<String>,
+
+    /// Send 'Authorization: Bearer TOKEN' with HTTP and WebSocket targets.
+    #[arg(long, value_name = "TOKEN")]
+    bearer: Option<String>,
 
     /// Use HTTP/2 with http(s):// targets.
     #[arg(long)]
@@ -145,6 +149,23 @@ pub struct ConnectArgs {
         allow_hyphen_values = true
     )]
     retry_on: Vec<i64>,
+}
+
+impl ConnectArgs {
+    /// The headers to send, as (name, value): `-H` ones and `--bearer`.
+    pub(crate) fn headers(&self) -> Result<Vec<(String, String)>, Failure> {
+        let mut all = Vec::with_capacity(self.headers.len() + 1);
+        for header in &self.headers {
+            let (name, value) = header
+                .split_once(':')
+                .ok_or_else(|| Failure::Usage(anyhow!("-H {header:?}: expected 'Name: value'")))?;
+            all.push((name.trim().to_owned(), value.trim().to_owned()));
+        }
+        if let Some(token) = &self.bearer {
+            all.push(("Authorization".to_owned(), format!("Bearer {}", token.trim())));
+        }
+        Ok(all)
+    }
 }
 
 /// Named or whole params, besides positional ones: shared by `jrpc call`
@@ -260,9 +281,18 @@ impl Target {
     ) -> Result<(Target, std::vec::IntoIter<String>), Failure> {
         let mut words = words.into_iter();
         if command.is_empty() {
+            let first_is_target = words.as_slice().first().is_some_and(|w| Target::parse(w).is_ok());
+            // Without a TARGET, $JRPC_URL names it.
+            if !first_is_target {
+                if let Some(url) = std::env::var("JRPC_URL").ok().filter(|u| !u.trim().is_empty()) {
+                    let target = Target::parse(url.trim())
+                        .map_err(|e| Failure::Usage(e.context("JRPC_URL does not name a target")))?;
+                    return Ok((target, words));
+                }
+            }
             let first = words
                 .next()
-                .ok_or_else(|| Failure::Usage(anyhow!("missing TARGET")))?;
+                .ok_or_else(|| Failure::Usage(anyhow!("missing TARGET (or set JRPC_URL)")))?;
             return Ok((Target::parse(&first).map_err(Failure::Usage)?, words));
         }
         if let Some(first) = words.as_slice().first().filter(|w| Target::parse(w).is_ok()) {
@@ -301,13 +331,10 @@ impl Target {
             .call_timeout(args.timeout)
             .stderr(StderrMode::Inherit)
             .http2(args.http2);
-        for header in &args.headers {
-            let (name, value) = header
-                .split_once(':')
-                .ok_or_else(|| Failure::Usage(anyhow!("-H {header:?}: expected 'Name: value'")))?;
+        for (name, value) in args.headers()? {
             builder = builder
-                .header(name.trim(), value.trim())
-                .map_err(|e| Failure::Usage(anyhow!("-H {header:?}: {e}")))?;
+                .header(&name, &value)
+                .map_err(|e| Failure::Usage(anyhow!("header {name}: {e}")))?;
         }
         if let Some(path) = &args.cacert {
             builder = builder

@@ -106,16 +106,13 @@ enum Wire {
 }
 
 impl Wire {
-    async fn open(target: &Target, args: &ConnectArgs) -> anyhow::Result<Wire> {
+    async fn open(target: &Target, args: &ConnectArgs, extra: &[(String, String)]) -> anyhow::Result<Wire> {
         let max = Limits::DEFAULT_MAX_FRAME_LEN;
         let connection = match target {
             Target::Url(url) if url.starts_with("http://") || url.starts_with("https://") => {
                 let mut builder = jrpc::client::Client::builder().http2(args.http2);
-                for header in &args.headers {
-                    let (name, value) = header
-                        .split_once(':')
-                        .ok_or_else(|| anyhow!("-H {header:?}: expected 'Name: value'"))?;
-                    builder = builder.header(name.trim(), value.trim())?;
+                for (name, value) in extra {
+                    builder = builder.header(name, value)?;
                 }
                 if let Some(path) = &args.cacert {
                     builder = builder.ca_pem(path)?;
@@ -138,13 +135,10 @@ impl Wire {
             }
             Target::Url(url) if url.starts_with("ws://") || url.starts_with("wss://") => {
                 let mut headers = http::HeaderMap::new();
-                for header in &args.headers {
-                    let (name, value) = header
-                        .split_once(':')
-                        .ok_or_else(|| anyhow!("-H {header:?}: expected 'Name: value'"))?;
+                for (name, value) in extra {
                     headers.append(
-                        http::HeaderName::from_bytes(name.trim().as_bytes())?,
-                        http::HeaderValue::from_str(value.trim())?,
+                        http::HeaderName::from_bytes(name.as_bytes())?,
+                        http::HeaderValue::from_str(value)?,
                     );
                 }
                 jrpc::transport::ws::WsDialer::new(url.as_str())
@@ -520,7 +514,8 @@ async fn check(args: CheckArgs) -> Result<bool, Failure> {
         None => None,
     };
     let name = target.to_string();
-    let wire = Wire::open(&target, &args.connect)
+    let headers = args.connect.headers()?;
+    let wire = Wire::open(&target, &args.connect, &headers)
         .await
         .map_err(|e| Failure::Transport(e.context(format!("connecting to {name}"))))?;
     let mut checker = Checker {

@@ -27,7 +27,10 @@ impl Served {
             .spawn()
             .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let listeners = args.iter().filter(|a| a.starts_with("--")).count();
+        let listeners = args
+            .iter()
+            .filter(|a| matches!(**a, "--http" | "--tcp" | "--udp" | "--unix"))
+            .count();
         let mut targets = Vec::new();
         let mut seen = 0;
         while seen < listeners {
@@ -270,4 +273,58 @@ fn planted_faults_are_reported() {
         assert_eq!(outcome(rule)["outcome"], "pass", "{rule}: {report}");
     }
     assert!(report["failed"].as_u64().unwrap() >= 6, "{report}");
+}
+
+/// `JRPC_URL` names the target when none is given; one given wins.
+#[test]
+fn jrpc_url_is_the_default_target() {
+    let served = Served::start(&["--tcp", "127.0.0.1:0"]);
+    let target = &served.targets[0];
+    let call = |args: &[&str], url: &str| {
+        Command::new(JRPC)
+            .env("JRPC_URL", url)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = call(&["call", "subtract", "42", "23"], target);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "19");
+    let out = call(&["check"], target);
+    assert_all_pass(&out);
+    let out = call(&["call", target, "subtract", "42", "23"], "tcp://127.0.0.1:1");
+    assert!(out.status.success(), "a TARGET given wins: {}", text(&out));
+    let out = call(&["call", "subtract", "42", "23"], "nonsense");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("JRPC_URL"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// `--bearer TOKEN` authenticates to a server that wants a token.
+#[test]
+fn bearer_tokens_are_sent() {
+    let served = Served::start(&["--http", "127.0.0.1:0", "--auth-token", "s3cret"]);
+    let (http, ws) = (&served.targets[0], &served.targets[1]);
+    for target in [http, ws] {
+        let out = Command::new(JRPC)
+            .args(["call", target, "subtract", "42", "23", "--bearer", "s3cret"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{target}: {}", text(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "19");
+        let out = Command::new(JRPC)
+            .args(["call", target, "subtract", "42", "23", "--bearer", "wrong"])
+            .output()
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "{target}: a wrong token is refused: {}",
+            text(&out)
+        );
+    }
+    let out = check(&[http, "--bearer", "s3cret"]);
+    assert_all_pass(&out);
 }
