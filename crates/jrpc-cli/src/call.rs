@@ -82,6 +82,16 @@ pub struct CallArgs {
     #[arg(long)]
     compact: bool,
 
+    /// Print the whole response object as it came (jsonrpc, id, result or
+    /// error), not just the result.
+    #[arg(long, conflicts_with_all = ["notify", "batch"])]
+    envelope: bool,
+
+    /// Show the wire on stderr: each frame sent (>) and received (<), and
+    /// over HTTP the request and response lines and headers.
+    #[arg(short = 'v', long)]
+    verbose: bool,
+
     /// Check the params against this OpenRPC document before sending, and
     /// refuse (exit 2) what does not fit. Without it, the document `jrpc
     /// describe` cached for the same TARGET is used, if there is one.
@@ -398,6 +408,8 @@ pub(crate) enum Failure {
     Timeout(anyhow::Error),
     /// Some entries of a `--batch` failed; the replies are printed already.
     BatchErrors,
+    /// The reply (an error) is printed already, as it came (`--envelope`).
+    ErrorShown,
 }
 
 impl Failure {
@@ -448,10 +460,17 @@ pub(crate) fn report(failure: Failure) -> ExitCode {
             eprintln!("jrpc: some batch entries failed");
             ExitCode::from(exit::RPC_ERROR)
         }
+        Failure::ErrorShown => ExitCode::from(exit::RPC_ERROR),
         Failure::Timeout(e) => {
             eprintln!("jrpc: {e:#}");
             ExitCode::from(exit::TIMEOUT)
         }
+    }
+}
+
+impl CallArgs {
+    pub(crate) fn verbose(&self) -> bool {
+        self.verbose
     }
 }
 
@@ -476,6 +495,9 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
     if !args.no_openrpc {
         check_params(args.openrpc.as_deref(), &named, &method, params.as_deref())?;
     }
+    if args.envelope {
+        return envelope(&target, &args, &method, params.as_deref()).await;
+    }
     let client = target.connect(&args.connect).await?;
     // Transport failures name the target (an HTTP client connects only now).
     let failed = |e: CallError| Failure::from(e).naming(&named);
@@ -490,6 +512,50 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
     close(client).await;
     let result = result.map_err(failed)?;
     println!("{}", format_json(result.get(), !args.compact));
+    Ok(())
+}
+
+/// `jrpc call --envelope`: one request frame of id 1 on a raw connection,
+/// the response printed as it came.
+async fn envelope(
+    target: &Target,
+    args: &CallArgs,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<(), Failure> {
+    let mut frame = format!(
+        r#"{{"jsonrpc":"2.0","method":{}"#,
+        serde_json::Value::from(method)
+    );
+    if let Some(params) = params {
+        frame.push_str(&format!(r#","params":{}"#, params.get()));
+    }
+    frame.push_str(r#","id":1}"#);
+    let named = target.to_string();
+    let headers = args.connect.headers()?;
+    let timeout = args.connect.timeout;
+    let mut wire = crate::wire::Wire::open(target, &args.connect, &headers)
+        .await
+        .map_err(|e| Failure::Transport(e.context(format!("connecting to {named}"))))?;
+    let observed = wire
+        .exchange(&frame, 1, Duration::ZERO, timeout)
+        .await
+        .map_err(|e| Failure::Transport(e.context(format!("calling {named}"))))?;
+    let frames = observed.frames();
+    let Some(reply) = frames.first() else {
+        return Err(Failure::Timeout(anyhow!(
+            "no response within {timeout:?}: {}",
+            observed.evidence()
+        )));
+    };
+    let text = String::from_utf8_lossy(reply);
+    println!("{}", format_json(&text, !args.compact));
+    let is_error = serde_json::from_str::<serde_json::Value>(&text)
+        .map(|v| v.get("error").is_some())
+        .unwrap_or(true);
+    if is_error {
+        return Err(Failure::ErrorShown);
+    }
     Ok(())
 }
 

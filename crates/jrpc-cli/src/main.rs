@@ -8,12 +8,13 @@ mod mcp;
 mod params_check;
 mod pretty;
 mod serve;
+mod wire;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use tracing_subscriber::filter::Targets;
-use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
 use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// JSON-RPC 2.0 from the command line.
@@ -63,11 +64,28 @@ fn main() -> ExitCode {
             tracing::Level::INFO.max(cli.log_level),
         );
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .finish()
-        .with(filter)
+    // `jrpc call -v`: the frames and HTTP heads, plainly, on stderr.
+    let wire = matches!(&cli.command, Command::Call(args) if args.verbose()).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .without_time()
+            .with_level(false)
+            .with_target(false)
+            .with_filter(Targets::new().with_target(jrpc::transport::WIRE_TARGET, tracing::Level::TRACE))
+    });
+    let filter = filter.with_target(
+        jrpc::transport::WIRE_TARGET,
+        tracing::level_filters::LevelFilter::OFF,
+    );
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .with_filter(filter),
+        )
+        .with(wire)
         .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -328,3 +328,67 @@ fn bearer_tokens_are_sent() {
     let out = check(&[http, "--bearer", "s3cret"]);
     assert_all_pass(&out);
 }
+
+/// `jrpc call -v` shows the wire on stderr: frames both ways, and over
+/// HTTP the request and response heads; stdout keeps only the result.
+#[test]
+fn verbose_calls_show_the_wire() {
+    let served = Served::start(&["--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0"]);
+    let (http, tcp) = (&served.targets[0], &served.targets[2]);
+    let out = Command::new(JRPC)
+        .args(["call", "-v", http, "subtract", "42", "23"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "19");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "> POST http://",
+        "> content-type: application/json",
+        r#"> {"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":"#,
+        "< HTTP/1.1 200 OK",
+        r#"< {"jsonrpc":"2.0","result":19,"id":"#,
+    ] {
+        assert!(stderr.contains(needle), "{needle:?} missing:\n{stderr}");
+    }
+    let out = Command::new(JRPC)
+        .args(["call", tcp, "-v", "subtract", "42", "23"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"> {"jsonrpc":"2.0","method":"subtract""#),
+        "{stderr}"
+    );
+    assert!(stderr.contains(r#"< {"jsonrpc":"2.0","result":19"#), "{stderr}");
+    // Without -v, nothing of the wire.
+    let out = Command::new(JRPC)
+        .args(["call", tcp, "subtract", "42", "23"])
+        .output()
+        .unwrap();
+    assert!(out.stderr.is_empty(), "{}", text(&out));
+}
+
+/// `jrpc call --envelope` prints the whole response object as it came.
+#[test]
+fn envelopes_are_printed_whole() {
+    let served = Served::start(&["--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0"]);
+    for target in [&served.targets[0], &served.targets[2]] {
+        let out = Command::new(JRPC)
+            .args(["call", target, "subtract", "42", "23", "--envelope"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(reply, json!({"jsonrpc": "2.0", "result": 19, "id": 1}));
+        let out = Command::new(JRPC)
+            .args(["call", target, "no_such_method", "--envelope", "--compact"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(reply["error"]["code"], json!(-32601), "{reply}");
+        assert_eq!(reply["id"], json!(1));
+    }
+}

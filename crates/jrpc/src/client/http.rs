@@ -438,6 +438,8 @@ impl HttpTransport {
             .header(header::HOST, self.authority.clone())
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json");
+        // Bytes: a reference count, for the wire trace.
+        let frame = body.clone();
         let mut body = body;
         if self.options.gzip {
             builder = builder.header(header::ACCEPT_ENCODING, "gzip");
@@ -453,6 +455,17 @@ impl HttpTransport {
             .map_err(|e| CallError::Encode(e.to_string().into()))?;
         for (name, value) in &self.options.headers {
             request.headers_mut().insert(name, value.clone());
+        }
+        if tracing::enabled!(target: "jrpc::wire", tracing::Level::TRACE) {
+            let mut head = format!("> {} {}", request.method(), self.uri);
+            for (name, value) in request.headers() {
+                head.push_str(&format!(
+                    "\n> {name}: {}",
+                    String::from_utf8_lossy(value.as_bytes())
+                ));
+            }
+            tracing::trace!(target: "jrpc::wire", "{head}");
+            crate::transport::trace_frame(">", &frame);
         }
         Ok(request)
     }
@@ -562,6 +575,12 @@ impl HttpTransport {
         let response =
             response.map_err(|e| Failure::Final(CallError::Io(Arc::new(std::io::Error::other(e)))))?;
         let status = response.status();
+        let version = response.version();
+        let response_headers = if tracing::enabled!(target: "jrpc::wire", tracing::Level::TRACE) {
+            response.headers().clone()
+        } else {
+            http::HeaderMap::new()
+        };
         let retry_after = response
             .headers()
             .get(header::RETRY_AFTER)
@@ -587,6 +606,17 @@ impl HttpTransport {
         } else {
             body
         };
+        if tracing::enabled!(target: "jrpc::wire", tracing::Level::TRACE) {
+            let mut head = format!("< {version:?} {status}");
+            for (name, value) in &response_headers {
+                head.push_str(&format!(
+                    "\n< {name}: {}",
+                    String::from_utf8_lossy(value.as_bytes())
+                ));
+            }
+            tracing::trace!(target: "jrpc::wire", "{head}");
+            crate::transport::trace_frame("<", &body);
+        }
         match status {
             StatusCode::OK => Ok(Some(body)),
             StatusCode::ACCEPTED | StatusCode::NO_CONTENT => Ok(None),

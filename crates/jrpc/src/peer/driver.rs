@@ -165,14 +165,17 @@ where
                 frame = outbox.recv() => frame,
                 () = &mut finished => {
                     while let Ok(frame) = outbox.try_recv() {
+                        crate::transport::trace_frame(">", &frame);
                         sink.feed(frame).await?;
                     }
                     break;
                 }
             };
             let Some(frame) = frame else { break };
+            crate::transport::trace_frame(">", &frame);
             sink.feed(frame).await?;
             while let Ok(frame) = outbox.try_recv() {
+                crate::transport::trace_frame(">", &frame);
                 sink.feed(frame).await?;
             }
             sink.flush().await?;
@@ -301,7 +304,10 @@ impl Reader {
         match item {
             None => return Some(Ended::Eof),
             Some(Err(e)) => return Some(Ended::Failed(Arc::new(e))),
-            Some(Ok(Inbound::Frame(frame))) => self.on_frame(frame).await,
+            Some(Ok(Inbound::Frame(frame))) => {
+                crate::transport::trace_frame("<", &frame);
+                self.on_frame(frame).await
+            }
             Some(Ok(Inbound::Oversized { limit })) => {
                 tracing::warn!(limit, "oversized frame skipped");
                 let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")

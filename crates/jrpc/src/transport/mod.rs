@@ -42,6 +42,19 @@ pub mod unix;
 pub mod ws;
 
 pub use crate::context::ConnectionInfo;
+
+/// The `tracing` target of the wire: each frame a peer sends (`>`) and
+/// receives (`<`), and each HTTP request and response head with its body,
+/// are TRACE events of this target (`jrpc call -v` shows them). Off, they
+/// cost one check of the subscriber's interest.
+pub const WIRE_TARGET: &str = "jrpc::wire";
+
+/// Traces a frame going `direction` (`>` out, `<` in) on the wire target.
+pub(crate) fn trace_frame(direction: &str, frame: &[u8]) {
+    if tracing::enabled!(target: "jrpc::wire", tracing::Level::TRACE) {
+        tracing::trace!(target: "jrpc::wire", "{direction} {}", String::from_utf8_lossy(frame));
+    }
+}
 pub(crate) use connection::{Accept, DynDialer};
 pub use connection::{CloseReason, Connection, Dialer, FrameSink, FrameStream, Listener};
 pub use message::{Message, MessageListener};
