@@ -392,3 +392,41 @@ fn envelopes_are_printed_whole() {
         assert_eq!(reply["id"], json!(1));
     }
 }
+
+/// A client and a server framing differently: the call fails at once,
+/// naming the mismatch, instead of waiting for its timeout.
+#[test]
+fn framing_mismatches_are_named() {
+    let ndjson = Served::start(&["--tcp", "127.0.0.1:0"]);
+    let content_length = Served::start(&["--tcp", "127.0.0.1:0", "--framing", "content-length"]);
+    for (target, framing) in [
+        (&ndjson.targets[0], "content-length"),
+        (&content_length.targets[0], "ndjson"),
+    ] {
+        let out = Command::new(JRPC)
+            .args([
+                "call",
+                target,
+                "--framing",
+                framing,
+                "--timeout",
+                "60s",
+                "subtract",
+                "42",
+                "23",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "a transport failure, not a timeout: {}",
+            text(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("framing mismatch"),
+            "{}",
+            text(&out)
+        );
+    }
+}

@@ -132,6 +132,17 @@ impl Decoder for ContentLengthCodec {
                     // Tolerate stray line breaks between frames.
                     let blank = buf.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
                     buf.advance(blank);
+                    // A JSON text on a line where headers belong: the other
+                    // side frames by lines. Say so, and drop the line.
+                    if matches!(buf.first(), Some(b'{' | b'[')) {
+                        if let Some(end) = memchr::memchr(b'\n', buf) {
+                            buf.advance(end + 1);
+                            return Ok(Some(Inbound::Malformed(format!(
+                                "{}: a JSON text on a line where Content-Length headers belong (the other side frames one JSON text per line)",
+                                super::FRAMING_MISMATCH
+                            ))));
+                        }
+                    }
                     // The header section ends with an empty line: CRLF per
                     // the protocol, bare LF tolerated.
                     let found = header_end(buf).filter(|(end, _)| *end <= MAX_HEADER_LEN);
@@ -364,6 +375,21 @@ mod tests {
         assert!(matches!(&got[0], Inbound::Malformed(_)), "{got:?}");
         assert_eq!(got.last(), Some(&frame("[]")));
         assert!(got.len() <= 3, "{got:?}");
+    }
+
+    #[test]
+    fn json_lines_where_headers_belong_are_named_a_framing_mismatch() {
+        let mut codec = ContentLengthCodec::new(100);
+        let got = decode_all(
+            &mut codec,
+            &[b"{\"jsonrpc\":\"2.0\",\"result\":1,\"id\":1}\n[1]\nContent-Length: 2\r\n\r\n{}"],
+        );
+        assert!(
+            matches!(&got[0], Inbound::Malformed(r) if r.starts_with(super::super::FRAMING_MISMATCH)),
+            "{got:?}"
+        );
+        assert!(matches!(&got[1], Inbound::Malformed(_)), "{got:?}");
+        assert_eq!(got[2..], [frame("{}")]);
     }
 
     #[test]

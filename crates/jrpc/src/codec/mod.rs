@@ -24,6 +24,10 @@ pub use budget::{Budgeted, BufferBudget, Charge, OverBudget};
 pub use content_length::ContentLengthCodec;
 pub use ndjson::NdjsonCodec;
 
+/// How a [`Inbound::Malformed`] reason starts when the other side uses the
+/// other framing (newline-delimited against `Content-Length`).
+pub(crate) const FRAMING_MISMATCH: &str = "framing mismatch";
+
 /// What a decoder yields: a frame, or a report of bad input it skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

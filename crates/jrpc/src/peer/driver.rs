@@ -306,6 +306,18 @@ impl Reader {
             Some(Err(e)) => return Some(Ended::Failed(Arc::new(e))),
             Some(Ok(Inbound::Frame(frame))) => {
                 crate::transport::trace_frame("<", &frame);
+                // Waiting for replies that cannot be read would only end
+                // in timeouts: name the mismatch instead.
+                let headers = frame.len() >= 15 && frame[..15].eq_ignore_ascii_case(b"content-length:");
+                if headers && self.shared.has_pending_calls() {
+                    return Some(Ended::Failed(Arc::new(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "{}: the other side sends Content-Length headers, this side reads one JSON text per line: use content-length framing",
+                            crate::codec::FRAMING_MISMATCH
+                        ),
+                    ))));
+                }
                 self.on_frame(frame).await
             }
             Some(Ok(Inbound::Oversized { limit })) => {
@@ -313,6 +325,14 @@ impl Reader {
                 let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
                     .with_data(&format!("frames may be at most {limit} bytes"));
                 self.send_error(Id::NULL, error).await;
+            }
+            Some(Ok(Inbound::Malformed(reason)))
+                if reason.starts_with(crate::codec::FRAMING_MISMATCH) && self.shared.has_pending_calls() =>
+            {
+                return Some(Ended::Failed(Arc::new(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{reason}: use newline-delimited framing"),
+                ))));
             }
             Some(Ok(Inbound::Malformed(reason))) => {
                 tracing::warn!(%reason, "malformed framing skipped");
