@@ -1,6 +1,7 @@
 //! `jrpc`: serve, call and bench JSON-RPC servers.
 
 mod bench;
+mod bridge;
 mod call;
 mod check;
 mod describe;
@@ -47,6 +48,9 @@ enum Command {
     /// Load a server with calls and report requests/s, latency percentiles
     /// and errors.
     Bench(bench::BenchArgs),
+    /// Connect two transports: --stdio TARGET lets a stdio-only client
+    /// (an editor, an MCP host) reach a network server.
+    Bridge(bridge::BridgeArgs),
     /// MCP (Model Context Protocol): serve the demo MCP server (stdio or
     /// Streamable HTTP), or list, call, read and prompt an MCP server.
     Mcp(mcp::McpArgs),
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
             Command::Describe(args) => Ok(describe::run(args).await),
             Command::Check(args) => Ok(check::run(args).await),
             Command::Bench(args) => Ok(bench::run(args).await),
+            Command::Bridge(args) => Ok(bridge::run(args).await),
             Command::Mcp(args) => mcp::run(args).await,
         }
     });

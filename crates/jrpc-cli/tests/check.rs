@@ -430,3 +430,56 @@ fn framing_mismatches_are_named() {
         );
     }
 }
+
+/// `jrpc bridge --stdio TARGET` is transparent: a conformance check through
+/// it gives what the server gives directly, over TCP, HTTP and WebSocket.
+#[test]
+fn the_stdio_bridge_is_transparent() {
+    let served = Served::start(&["--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0"]);
+    for target in &served.targets {
+        let out = check(&[
+            "--method", "subtract", "--params", "[42,23]", "--expect", "19", "--", JRPC, "bridge", "--stdio",
+            target,
+        ]);
+        assert_all_pass(&out);
+        let out = Command::new(JRPC)
+            .args([
+                "call", "sum", "1", "2", "3", "--", JRPC, "bridge", "--stdio", target,
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{target}: {}", text(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "6");
+    }
+}
+
+/// At the end of stdin the bridge waits for the replies still due.
+#[test]
+fn the_stdio_bridge_waits_for_replies_due() {
+    let served = Served::start(&["--http", "127.0.0.1:0", "--tcp", "127.0.0.1:0"]);
+    for target in [&served.targets[0], &served.targets[2]] {
+        let mut child = Command::new(JRPC)
+            .args(["bridge", "--stdio", target])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = concat!(
+            r#"{"jsonrpc":"2.0","method":"sleep","params":{"ms":300},"id":1}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":2}"#,
+            "\n"
+        );
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let replies: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let mut ids: Vec<i64> = replies.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+        ids.sort();
+        assert_eq!(ids, [1, 2], "{target}: {replies:?}");
+    }
+}

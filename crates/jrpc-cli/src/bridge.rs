@@ -1,0 +1,193 @@
+//! `jrpc bridge --stdio TARGET`: a stdio-only client (an editor, an MCP
+//! host) reaches a network server. Frames pass through untouched both ways:
+//! what stdin carries goes to TARGET, what TARGET sends (replies, and over
+//! WebSocket or TCP its own notifications and requests) comes out on
+//! stdout. At the end of stdin the bridge waits (within --timeout) for the
+//! replies still due, then exits.
+
+use std::collections::HashSet;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::anyhow;
+use bytes::Bytes;
+use clap::Args;
+use futures_util::{SinkExt, StreamExt};
+use jrpc::codec::Inbound;
+use jrpc::message::{parse_frame, Frame, Incoming, Limits};
+use tokio::sync::mpsc;
+
+use crate::call::{report, ConnectArgs, Failure, Target};
+use crate::wire::{Observed, Wire};
+
+#[derive(Debug, Args)]
+pub struct BridgeArgs {
+    /// Serve this process's stdin/stdout as a JSON-RPC connection to TARGET
+    /// (tcp://, unix:, udp://, http(s)://, ws(s)://).
+    #[arg(long, value_name = "TARGET")]
+    stdio: String,
+
+    #[command(flatten)]
+    connect: ConnectArgs,
+}
+
+pub async fn run(args: BridgeArgs) -> ExitCode {
+    match bridge(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => report(failure),
+    }
+}
+
+/// The ids of requests sent on and not yet answered, by their JSON text.
+#[derive(Default)]
+struct Due(Mutex<HashSet<String>>);
+
+impl Due {
+    fn sent(&self, frame: &[u8]) {
+        self.each(
+            frame,
+            |ids, id| {
+                ids.insert(id);
+            },
+            true,
+        );
+    }
+
+    fn answered(&self, frame: &[u8]) {
+        self.each(
+            frame,
+            |ids, id| {
+                ids.remove(&id);
+            },
+            false,
+        );
+    }
+
+    fn each(&self, frame: &[u8], mut apply: impl FnMut(&mut HashSet<String>, String), requests: bool) {
+        let limits = Limits {
+            max_frame_len: usize::MAX,
+            max_batch_len: usize::MAX,
+            ..Limits::default()
+        };
+        let items = match parse_frame(frame, &limits) {
+            Ok(Frame::Single(item)) => vec![item],
+            Ok(Frame::Batch(items)) => items,
+            Err(_) => return,
+        };
+        let mut ids = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for item in items {
+            match item {
+                Incoming::Request(request) if requests => apply(&mut ids, request.id.to_string()),
+                Incoming::Response(response) if !requests => apply(&mut ids, response.id.to_string()),
+                _ => {}
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+}
+
+async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
+    let target = Target::parse(&args.stdio).map_err(Failure::Usage)?;
+    let headers = args.connect.headers()?;
+    let timeout = args.connect.timeout;
+    let wire = Wire::open(&target, &args.connect, &headers)
+        .await
+        .map_err(|e| Failure::Transport(e.context(format!("connecting to {}", args.stdio))))?;
+    let local = jrpc::transport::stdio::connection(args.connect.framing, Limits::DEFAULT_MAX_FRAME_LEN);
+    let (mut from_client, mut to_client, _) = local.into_parts();
+    // Everything for stdout goes through one writer.
+    let (out, mut outgoing) = mpsc::channel::<Bytes>(256);
+    let writer = tokio::spawn(async move {
+        while let Some(frame) = outgoing.recv().await {
+            if to_client.send(frame).await.is_err() {
+                break;
+            }
+        }
+        let _ = to_client.close().await;
+    });
+    let due = Arc::new(Due::default());
+    match wire {
+        Wire::Stream {
+            incoming: mut from_server,
+            outgoing: mut to_server,
+        } => {
+            let reading = {
+                let (out, due) = (out.clone(), Arc::clone(&due));
+                tokio::spawn(async move {
+                    while let Some(item) = from_server.next().await {
+                        match item {
+                            Ok(Inbound::Frame(frame)) => {
+                                due.answered(&frame);
+                                if out.send(frame).await.is_err() {
+                                    break;
+                                }
+                            }
+                            Ok(other) => tracing::warn!(?other, "bridge: a frame from the server skipped"),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "bridge: reading the server failed");
+                                break;
+                            }
+                        }
+                    }
+                })
+            };
+            while let Some(item) = from_client.next().await {
+                match item {
+                    Ok(Inbound::Frame(frame)) => {
+                        due.sent(&frame);
+                        to_server
+                            .send(frame)
+                            .await
+                            .map_err(|e| Failure::Transport(anyhow!("sending to {}: {e}", args.stdio)))?;
+                    }
+                    Ok(other) => tracing::warn!(?other, "bridge: a frame from stdin skipped"),
+                    Err(e) => return Err(Failure::Transport(anyhow!("reading stdin: {e}"))),
+                }
+            }
+            // Stdin ended: the replies still due, within the timeout.
+            let waited = tokio::time::timeout(timeout, async {
+                while !due.is_empty() && !reading.is_finished() {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            })
+            .await;
+            if waited.is_err() {
+                eprintln!("jrpc: bridge: replies still due after {timeout:?} are not awaited");
+            }
+            let _ = to_server.close().await;
+            reading.abort();
+        }
+        Wire::Http(http) => {
+            let mut posts = tokio::task::JoinSet::new();
+            while let Some(item) = from_client.next().await {
+                match item {
+                    Ok(Inbound::Frame(frame)) => {
+                        let (out, http, name) = (out.clone(), http.clone(), args.stdio.clone());
+                        posts.spawn(async move {
+                            let mut wire = Wire::Http(http);
+                            let text = String::from_utf8_lossy(&frame).into_owned();
+                            match wire.exchange(&text, 1, timeout, timeout).await {
+                                Ok(Observed::Http { body, .. })
+                                    if !body.iter().all(u8::is_ascii_whitespace) =>
+                                {
+                                    let _ = out.send(body).await;
+                                }
+                                Ok(_) => {}
+                                Err(e) => eprintln!("jrpc: bridge: posting to {name}: {e:#}"),
+                            }
+                        });
+                    }
+                    Ok(other) => tracing::warn!(?other, "bridge: a frame from stdin skipped"),
+                    Err(e) => return Err(Failure::Transport(anyhow!("reading stdin: {e}"))),
+                }
+            }
+            let _ = tokio::time::timeout(timeout, posts.join_all()).await;
+        }
+    }
+    drop(out);
+    let _ = writer.await;
+    Ok(())
+}
