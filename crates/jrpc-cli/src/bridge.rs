@@ -77,15 +77,30 @@ impl Due {
         let mut ids = self.0.lock().unwrap_or_else(|e| e.into_inner());
         for item in items {
             match item {
-                Incoming::Request(request) if requests => apply(&mut ids, request.id.to_string()),
-                Incoming::Response(response) if !requests => apply(&mut ids, response.id.to_string()),
+                Incoming::Request(request) if requests => apply(&mut ids, key(&request.id.to_string())),
+                Incoming::Response(response) if !requests => apply(&mut ids, key(&response.id.to_string())),
                 _ => {}
             }
         }
     }
 
+    /// The ids of the requests in a frame, as JSON text.
+    fn requests_in(frame: &[u8]) -> Vec<String> {
+        let mut ids = Vec::new();
+        Due::default().each(frame, |_, id| ids.push(id), true);
+        ids
+    }
+
     fn is_empty(&self) -> bool {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+}
+
+/// An id's key: numbers by value (a server may echo `1e3` as `1000`).
+fn key(id: &str) -> String {
+    match id.parse::<f64>() {
+        Ok(n) if !id.starts_with('"') => format!("{n:e}"),
+        _ => id.to_owned(),
     }
 }
 
@@ -120,10 +135,12 @@ async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
                     while let Some(item) = from_server.next().await {
                         match item {
                             Ok(Inbound::Frame(frame)) => {
-                                due.answered(&frame);
+                                let answered = frame.clone();
                                 if out.send(frame).await.is_err() {
                                     break;
                                 }
+                                // Only once it is on its way to stdout.
+                                due.answered(&answered);
                             }
                             Ok(other) => tracing::warn!(?other, "bridge: a frame from the server skipped"),
                             Err(e) => {
@@ -158,7 +175,14 @@ async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
                 eprintln!("jrpc: bridge: replies still due after {timeout:?} are not awaited");
             }
             let _ = to_server.close().await;
-            reading.abort();
+            // What is still arriving goes out before the bridge ends.
+            let abort = reading.abort_handle();
+            if tokio::time::timeout(std::time::Duration::from_secs(1), reading)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
         }
         Wire::Http(http) => {
             let mut posts = tokio::task::JoinSet::new();
@@ -166,19 +190,41 @@ async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
                 match item {
                     Ok(Inbound::Frame(frame)) => {
                         let (out, http, name) = (out.clone(), http.clone(), args.stdio.clone());
-                        posts.spawn(async move {
+                        let requests = Due::requests_in(&frame);
+                        let notifications_only = requests.is_empty();
+                        let post = async move {
                             let mut wire = Wire::Http(http);
                             let text = String::from_utf8_lossy(&frame).into_owned();
-                            match wire.exchange(&text, 1, timeout, timeout).await {
-                                Ok(Observed::Http { body, .. })
-                                    if !body.iter().all(u8::is_ascii_whitespace) =>
-                                {
+                            let failure = match wire.exchange(&text, 1, timeout, timeout).await {
+                                Ok(Observed::Http { body, .. }) if is_json(&body) => {
                                     let _ = out.send(body).await;
+                                    return;
                                 }
-                                Ok(_) => {}
-                                Err(e) => eprintln!("jrpc: bridge: posting to {name}: {e:#}"),
+                                Ok(Observed::Http { body, .. })
+                                    if body.iter().all(u8::is_ascii_whitespace) =>
+                                {
+                                    return
+                                }
+                                Ok(other) => format!("{name} gave no JSON-RPC reply: {}", other.evidence()),
+                                Err(e) => format!("posting to {name}: {e:#}"),
+                            };
+                            eprintln!("jrpc: bridge: {failure}");
+                            // The client would wait forever: each request
+                            // gets an error of its own.
+                            let data = serde_json::Value::from(format!("jrpc bridge: {failure}"));
+                            for id in requests {
+                                let reply = format!(
+                                    r#"{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"Internal error","data":{data}}},"id":{id}}}"#
+                                );
+                                let _ = out.send(Bytes::from(reply)).await;
                             }
-                        });
+                        };
+                        if notifications_only {
+                            // Notifications keep their order.
+                            post.await;
+                        } else {
+                            posts.spawn(post);
+                        }
                     }
                     Ok(other) => tracing::warn!(?other, "bridge: a frame from stdin skipped"),
                     Err(e) => return Err(Failure::Transport(anyhow!("reading stdin: {e}"))),
@@ -190,4 +236,11 @@ async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
     drop(out);
     let _ = writer.await;
     Ok(())
+}
+
+/// Whether an HTTP body is a JSON-RPC reply (an object or an array), not
+/// an error page.
+fn is_json(body: &[u8]) -> bool {
+    matches!(body.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{' | b'['))
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
 }

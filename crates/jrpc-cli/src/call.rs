@@ -107,7 +107,7 @@ pub struct CallArgs {
 }
 
 /// How to reach the server: shared by `jrpc call` and `jrpc bench`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ConnectArgs {
     /// How long to wait for a response: 500ms, 10s, 2m, 1h, or seconds. When it
     /// runs out, the call is cancelled on the server too (see --cancel).
@@ -541,8 +541,12 @@ async fn envelope(
         .exchange(&frame, 1, Duration::ZERO, timeout)
         .await
         .map_err(|e| Failure::Transport(e.context(format!("calling {named}"))))?;
+    // The reply to id 1 (the server's own messages are not replies).
     let frames = observed.frames();
-    let Some(reply) = frames.first() else {
+    let reply = frames
+        .iter()
+        .find(|f| crate::wire::raw_ids(f).iter().any(|id| id == "1"));
+    let Some(reply) = reply.or(frames.first()) else {
         return Err(Failure::Timeout(anyhow!(
             "no response within {timeout:?}: {}",
             observed.evidence()

@@ -18,27 +18,65 @@ use crate::call::{ConnectArgs, Target};
 /// What came back for one frame sent.
 #[derive(Debug)]
 pub(crate) enum Observed {
-    /// Frames that arrived (stream transports).
-    Frames(Vec<Bytes>),
+    /// Stream transports: the replies (and unreadable frames, as text),
+    /// the messages the server sent of its own (requests, notifications),
+    /// and what was still arriving from before this frame was sent.
+    Frames {
+        replies: Vec<Bytes>,
+        own: Vec<Bytes>,
+        late: Vec<Bytes>,
+    },
     /// An HTTP response.
     Http { status: u16, body: Bytes },
+}
+
+/// Whether a frame is a message the server sends of its own (a request or
+/// a notification: an object with a `method`), not a reply.
+fn is_servers_own(frame: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        method: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+        error: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Probe>(frame)
+        .is_ok_and(|p| p.method.is_some() && p.result.is_none() && p.error.is_none())
 }
 
 impl Observed {
     /// The reply frames, whatever the transport (an empty HTTP body is none).
     pub(crate) fn frames(&self) -> Vec<Bytes> {
         match self {
-            Observed::Frames(frames) => frames.clone(),
+            Observed::Frames { replies, .. } => replies.clone(),
             Observed::Http { body, .. } if body.iter().all(u8::is_ascii_whitespace) => Vec::new(),
             Observed::Http { body, .. } => vec![body.clone()],
         }
     }
 
+    /// Frames that arrived before this frame was sent: late replies to
+    /// what was sent before.
+    pub(crate) fn late(&self) -> &[Bytes] {
+        match self {
+            Observed::Frames { late, .. } => late,
+            Observed::Http { .. } => &[],
+        }
+    }
+
     pub(crate) fn evidence(&self) -> String {
         let text = |b: &Bytes| String::from_utf8_lossy(b).chars().take(300).collect::<String>();
+        let join = |frames: &[Bytes]| frames.iter().map(text).collect::<Vec<_>>().join(" | ");
         match self {
-            Observed::Frames(frames) if frames.is_empty() => "no reply".into(),
-            Observed::Frames(frames) => frames.iter().map(text).collect::<Vec<_>>().join(" | "),
+            Observed::Frames { replies, own, .. } => {
+                let mut evidence = if replies.is_empty() {
+                    "no reply".to_owned()
+                } else {
+                    join(replies)
+                };
+                if !own.is_empty() {
+                    evidence.push_str(&format!(" (and the server's own messages: {})", join(own)));
+                }
+                evidence
+            }
             Observed::Http { status, body } => format!("HTTP {status}, body {:?}", text(body)),
         }
     }
@@ -129,12 +167,36 @@ impl Wire {
     /// Sends `frame` and gathers what comes back: `expect` replies (waiting
     /// up to `timeout` for them), or, when none is due, whatever comes
     /// within `quiet`.
+    /// [`exchange`](Self::exchange), reading (up to `timeout`) until the
+    /// reply with the id `id` (JSON text) has come: a barrier, after which
+    /// whatever else came is a reply to what was sent before.
+    pub(crate) async fn exchange_until(
+        &mut self,
+        frame: &str,
+        id: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<Observed> {
+        self.exchange_inner(frame, 1, Duration::ZERO, timeout, Some(id))
+            .await
+    }
+
     pub(crate) async fn exchange(
         &mut self,
         frame: &str,
         expect: usize,
         quiet: Duration,
         timeout: Duration,
+    ) -> anyhow::Result<Observed> {
+        self.exchange_inner(frame, expect, quiet, timeout, None).await
+    }
+
+    async fn exchange_inner(
+        &mut self,
+        frame: &str,
+        expect: usize,
+        quiet: Duration,
+        timeout: Duration,
+        until: Option<&str>,
     ) -> anyhow::Result<Observed> {
         match self {
             Wire::Http(client) => {
@@ -161,33 +223,77 @@ impl Wire {
                 Ok(Observed::Http { status, body })
             }
             Wire::Stream { incoming, outgoing } => {
-                // Anything left over from before is not this frame's.
-                while let Some(Some(_)) = incoming.next().now_or_never() {}
+                // Anything still arriving is not this frame's: late replies
+                // to what was sent before.
+                let mut late = Vec::new();
+                while let Some(Some(item)) = incoming.next().now_or_never() {
+                    if let Some(frame) = readable(item)? {
+                        if !is_servers_own(&frame) {
+                            late.push(frame);
+                        }
+                    }
+                }
                 outgoing
                     .send(Bytes::copy_from_slice(frame.as_bytes()))
                     .await
                     .context("sending")?;
-                let mut frames = Vec::new();
+                let (mut replies, mut own) = (Vec::new(), Vec::new());
                 let wait = if expect == 0 { quiet } else { timeout };
                 let deadline = tokio::time::Instant::now() + wait;
-                while frames.len() < expect.max(1) {
+                let done = |replies: &[Bytes]| match until {
+                    Some(id) => replies.iter().any(|r| raw_ids(r).iter().any(|got| got == id)),
+                    None => replies.len() >= expect.max(1),
+                };
+                while !done(&replies) {
                     match tokio::time::timeout_at(deadline, incoming.next()).await {
-                        Ok(Some(Ok(Inbound::Frame(reply)))) => frames.push(reply),
-                        Ok(Some(Ok(_))) => {}
-                        Ok(Some(Err(e))) => return Err(anyhow!("reading: {e}")),
+                        Ok(Some(item)) => match readable(item)? {
+                            Some(frame) if is_servers_own(&frame) => own.push(frame),
+                            Some(frame) => replies.push(frame),
+                            None => {}
+                        },
                         Ok(None) => return Err(anyhow!("the server closed the connection")),
                         Err(_) => break,
                     }
                 }
                 // A little longer, for replies that should not be there.
                 let extra = tokio::time::Instant::now() + Duration::from_millis(30);
-                while let Ok(Some(Ok(Inbound::Frame(reply)))) =
-                    tokio::time::timeout_at(extra, incoming.next()).await
-                {
-                    frames.push(reply);
+                while let Ok(Some(item)) = tokio::time::timeout_at(extra, incoming.next()).await {
+                    match readable(item)? {
+                        Some(frame) if is_servers_own(&frame) => own.push(frame),
+                        Some(frame) => replies.push(frame),
+                        None => {}
+                    }
                 }
-                Ok(Observed::Frames(frames))
+                Ok(Observed::Frames { replies, own, late })
             }
         }
     }
+}
+
+/// A frame read, or what was unreadable as text (so that it counts as
+/// something the server sent); an error when reading failed.
+fn readable(item: std::io::Result<Inbound>) -> anyhow::Result<Option<Bytes>> {
+    match item {
+        Ok(Inbound::Frame(frame)) => Ok(Some(frame)),
+        Ok(Inbound::Malformed(reason)) => Ok(Some(Bytes::from(format!("<unreadable framing: {reason}>")))),
+        Ok(Inbound::Oversized { limit }) => Ok(Some(Bytes::from(format!("<a frame over {limit} bytes>")))),
+        Ok(_) => Ok(None),
+        Err(e) => Err(anyhow!("reading: {e}")),
+    }
+}
+
+/// The raw text of each `"id"` member in a frame (its top-level objects').
+pub(crate) fn raw_ids(frame: &[u8]) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct WithId<'a> {
+        // Not an Option: `null` is an id too.
+        #[serde(borrow)]
+        id: &'a serde_json::value::RawValue,
+    }
+    if let Ok(one) = serde_json::from_slice::<WithId<'_>>(frame) {
+        return vec![one.id.get().to_owned()];
+    }
+    serde_json::from_slice::<Vec<WithId<'_>>>(frame)
+        .map(|all| all.into_iter().map(|r| r.id.get().to_owned()).collect())
+        .unwrap_or_default()
 }

@@ -90,6 +90,7 @@ pub(crate) fn start<S, K>(
         idle: bounds.idle,
         last_heard: tokio::time::Instant::now(),
         turns: Turnstile::default(),
+        framed: false,
     };
     tokio::spawn(async move {
         let ended = reader.run(stream).await;
@@ -228,6 +229,9 @@ struct Reader {
     last_heard: tokio::time::Instant,
     /// Requests that waited for notifications start in arrival order.
     turns: Turnstile,
+    /// A JSON text has come: the framing agrees, so later garbage is just
+    /// garbage, not a framing mismatch.
+    framed: bool,
 }
 
 /// Frames taken from the read buffer per wake-up of the reader.
@@ -309,7 +313,7 @@ impl Reader {
                 // Waiting for replies that cannot be read would only end
                 // in timeouts: name the mismatch instead.
                 let headers = frame.len() >= 15 && frame[..15].eq_ignore_ascii_case(b"content-length:");
-                if headers && self.shared.has_pending_calls() {
+                if headers && !self.framed && self.shared.has_pending_calls() {
                     return Some(Ended::Failed(Arc::new(io::Error::new(
                         io::ErrorKind::InvalidData,
                         format!(
@@ -317,6 +321,9 @@ impl Reader {
                             crate::codec::FRAMING_MISMATCH
                         ),
                     ))));
+                }
+                if matches!(frame.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{' | b'[')) {
+                    self.framed = true;
                 }
                 self.on_frame(frame).await
             }
@@ -327,7 +334,9 @@ impl Reader {
                 self.send_error(Id::NULL, error).await;
             }
             Some(Ok(Inbound::Malformed(reason)))
-                if reason.starts_with(crate::codec::FRAMING_MISMATCH) && self.shared.has_pending_calls() =>
+                if reason.starts_with(crate::codec::FRAMING_MISMATCH)
+                    && !self.framed
+                    && self.shared.has_pending_calls() =>
             {
                 return Some(Ended::Failed(Arc::new(io::Error::new(
                     io::ErrorKind::InvalidData,
