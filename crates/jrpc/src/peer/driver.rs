@@ -303,6 +303,27 @@ impl Reader {
             || self.shared.has_pending_calls()
     }
 
+    /// Before the first JSON text: marks the connection framed when this
+    /// frame is one, or says the framing disagrees (Content-Length headers
+    /// on a line-delimited connection, with calls of ours waiting).
+    fn framing_mismatch(&mut self, frame: &[u8]) -> Option<Ended> {
+        if matches!(frame.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{' | b'[')) {
+            self.framed = true;
+            return None;
+        }
+        let headers = frame.len() >= 15 && frame[..15].eq_ignore_ascii_case(b"content-length:");
+        if !headers || !self.shared.has_pending_calls() {
+            return None;
+        }
+        Some(Ended::Failed(Arc::new(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: the other side sends Content-Length headers, this side reads one JSON text per line: use content-length framing",
+                crate::codec::FRAMING_MISMATCH
+            ),
+        ))))
+    }
+
     /// Handles one item from the frame stream; `Some` when reading ends.
     async fn on_inbound(&mut self, item: Option<io::Result<Inbound>>) -> Option<Ended> {
         match item {
@@ -310,20 +331,14 @@ impl Reader {
             Some(Err(e)) => return Some(Ended::Failed(Arc::new(e))),
             Some(Ok(Inbound::Frame(frame))) => {
                 crate::transport::trace_frame("<", &frame);
-                // Waiting for replies that cannot be read would only end
-                // in timeouts: name the mismatch instead.
-                let headers = frame.len() >= 15 && frame[..15].eq_ignore_ascii_case(b"content-length:");
-                if headers && !self.framed && self.shared.has_pending_calls() {
-                    return Some(Ended::Failed(Arc::new(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!(
-                            "{}: the other side sends Content-Length headers, this side reads one JSON text per line: use content-length framing",
-                            crate::codec::FRAMING_MISMATCH
-                        ),
-                    ))));
-                }
-                if matches!(frame.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{' | b'[')) {
-                    self.framed = true;
+                // Until a JSON text has come, a Content-Length header line
+                // means the framing disagrees: waiting for replies that
+                // cannot be read would only end in timeouts, so name it.
+                // Once framed, nothing more is looked at per frame.
+                if !self.framed {
+                    if let Some(ended) = self.framing_mismatch(&frame) {
+                        return Some(ended);
+                    }
                 }
                 self.on_frame(frame).await
             }
