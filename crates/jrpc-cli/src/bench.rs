@@ -264,7 +264,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         clients.push(client);
     }
     clients[0]
-        .call_raw(&method, &*params, args.connect.timeout)
+        .call_raw(&method, &*params, args.connect.dial.timeout)
         .await?;
 
     let shared = Arc::new(Shared {
@@ -284,7 +284,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
                 Arc::clone(&method),
                 Arc::clone(&params),
                 args.batch,
-                args.connect.timeout,
+                args.connect.dial.timeout,
             )));
         }
     }

@@ -109,21 +109,47 @@ pub struct CallArgs {
 /// How to reach the server: shared by `jrpc call` and `jrpc bench`.
 #[derive(Debug, Clone, Args)]
 pub struct ConnectArgs {
-    /// How long to wait for a response: 500ms, 10s, 2m, 1h, or seconds. When it
-    /// runs out, the call is cancelled on the server too (see --cancel).
-    #[arg(long, default_value = "30s", value_parser = parse_timeout)]
-    pub(crate) timeout: Duration,
+    #[command(flatten)]
+    pub(crate) dial: DialArgs,
 
     /// The cancel notification sent when --timeout runs out: lsp
     /// ($/cancelRequest), mcp (notifications/cancelled) or none. Default: lsp
     /// with content-length framing, none otherwise.
     #[arg(long, value_name = "PROTOCOL")]
-    cancel: Option<Cancel>,
+    pub(crate) cancel: Option<Cancel>,
 
     /// The framing for tcp:, unix: and spawned commands: ndjson or
     /// content-length.
     #[arg(long, default_value = "ndjson")]
     pub(crate) framing: Framing,
+
+    /// Try again up to N times, with exponential backoff, when the call
+    /// could not be sent (no connection could be made) or was refused
+    /// before it ran (HTTP 429/503 honouring Retry-After, errors -32005 and
+    /// -32007), on every transport.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub(crate) retries: u32,
+
+    /// Also try again after these JSON-RPC error codes (with --retries).
+    /// The call may have run before such an error: use it for calls that
+    /// are safe to repeat.
+    #[arg(
+        long,
+        value_name = "CODE[,CODE...]",
+        value_delimiter = ',',
+        allow_hyphen_values = true
+    )]
+    pub(crate) retry_on: Vec<i64>,
+}
+
+/// The timeout and what HTTP and TLS need to reach a server: the part of
+/// [`ConnectArgs`] that `jrpc bridge` shares (it has its own framing).
+#[derive(Debug, Clone, Args)]
+pub struct DialArgs {
+    /// How long to wait for a response: 500ms, 10s, 2m, 1h, or seconds. When it
+    /// runs out, the call is cancelled on the server too (see --cancel).
+    #[arg(long, default_value = "30s", value_parser = parse_timeout)]
+    pub(crate) timeout: Duration,
 
     /// A header for HTTP and WebSocket targets, 'Name: value'. Repeatable.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
@@ -141,27 +167,9 @@ pub struct ConnectArgs {
     /// instead of the system's.
     #[arg(long, value_name = "PEM")]
     pub(crate) cacert: Option<std::path::PathBuf>,
-
-    /// Try again up to N times, with exponential backoff, when the call
-    /// could not be sent (no connection could be made) or was refused
-    /// before it ran (HTTP 429/503 honouring Retry-After, errors -32005 and
-    /// -32007), on every transport.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    retries: u32,
-
-    /// Also try again after these JSON-RPC error codes (with --retries).
-    /// The call may have run before such an error: use it for calls that
-    /// are safe to repeat.
-    #[arg(
-        long,
-        value_name = "CODE[,CODE...]",
-        value_delimiter = ',',
-        allow_hyphen_values = true
-    )]
-    retry_on: Vec<i64>,
 }
 
-impl ConnectArgs {
+impl DialArgs {
     /// The headers to send, as (name, value): `-H` ones and `--bearer`.
     pub(crate) fn headers(&self) -> Result<Vec<(String, String)>, Failure> {
         let mut all = Vec::with_capacity(self.headers.len() + 1);
@@ -338,15 +346,15 @@ impl Target {
     ) -> Result<Client, Failure> {
         let mut builder = Client::builder()
             .framing(args.framing)
-            .call_timeout(args.timeout)
+            .call_timeout(args.dial.timeout)
             .stderr(StderrMode::Inherit)
-            .http2(args.http2);
-        for (name, value) in args.headers()? {
+            .http2(args.dial.http2);
+        for (name, value) in args.dial.headers()? {
             builder = builder
                 .header(&name, &value)
                 .map_err(|e| Failure::Usage(anyhow!("header {name}: {e}")))?;
         }
-        if let Some(path) = &args.cacert {
+        if let Some(path) = &args.dial.cacert {
             builder = builder
                 .ca_pem(path)
                 .map_err(|e| Failure::Usage(anyhow!("--cacert {}: {e}", path.display())))?;
@@ -368,7 +376,7 @@ impl Target {
             builder = builder.cancellation(protocol);
         }
         let builder = customize(builder);
-        let timeout = args.timeout;
+        let timeout = args.dial.timeout;
         let connecting = async {
             match self {
                 Target::Url(url) => builder
@@ -506,7 +514,7 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
         close(client).await;
         return sent;
     }
-    let result = client.call_raw(&method, &params, args.connect.timeout).await;
+    let result = client.call_raw(&method, &params, args.connect.dial.timeout).await;
     // Whatever happened, what was queued (a cancel notification after a
     // timeout) reaches the server before the process ends.
     close(client).await;
@@ -532,8 +540,8 @@ async fn envelope(
     }
     frame.push_str(r#","id":1}"#);
     let named = target.to_string();
-    let headers = args.connect.headers()?;
-    let timeout = args.connect.timeout;
+    let headers = args.connect.dial.headers()?;
+    let timeout = args.connect.dial.timeout;
     let mut wire = crate::wire::Wire::open(target, &args.connect, &headers)
         .await
         .map_err(|e| Failure::Transport(e.context(format!("connecting to {named}"))))?;

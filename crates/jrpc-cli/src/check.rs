@@ -400,7 +400,7 @@ async fn check(args: CheckArgs) -> Result<bool, Failure> {
         None => None,
     };
     let name = target.to_string();
-    let headers = args.connect.headers()?;
+    let headers = args.connect.dial.headers()?;
     let wire = Wire::open(&target, &args.connect, &headers)
         .await
         .map_err(|e| Failure::Transport(e.context(format!("connecting to {name}"))))?;
@@ -408,7 +408,7 @@ async fn check(args: CheckArgs) -> Result<bool, Failure> {
         http: matches!(wire, Wire::Http(_)),
         wire,
         quiet: args.quiet,
-        timeout: args.connect.timeout,
+        timeout: args.connect.dial.timeout,
         outcomes: Vec::new(),
         target,
         connect: args.connect.clone(),

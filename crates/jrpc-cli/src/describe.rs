@@ -62,7 +62,9 @@ async fn describe(args: DescribeArgs) -> Result<(), Failure> {
     }
     let key = target.to_string();
     let client = target.connect(&args.connect).await?;
-    let answer = client.call_raw(DISCOVER_METHOD, (), args.connect.timeout).await;
+    let answer = client
+        .call_raw(DISCOVER_METHOD, (), args.connect.dial.timeout)
+        .await;
     close(client).await;
     let raw = answer.map_err(|e| {
         if matches!(&e, jrpc::CallError::Rpc(error) if error.code() == jrpc::message::codes::METHOD_NOT_FOUND)

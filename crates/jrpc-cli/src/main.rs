@@ -34,7 +34,7 @@ struct Cli {
 enum Command {
     /// Serve the demo methods (subtract, add, sum, get_data, echo, sleep, and
     /// the notifications update, notify_hello, notify_sum).
-    Serve(Box<serve::ServeArgs>),
+    Serve(Box<serve::ServeCommand>),
     /// Call a method and print its result (exit status: 0 ok, 1 error
     /// response, 2 usage, 3 transport failure, 4 timeout).
     Call(call::CallArgs),
@@ -48,9 +48,10 @@ enum Command {
     /// Load a server with calls and report requests/s, latency percentiles
     /// and errors.
     Bench(bench::BenchArgs),
-    /// Connect two transports: --stdio TARGET lets a stdio-only client
-    /// (an editor, an MCP host) reach a network server.
-    Bridge(bridge::BridgeArgs),
+    /// Connect two transports: -- COMMAND serves a stdio server to many
+    /// clients over HTTP, WebSocket and TCP; --stdio TARGET lets a
+    /// stdio-only client (an editor, an MCP host) reach a network server.
+    Bridge(Box<bridge::BridgeArgs>),
     /// MCP (Model Context Protocol): serve the demo MCP server (stdio or
     /// Streamable HTTP), or list, call, read and prompt an MCP server.
     Mcp(mcp::McpArgs),
@@ -60,7 +61,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(std::env::args_os().map(shield_negative_numbers));
     // Logs go to stderr only: stdout may be the JSON-RPC stream. Call log
     // lines are INFO events of their own target, shown whatever the level.
-    let logs_calls = matches!(&cli.command, Command::Serve(args) if args.logs_calls());
+    let logs_calls = match &cli.command {
+        Command::Serve(command) => command.args.logs_calls(),
+        Command::Bridge(args) => args.logs_calls(),
+        _ => false,
+    };
     let mut filter = Targets::new().with_default(cli.log_level);
     if logs_calls {
         filter = filter.with_target(
@@ -106,7 +111,7 @@ fn main() -> ExitCode {
             Command::Describe(args) => Ok(describe::run(args).await),
             Command::Check(args) => Ok(check::run(args).await),
             Command::Bench(args) => Ok(bench::run(args).await),
-            Command::Bridge(args) => Ok(bridge::run(args).await),
+            Command::Bridge(args) => Ok(bridge::run(*args).await),
             Command::Mcp(args) => mcp::run(args).await,
         }
     });

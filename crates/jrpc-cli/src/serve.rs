@@ -22,12 +22,20 @@ use crate::call::{cancel_protocol, parse_timeout, Cancel};
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:4000";
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub struct ServeCommand {
     /// Serve over stdin/stdout. Logs go to stderr; stdio serving ends when
     /// stdin ends.
     #[arg(long)]
     stdio: bool,
 
+    #[command(flatten)]
+    pub(crate) args: ServeArgs,
+}
+
+/// Where and how to serve, with which limits, middleware and logs: shared
+/// by `jrpc serve` and `jrpc bridge`, which serves a command's methods.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
     /// Serve HTTP (POST /) and WebSocket (GET / with an upgrade) on one
     /// address, e.g. 127.0.0.1:4000. May be given several times. With no
     /// transport flag at all, jrpc serves HTTP on 127.0.0.1:4000.
@@ -295,16 +303,49 @@ impl ServeArgs {
         Ok((!rules.is_empty()).then_some(rules))
     }
 
-    /// The demo methods with the limits and the call middleware asked for.
-    /// The layer added last runs first: the log sees every call, refused
-    /// ones included, then metrics, authorization, the rate limit and the
+    /// Whether any transport is named (without one, HTTP on the default
+    /// address).
+    pub(crate) fn names_a_transport(&self) -> bool {
+        !self.http.is_empty()
+            || !self.tcp.is_empty()
+            || !self.unix.is_empty()
+            || !self.udp.is_empty()
+            || self.nats.is_some()
+            || self.mqtt.is_some()
+            || self.amqp.is_some()
+    }
+
+    /// The framing on every stream transport.
+    pub(crate) fn framing(&self) -> Framing {
+        self.framing
+    }
+
+    /// The cancellation protocol asked for (or the framing's default).
+    pub(crate) fn cancel_protocol(&self) -> Option<jrpc::peer::CancelProtocol> {
+        cancel_protocol(self.cancel, self.framing)
+    }
+
+    /// The deadline of each call, if one is set.
+    pub(crate) fn call_timeout(&self) -> Option<Duration> {
+        self.call_timeout
+    }
+
+    /// The router's limits.
+    pub(crate) fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+
+    /// `methods` with the limits and the call middleware asked for. The
+    /// layer added last runs first: the log sees every call, refused ones
+    /// included, then metrics, authorization, the rate limit and the
     /// deadline.
-    fn router(&self, rate: Option<&RateLimit>, metrics: Option<&Metrics>) -> anyhow::Result<Router> {
-        let mut router = jrpc::demo::router()
-            .discover(
-                jrpc::openrpc::Info::new("jrpc demo", env!("CARGO_PKG_VERSION"))
-                    .description("The demo methods of `jrpc serve`: the examples of the JSON-RPC 2.0 specification and a few more"),
-            )
+    fn router(
+        &self,
+        methods: Router,
+        rate: Option<&RateLimit>,
+        metrics: Option<&Metrics>,
+    ) -> anyhow::Result<Router> {
+        let mut router = methods
             .max_frame_len(self.max_frame_len)
             .max_batch_len(self.max_batch_len)
             .max_depth(self.max_depth)
@@ -396,16 +437,41 @@ fn http_server(
     Ok(http)
 }
 
-pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
-    let no_transport = !args.stdio
-        && args.http.is_empty()
-        && args.tcp.is_empty()
-        && args.unix.is_empty()
-        && args.udp.is_empty()
-        && args.nats.is_none()
-        && args.mqtt.is_none()
-        && args.amqp.is_none();
-    if no_transport {
+/// `jrpc serve`: the demo methods.
+pub async fn run(command: ServeCommand) -> anyhow::Result<()> {
+    let demo = jrpc::demo::router().discover(
+        jrpc::openrpc::Info::new("jrpc demo", env!("CARGO_PKG_VERSION")).description(
+            "The demo methods of `jrpc serve`: the examples of the JSON-RPC 2.0 specification and a few more",
+        ),
+    );
+    serve(command.args, command.stdio, demo, Some(DEMO_CALL)).await
+}
+
+/// A call worth showing in the ready-to-paste lines.
+pub(crate) struct DemoCall {
+    method: &'static str,
+    /// As JSON, for curl.
+    params: &'static str,
+    /// As `jrpc call` words.
+    words: &'static str,
+}
+
+const DEMO_CALL: DemoCall = DemoCall {
+    method: "subtract",
+    params: "[42,23]",
+    words: "42 23",
+};
+
+/// Serves `methods` as `args` say (and over stdin/stdout with `stdio`)
+/// until a signal, or until stdin ends when it is the only transport.
+/// `example` is a call worth printing as a ready-to-paste line.
+pub(crate) async fn serve(
+    mut args: ServeArgs,
+    stdio: bool,
+    methods: Router,
+    example: Option<DemoCall>,
+) -> anyhow::Result<()> {
+    if !stdio && !args.names_a_transport() {
         args.http.push(DEFAULT_HTTP_ADDR.to_owned());
     }
     let http_only = [
@@ -426,7 +492,7 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         .rate_limit
         .map(|n| RateLimit::per_second(n, n.saturating_mul(2)));
     let metrics = (args.metrics || args.metrics_addr.is_some()).then(Metrics::new);
-    let router = args.router(rate.as_ref(), metrics.as_ref())?;
+    let router = args.router(methods, rate.as_ref(), metrics.as_ref())?;
     let mut config = ConnectionConfig::default()
         .framing(args.framing)
         .idle_timeout(args.idle_timeout.0)
@@ -512,9 +578,8 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(http) = listeners.iter().find(|s| s.local_addr().starts_with("http")) {
-        print_try_lines(http.local_addr(), &args);
+        print_try_lines(http.local_addr(), &args, example);
     }
-    let stdio = args.stdio;
     let stdio_done = async {
         if stdio {
             let reason: Arc<str> = server.serve_stdio().await;
@@ -542,8 +607,9 @@ pub async fn run(mut args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints ready-to-paste commands that call the server just started.
-fn print_try_lines(addr: &str, args: &ServeArgs) {
+/// Prints ready-to-paste commands that call the server just started: with
+/// `example`, that call; without, `rpc.discover`.
+fn print_try_lines(addr: &str, args: &ServeArgs, example: Option<DemoCall>) {
     // A self-signed certificate must be trusted explicitly.
     let (curl_tls, call_tls) = match (&args.tls_cert, addr.starts_with("https")) {
         (Some(cert), true) => (
@@ -557,11 +623,23 @@ fn print_try_lines(addr: &str, args: &ServeArgs) {
         .first()
         .map(|t| format!(" -H 'Authorization: Bearer {t}'"))
         .unwrap_or_default();
+    let (request, command) = match example {
+        Some(DemoCall {
+            method,
+            params,
+            words,
+        }) => (
+            format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{params},"id":1}}"#),
+            format!("call {addr}{call_tls}{auth} {method} {words}"),
+        ),
+        None => (
+            r#"{"jsonrpc":"2.0","method":"rpc.discover","id":1}"#.to_owned(),
+            format!("describe {addr}{call_tls}{auth}"),
+        ),
+    };
     eprintln!("jrpc: try it:");
-    eprintln!(
-        "  curl{curl_tls} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{{\"jsonrpc\":\"2.0\",\"method\":\"subtract\",\"params\":[42,23],\"id\":1}}'"
-    );
-    eprintln!("  jrpc call {addr}{call_tls}{auth} subtract 42 23");
+    eprintln!("  curl{curl_tls} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{request}'");
+    eprintln!("  jrpc {command}");
     if args.playground() {
         eprintln!("  open {addr}/playground in a browser");
     }

@@ -100,11 +100,11 @@ impl Wire {
         let max = Limits::DEFAULT_MAX_FRAME_LEN;
         let connection = match target {
             Target::Url(url) if url.starts_with("http://") || url.starts_with("https://") => {
-                let mut builder = jrpc::client::Client::builder().http2(args.http2);
+                let mut builder = jrpc::client::Client::builder().http2(args.dial.http2);
                 for (name, value) in extra {
                     builder = builder.header(name, value)?;
                 }
-                if let Some(path) = &args.cacert {
+                if let Some(path) = &args.dial.cacert {
                     builder = builder.ca_pem(path)?;
                 }
                 return Ok(Wire::Http(builder.http(url)?));

@@ -613,6 +613,43 @@ async fn ordered_peers_apply_notifications_before_later_requests() {
     serving.shutdown().await;
 }
 
+/// A server's progress notification, slow to handle, is handled before
+/// the caller gets the result it preceded, on an ordered client.
+#[tokio::test]
+async fn ordered_clients_see_notifications_before_the_result_they_preceded() {
+    let router = Router::new().method("work", |(): (), ctx: RequestContext| async move {
+        let peer = ctx.peer().expect("a connection");
+        peer.notify("progress", [50])
+            .await
+            .map_err(|_| Error::internal_error())?;
+        Ok("done")
+    });
+    let (serving, addr) = tcp_server(router).await;
+    {
+        let heard = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&heard);
+        let progress = Router::new().notification("progress", move |(_,): (u32,)| {
+            let counter = Arc::clone(&counter);
+            async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let client = Client::builder()
+            .connection(jrpc::ConnectionConfig::default().ordered(true))
+            .router(progress)
+            .connect_tcp(&addr)
+            .await
+            .unwrap();
+        for round in 1..=3 {
+            let done: String = bounded("work", client.call("work", ())).await.unwrap();
+            assert_eq!(done, "done");
+            assert_eq!(heard.load(Ordering::SeqCst), round, "handled before the result");
+        }
+    }
+    serving.shutdown().await;
+}
+
 /// Issue 11: a client that sends a slow request and resets its connection
 /// frees its slot at once; its handler is cancelled.
 #[tokio::test]

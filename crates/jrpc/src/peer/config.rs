@@ -40,8 +40,8 @@ pub struct ConnectionConfig {
     /// (default 128); up to eight times as many may wait for a turn, and
     /// beyond that a request is refused with `-32007 Server busy`.
     pub max_in_flight: usize,
-    /// Requests wait for the notifications that arrived before them
-    /// (default off).
+    /// Requests and responses wait for the notifications that arrived
+    /// before them (default off).
     pub ordered: bool,
     /// A server closes a connection that has been idle this long (default
     /// 60 s; `None`: never). On stream listeners (TCP, Unix sockets, one of
@@ -113,10 +113,12 @@ impl ConnectionConfig {
         self
     }
 
-    /// Make each incoming request wait until the notifications that arrived
-    /// before it have been handled. Editors rely on this: an LSP
-    /// `textDocument/didChange` must be applied before the `completion`
-    /// request that follows it. Costs a task per request only while
+    /// Make each incoming request, and each response to a call of this
+    /// side, wait until the notifications that arrived before it have been
+    /// handled. Editors rely on this: an LSP `textDocument/didChange` must
+    /// be applied before the `completion` request that follows it; and a
+    /// caller sees a server's progress notifications before the result
+    /// they preceded. Costs a task per request or response only while
     /// notifications are pending.
     pub fn ordered(mut self, on: bool) -> Self {
         self.ordered = on;

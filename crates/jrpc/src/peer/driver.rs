@@ -432,6 +432,23 @@ impl Reader {
     /// Handles one incoming item; a reply to it goes where `reply` says.
     async fn on_item(&mut self, item: Incoming<'_>, reply: ReplyTo) {
         match item {
+            Incoming::Response(response)
+                if self.ordered
+                    && *self.notifications_handled.borrow() < self.notifications_queued
+                    && !self.shared.is_stray(&response) =>
+            {
+                // Notifications that came before it are still being
+                // handled (a server's progress before its result): the
+                // caller gets the response after them.
+                let barrier = self.notifications_queued;
+                let mut handled = self.notifications_handled.clone();
+                let shared = Arc::clone(&self.shared);
+                let (id, outcome) = (response.id, response.outcome.map(RawValue::to_owned));
+                tokio::spawn(async move {
+                    let _ = handled.wait_for(|n| *n >= barrier).await;
+                    shared.deliver_owned(&id, outcome);
+                });
+            }
             Incoming::Response(response) => {
                 if self.shared.is_stray(&response) {
                     let mut out = Vec::new();

@@ -353,6 +353,16 @@ impl fmt::Debug for Peer {
     }
 }
 
+/// Two handles are equal when they are to the same connection (a proxy
+/// telling its clients apart, say).
+impl PartialEq for Peer {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+}
+
+impl Eq for Peer {}
+
 impl Peer {
     /// The default timeout for outgoing calls: 30 seconds.
     pub const DEFAULT_CALL_TIMEOUT: Duration = ConnectionConfig::DEFAULT_CALL_TIMEOUT;

@@ -6,37 +6,17 @@
 //! replies still due, then exits.
 
 use std::collections::HashSet;
-use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::anyhow;
 use bytes::Bytes;
-use clap::Args;
 use futures_util::{SinkExt, StreamExt};
 use jrpc::codec::Inbound;
 use jrpc::message::{parse_frame, Frame, Incoming, Limits};
 use tokio::sync::mpsc;
 
-use crate::call::{report, ConnectArgs, Failure, Target};
+use crate::call::{ConnectArgs, Failure, Target};
 use crate::wire::{Observed, Wire};
-
-#[derive(Debug, Args)]
-pub struct BridgeArgs {
-    /// Serve this process's stdin/stdout as a JSON-RPC connection to TARGET
-    /// (tcp://, unix:, udp://, http(s)://, ws(s)://).
-    #[arg(long, value_name = "TARGET")]
-    stdio: String,
-
-    #[command(flatten)]
-    connect: ConnectArgs,
-}
-
-pub async fn run(args: BridgeArgs) -> ExitCode {
-    match bridge(args).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => report(failure),
-    }
-}
 
 /// The ids of requests sent on and not yet answered, by their JSON text.
 #[derive(Default)]
@@ -104,14 +84,14 @@ fn key(id: &str) -> String {
     }
 }
 
-async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
-    let target = Target::parse(&args.stdio).map_err(Failure::Usage)?;
-    let headers = args.connect.headers()?;
-    let timeout = args.connect.timeout;
-    let wire = Wire::open(&target, &args.connect, &headers)
+pub(super) async fn run(name: &str, connect: ConnectArgs) -> Result<(), Failure> {
+    let target = Target::parse(name).map_err(Failure::Usage)?;
+    let headers = connect.dial.headers()?;
+    let timeout = connect.dial.timeout;
+    let wire = Wire::open(&target, &connect, &headers)
         .await
-        .map_err(|e| Failure::Transport(e.context(format!("connecting to {}", args.stdio))))?;
-    let local = jrpc::transport::stdio::connection(args.connect.framing, Limits::DEFAULT_MAX_FRAME_LEN);
+        .map_err(|e| Failure::Transport(e.context(format!("connecting to {name}"))))?;
+    let local = jrpc::transport::stdio::connection(connect.framing, Limits::DEFAULT_MAX_FRAME_LEN);
     let (mut from_client, mut to_client, _) = local.into_parts();
     // Everything for stdout goes through one writer.
     let (out, mut outgoing) = mpsc::channel::<Bytes>(256);
@@ -158,7 +138,7 @@ async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
                         to_server
                             .send(frame)
                             .await
-                            .map_err(|e| Failure::Transport(anyhow!("sending to {}: {e}", args.stdio)))?;
+                            .map_err(|e| Failure::Transport(anyhow!("sending to {name}: {e}")))?;
                     }
                     Ok(other) => tracing::warn!(?other, "bridge: a frame from stdin skipped"),
                     Err(e) => return Err(Failure::Transport(anyhow!("reading stdin: {e}"))),
@@ -189,7 +169,7 @@ async fn bridge(args: BridgeArgs) -> Result<(), Failure> {
             while let Some(item) = from_client.next().await {
                 match item {
                     Ok(Inbound::Frame(frame)) => {
-                        let (out, http, name) = (out.clone(), http.clone(), args.stdio.clone());
+                        let (out, http, name) = (out.clone(), http.clone(), name.to_owned());
                         let requests = Due::requests_in(&frame);
                         let notifications_only = requests.is_empty();
                         let post = async move {
