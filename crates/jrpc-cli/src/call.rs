@@ -648,6 +648,30 @@ pub(crate) fn params(args: &ParamArgs, positional: &[String]) -> anyhow::Result<
     Ok(Some(RawValue::from_string(format!("[{}]", items.join(",")))?))
 }
 
+/// The params of a line typed at `jrpc connect`: named when every word is
+/// NAME=VALUE, else positional.
+pub(crate) fn line_params(words: &[String]) -> anyhow::Result<Option<Box<RawValue>>> {
+    let is_named = |w: &String| {
+        w.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        })
+    };
+    if !words.is_empty() && words.iter().all(is_named) {
+        let named = ParamArgs {
+            named: words.to_vec(),
+            raw: None,
+        };
+        return params(&named, &[]);
+    }
+    params(
+        &ParamArgs {
+            named: Vec::new(),
+            raw: None,
+        },
+        words,
+    )
+}
+
 /// One entry of a `--batch`.
 #[derive(Deserialize)]
 struct BatchEntry {

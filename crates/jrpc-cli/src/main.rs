@@ -4,6 +4,7 @@ mod bench;
 mod bridge;
 mod call;
 mod check;
+mod connect;
 mod describe;
 mod mcp;
 mod params_check;
@@ -45,6 +46,10 @@ enum Command {
     /// nothing of its methods: one line per rule (PASS/FAIL/SKIP), exit
     /// status 0 only if every rule passes.
     Check(check::CheckArgs),
+    /// An interactive session with a server: type `method params...`,
+    /// see results and the server's own messages as they arrive (piped
+    /// input runs as a script).
+    Connect(connect::ConnectCmdArgs),
     /// Load a server with calls and report requests/s, latency percentiles
     /// and errors.
     Bench(bench::BenchArgs),
@@ -110,6 +115,7 @@ fn main() -> ExitCode {
             Command::Call(args) => Ok(call::run(args).await),
             Command::Describe(args) => Ok(describe::run(args).await),
             Command::Check(args) => Ok(check::run(args).await),
+            Command::Connect(args) => Ok(connect::run(args).await),
             Command::Bench(args) => Ok(bench::run(args).await),
             Command::Bridge(args) => Ok(bridge::run(*args).await),
             Command::Mcp(args) => mcp::run(args).await,

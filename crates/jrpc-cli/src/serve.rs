@@ -444,7 +444,24 @@ pub async fn run(command: ServeCommand) -> anyhow::Result<()> {
             "The demo methods of `jrpc serve`: the examples of the JSON-RPC 2.0 specification and a few more",
         ),
     );
-    serve(command.args, command.stdio, demo, Some(DEMO_CALL)).await
+    let methods = Methods {
+        router: demo,
+        example: Some(DEMO_CALL),
+        proxied: false,
+    };
+    serve(command.args, command.stdio, methods).await
+}
+
+/// What [`serve`] serves.
+pub(crate) struct Methods {
+    pub(crate) router: Router,
+    /// A call worth showing in the ready-to-paste lines (else
+    /// `rpc.discover` is shown).
+    pub(crate) example: Option<DemoCall>,
+    /// Another server's methods (`jrpc bridge`): its error objects pass
+    /// through unredacted (the call log still redacts), and each
+    /// connection's notifications reach it before the requests after them.
+    pub(crate) proxied: bool,
 }
 
 /// A call worth showing in the ready-to-paste lines.
@@ -464,13 +481,12 @@ const DEMO_CALL: DemoCall = DemoCall {
 
 /// Serves `methods` as `args` say (and over stdin/stdout with `stdio`)
 /// until a signal, or until stdin ends when it is the only transport.
-/// `example` is a call worth printing as a ready-to-paste line.
-pub(crate) async fn serve(
-    mut args: ServeArgs,
-    stdio: bool,
-    methods: Router,
-    example: Option<DemoCall>,
-) -> anyhow::Result<()> {
+pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) -> anyhow::Result<()> {
+    let Methods {
+        router: methods,
+        example,
+        proxied,
+    } = methods;
     if !stdio && !args.names_a_transport() {
         args.http.push(DEFAULT_HTTP_ADDR.to_owned());
     }
@@ -492,8 +508,12 @@ pub(crate) async fn serve(
         .rate_limit
         .map(|n| RateLimit::per_second(n, n.saturating_mul(2)));
     let metrics = (args.metrics || args.metrics_addr.is_some()).then(Metrics::new);
-    let router = args.router(methods, rate.as_ref(), metrics.as_ref())?;
+    let mut router = args.router(methods, rate.as_ref(), metrics.as_ref())?;
+    if proxied {
+        router = router.redaction(Redaction::none());
+    }
     let mut config = ConnectionConfig::default()
+        .ordered(proxied)
         .framing(args.framing)
         .idle_timeout(args.idle_timeout.0)
         .first_request_timeout(args.first_request_timeout.0);

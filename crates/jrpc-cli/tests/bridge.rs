@@ -152,6 +152,19 @@ fn a_check_through_the_bridge_matches_the_check_over_stdio() {
     }
 }
 
+/// A stdio server that knows nothing of malformed input, batches or odd
+/// ids passes the check through the bridge, which answers those itself.
+#[test]
+fn a_lax_stdio_server_passes_the_check_through_the_bridge() {
+    let bridge = Bridge::start(&[], &chatty_server());
+    for target in [&bridge.http, &bridge.ws, &bridge.tcp] {
+        let out = jrpc(&[
+            "check", "--method", "add", "--params", "[1,2]", "--expect", "3", target,
+        ]);
+        assert!(out.status.success(), "{target}: {}", text(&out));
+    }
+}
+
 /// Many clients sending the same ids at once each get their own answers.
 #[test]
 fn ids_from_many_clients_do_not_collide() {
@@ -257,6 +270,25 @@ fn notifications_and_errors_pass_through() {
         "{}",
         text(&notes)
     );
+    // A notification and the request after it, in one write: in order.
+    let stream = TcpStream::connect(bridge.tcp.strip_prefix("tcp://").unwrap()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    for round in 0..20 {
+        let note = json!({"jsonrpc": "2.0", "method": "note", "params": [format!("n{round}")]});
+        let ask = json!({"jsonrpc": "2.0", "method": "notes", "id": round});
+        writer.write_all(format!("{note}\n{ask}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        let notes = reply["result"].as_array().unwrap();
+        assert_eq!(notes.last(), Some(&json!(format!("n{round}"))), "{line}");
+    }
+    // Error data passes through as the child sent it, not redacted.
+    let secret = jrpc(&["call", &bridge.http, "--envelope", "secret"]);
+    let reply: Value = serde_json::from_slice(&secret.stdout).unwrap_or_else(|_| panic!("{}", text(&secret)));
+    assert_eq!(reply["error"]["data"], json!({"token": "abc", "password": "xyz"}));
     let missing = jrpc(&["call", &bridge.ws, "--envelope", "no.such.method"]);
     let reply: Value =
         serde_json::from_slice(&missing.stdout).unwrap_or_else(|_| panic!("{}", text(&missing)));

@@ -614,7 +614,7 @@ async fn ordered_peers_apply_notifications_before_later_requests() {
 }
 
 /// A server's progress notification, slow to handle, is handled before
-/// the caller gets the result it preceded, on an ordered client.
+/// the caller gets the result it preceded, with ordered responses.
 #[tokio::test]
 async fn ordered_clients_see_notifications_before_the_result_they_preceded() {
     let router = Router::new().method("work", |(): (), ctx: RequestContext| async move {
@@ -636,7 +636,7 @@ async fn ordered_clients_see_notifications_before_the_result_they_preceded() {
             }
         });
         let client = Client::builder()
-            .connection(jrpc::ConnectionConfig::default().ordered(true))
+            .connection(jrpc::ConnectionConfig::default().ordered_responses(true))
             .router(progress)
             .connect_tcp(&addr)
             .await
@@ -648,6 +648,43 @@ async fn ordered_clients_see_notifications_before_the_result_they_preceded() {
         }
     }
     serving.shutdown().await;
+}
+
+/// A malformed reply to a pending call (both `result` and `error`, an
+/// error without a message) fails that call at once, not at its timeout.
+#[tokio::test]
+async fn a_malformed_reply_fails_its_call_at_once() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let mut lines = BufReader::new(read).lines();
+        let mut replies = [
+            r#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"both"},"id":ID}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":1},"id":ID}"#,
+        ]
+        .into_iter();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let request: Value = serde_json::from_str(&line).unwrap();
+            if request.get("method").is_none() {
+                // The client's -32600 about the malformed reply.
+                continue;
+            }
+            let Some(reply) = replies.next() else { return };
+            let reply = reply.replace("ID", &request["id"].to_string());
+            write.write_all(format!("{reply}\n").as_bytes()).await.unwrap();
+        }
+    });
+    let client = Client::builder()
+        .call_timeout(Duration::from_secs(60))
+        .connect_tcp(addr)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let outcome = bounded("a malformed reply", client.call::<Value>("any", ())).await;
+        assert!(matches!(outcome, Err(CallError::Protocol(_))), "{outcome:?}");
+    }
 }
 
 /// Issue 11: a client that sends a slow request and resets its connection

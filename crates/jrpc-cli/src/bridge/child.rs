@@ -29,13 +29,19 @@ use jrpc::transport::child::ChildDialer;
 use jrpc::transport::{Connection, Dialer};
 use jrpc::{CallError, ConnectionConfig, Error, Peer, RequestContext, Router};
 
-use crate::serve::ServeArgs;
+use crate::serve::{Methods, ServeArgs};
 
 /// How long a forwarded call waits when `--call-timeout` does not bound it:
 /// in effect forever (a client that gives up or hangs up ends it sooner).
 const NO_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
-pub(super) async fn run(command: Vec<String>, args: ServeArgs) -> anyhow::Result<()> {
+/// Serves `command` as `args` say; a client gets `answer_within` to answer
+/// a request from it.
+pub(super) async fn run(
+    command: Vec<String>,
+    args: ServeArgs,
+    answer_within: Duration,
+) -> anyhow::Result<()> {
     let name: Arc<str> = format!("`{}`", command.join(" ")).into();
     // A command that cannot start would only be restarted forever.
     find_program(&command[0]).with_context(|| format!("cannot start {name}"))?;
@@ -49,6 +55,10 @@ pub(super) async fn run(command: Vec<String>, args: ServeArgs) -> anyhow::Result
         child: ChildDialer::new(move || {
             let mut child = tokio::process::Command::new(&command[0]);
             child.args(&command[1..]);
+            // Ctrl-C at a terminal signals the bridge, which stops the
+            // child itself once the calls in flight are done.
+            #[cfg(unix)]
+            child.process_group(0);
             child
         })
         .framing(args.framing(), max_frame_len),
@@ -63,11 +73,16 @@ pub(super) async fn run(command: Vec<String>, args: ServeArgs) -> anyhow::Result
     };
     let restarts = Retry::exponential(u32::MAX, Duration::from_millis(100), Duration::from_secs(5));
     let mut builder = Client::builder()
-        .router(back_to_clients(&clients).max_frame_len(max_frame_len))
+        .router(back_to_clients(&clients, answer_within).max_frame_len(max_frame_len))
         // The child's notifications are handled (sent on) before the reply
         // they preceded: the client of that call is still known, and gets
         // them first.
-        .connection(ConnectionConfig::default().framing(args.framing()).ordered(true))
+        .connection(
+            ConnectionConfig::default()
+                .framing(args.framing())
+                .ordered(true)
+                .ordered_responses(true),
+        )
         .call_timeout(NO_TIMEOUT)
         // While the child restarts, calls fail at once as unsent, and this
         // policy sends them again once it is back (within 10 s); a call in
@@ -108,7 +123,12 @@ pub(super) async fn run(command: Vec<String>, args: ServeArgs) -> anyhow::Result
         })
     };
     eprintln!("jrpc: bridge: serving {name}");
-    let served = crate::serve::serve(args, false, methods, None).await;
+    let methods = Methods {
+        router: methods,
+        example: None,
+        proxied: true,
+    };
+    let served = crate::serve::serve(args, false, methods).await;
     stopping.store(true, Ordering::Relaxed);
     child.close().await;
     served
@@ -183,33 +203,28 @@ fn null() -> Box<RawValue> {
     RawValue::from_string("null".to_owned()).expect("null is JSON")
 }
 
+/// How long the child's notification for the client of a call may wait
+/// for room on that client's connection (so that it goes before the
+/// call's reply); a client that does not read holds the others up no
+/// longer.
+const NOTIFY_WITHIN: Duration = Duration::from_secs(1);
+
 /// The router of the connection to the child: what the child sends of its
-/// own goes to the clients.
-fn back_to_clients(clients: &Arc<Clients>) -> Router {
+/// own goes to the clients. A client gets `answer_within` to answer a
+/// request (the child cannot be started again while one is unanswered).
+fn back_to_clients(clients: &Arc<Clients>, answer_within: Duration) -> Router {
     let clients = Arc::clone(clients);
     Router::new().fallback(
         move |method: String, params: Option<Box<RawValue>>, ctx: RequestContext| {
             let clients = Arc::clone(&clients);
             async move {
                 if ctx.id().is_none() {
-                    let to = match clients.cause() {
-                        Cause::Reachable(peer) => vec![peer],
-                        Cause::Unreachable => {
-                            tracing::debug!(%method, "bridge: a notification for an HTTP request dropped");
-                            Vec::new()
-                        }
-                        Cause::Unknown => clients.everyone(),
-                    };
-                    for peer in to {
-                        if let Err(e) = peer.notify(&method, &params).await {
-                            tracing::debug!(%method, error = %e, "bridge: a notification not delivered");
-                        }
-                    }
+                    to_clients(&clients, method, params).await;
                     return Ok(null());
                 }
                 let to = match clients.cause() {
                     Cause::Reachable(peer) => Some(peer),
-                    Cause::Unreachable => None,
+                    Cause::Unreachable | Cause::Gone => None,
                     Cause::Unknown => clients.latest(),
                 };
                 let Some(peer) = to else {
@@ -217,7 +232,7 @@ fn back_to_clients(clients: &Arc<Clients>) -> Router {
                         "jrpc bridge: no client connected over WebSocket, TCP or a Unix socket to answer",
                     ));
                 };
-                match peer.call_raw(&method, &params, NO_TIMEOUT).await {
+                match peer.call_raw(&method, &params, answer_within).await {
                     Ok(result) => Ok(result),
                     Err(CallError::Rpc(error)) => Err(error),
                     Err(other) => Err(Error::new(codes::INTERNAL_ERROR, "Internal error")
@@ -226,6 +241,29 @@ fn back_to_clients(clients: &Arc<Clients>) -> Router {
             }
         },
     )
+}
+
+/// A notification of the child's: to the client of the call that caused
+/// it (before that call's reply), or to every client when that is not
+/// known; dropped when its caller cannot get it.
+async fn to_clients(clients: &Clients, method: String, params: Option<Box<RawValue>>) {
+    match clients.cause() {
+        Cause::Reachable(peer) => {
+            let sent = tokio::time::timeout(NOTIFY_WITHIN, peer.notify(&method, &params)).await;
+            if !matches!(sent, Ok(Ok(()))) {
+                tracing::debug!(%method, "bridge: a notification not delivered");
+            }
+        }
+        Cause::Unreachable | Cause::Gone => {
+            tracing::debug!(%method, "bridge: a notification for a caller that cannot get it dropped");
+        }
+        Cause::Unknown => {
+            for peer in clients.everyone() {
+                let (method, params) = (method.clone(), params.clone());
+                tokio::spawn(async move { peer.notify(&method, &params).await });
+            }
+        }
+    }
 }
 
 /// The clients that have called through the bridge, and their calls in
@@ -252,6 +290,8 @@ enum Cause {
     Reachable(Peer),
     /// Only HTTP requests have calls in flight.
     Unreachable,
+    /// Only this client had a call in flight, and it has gone.
+    Gone,
     /// Several clients, or none.
     Unknown,
 }
@@ -284,7 +324,8 @@ impl Clients {
         let callers = self.lock();
         let mut busy = callers.peers.iter().filter(|c| c.in_flight > 0);
         match (busy.next(), busy.next(), callers.unreachable_in_flight > 0) {
-            (Some(only), None, false) if !only.peer.is_closed() => Cause::Reachable(only.peer.clone()),
+            (Some(only), None, false) if only.peer.is_closed() => Cause::Gone,
+            (Some(only), None, false) => Cause::Reachable(only.peer.clone()),
             (None, None, true) => Cause::Unreachable,
             _ => Cause::Unknown,
         }

@@ -21,7 +21,9 @@ use crate::serve::ServeArgs;
 pub struct BridgeArgs {
     /// Serve this process's stdin/stdout as a JSON-RPC connection to TARGET
     /// (tcp://, unix:, udp://, http(s)://, ws(s)://): for a stdio-only
-    /// client. --timeout bounds the wait for replies at the end of stdin.
+    /// client. --timeout bounds the wait for replies at the end of stdin
+    /// (with -- COMMAND: how long a client may take to answer the
+    /// command's requests).
     #[arg(long, value_name = "TARGET", conflicts_with = "command")]
     stdio: Option<String>,
 
@@ -72,7 +74,7 @@ pub async fn run(args: BridgeArgs) -> ExitCode {
                 Err(failure) => report(failure),
             }
         }
-        (None, false) => match child::run(command, serve).await {
+        (None, false) => match child::run(command, serve, dial.timeout).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("jrpc: bridge: {e:#}");

@@ -2,7 +2,8 @@
 tests: one request at a time, newline-delimited.
 
 Methods: add [a, b]; pid (its process id); notes (the notes received);
-progress (sends a `progress` notification, then answers "done"); ask (asks
+progress (sends a `progress` notification, then answers "done"); secret
+(an error whose data has members named token and password); ask (asks
 its client `client.name` and answers with what it said); die (exits with
 status 3 without answering). Notification `note` [text] is remembered.
 """
@@ -55,6 +56,8 @@ def serve(message):
     elif method == "ask":
         answer = ask_client()
         reply = {"result": {"client said": answer.get("result", answer.get("error"))}}
+    elif method == "secret":
+        reply = {"error": {"code": -32000, "message": "denied", "data": {"token": "abc", "password": "xyz"}}}
     elif method == "die":
         sys.exit(3)
     else:

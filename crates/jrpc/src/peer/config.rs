@@ -40,9 +40,12 @@ pub struct ConnectionConfig {
     /// (default 128); up to eight times as many may wait for a turn, and
     /// beyond that a request is refused with `-32007 Server busy`.
     pub max_in_flight: usize,
-    /// Requests and responses wait for the notifications that arrived
-    /// before them (default off).
+    /// Requests wait for the notifications that arrived before them
+    /// (default off).
     pub ordered: bool,
+    /// Responses to this side's calls wait for the notifications that
+    /// arrived before them (default off).
+    pub ordered_responses: bool,
     /// A server closes a connection that has been idle this long (default
     /// 60 s; `None`: never). On stream listeners (TCP, Unix sockets, one of
     /// your own) idle means nothing read and no call in flight either way,
@@ -113,15 +116,25 @@ impl ConnectionConfig {
         self
     }
 
-    /// Make each incoming request, and each response to a call of this
-    /// side, wait until the notifications that arrived before it have been
-    /// handled. Editors rely on this: an LSP `textDocument/didChange` must
-    /// be applied before the `completion` request that follows it; and a
-    /// caller sees a server's progress notifications before the result
-    /// they preceded. Costs a task per request or response only while
+    /// Make each incoming request wait until the notifications that arrived
+    /// before it have been handled. Editors rely on this: an LSP
+    /// `textDocument/didChange` must be applied before the `completion`
+    /// request that follows it. Costs a task per request only while
     /// notifications are pending.
     pub fn ordered(mut self, on: bool) -> Self {
         self.ordered = on;
+        self
+    }
+
+    /// Make each response to a call of this side wait until the
+    /// notifications that arrived before it have been handled: the caller
+    /// sees a server's progress notifications before the result they
+    /// preceded (a proxy passing both on keeps their order). Not where a
+    /// notification handler awaits a call on the same connection: its
+    /// response would wait for that handler. Costs a task per response
+    /// only while notifications are pending.
+    pub fn ordered_responses(mut self, on: bool) -> Self {
+        self.ordered_responses = on;
         self
     }
 }
@@ -134,6 +147,7 @@ impl Default for ConnectionConfig {
             cancel: None,
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
             ordered: false,
+            ordered_responses: false,
             idle_timeout: Some(Self::DEFAULT_IDLE_TIMEOUT),
             first_request_timeout: Some(Self::DEFAULT_FIRST_REQUEST_TIMEOUT),
         }

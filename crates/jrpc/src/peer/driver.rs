@@ -50,6 +50,8 @@ pub(crate) struct Bounds {
     pub(crate) queued: usize,
     /// Requests wait for the notifications that arrived before them.
     pub(crate) ordered: bool,
+    /// Responses wait for the notifications that arrived before them.
+    pub(crate) ordered_responses: bool,
     /// Close the connection after this long with nothing read and no call
     /// in flight (servers' network connections only).
     pub(crate) idle: Option<Duration>,
@@ -85,6 +87,7 @@ pub(crate) fn start<S, K>(
         queued: Arc::new(Semaphore::new(bounds.queued.max(bounds.running).max(1))),
         draining: false,
         ordered: bounds.ordered,
+        ordered_responses: bounds.ordered_responses,
         notifications_queued: 0,
         notifications_handled: handled,
         idle: bounds.idle,
@@ -219,6 +222,8 @@ struct Reader {
     draining: bool,
     /// Requests wait for the notifications that arrived before them.
     ordered: bool,
+    /// Responses wait for the notifications that arrived before them.
+    ordered_responses: bool,
     /// Notifications handed to the worker so far.
     notifications_queued: u64,
     /// Notifications the worker has finished.
@@ -433,20 +438,24 @@ impl Reader {
     async fn on_item(&mut self, item: Incoming<'_>, reply: ReplyTo) {
         match item {
             Incoming::Response(response)
-                if self.ordered
-                    && *self.notifications_handled.borrow() < self.notifications_queued
-                    && !self.shared.is_stray(&response) =>
+                if self.ordered_responses
+                    && *self.notifications_handled.borrow() < self.notifications_queued =>
             {
                 // Notifications that came before it are still being
                 // handled (a server's progress before its result): the
-                // caller gets the response after them.
+                // caller gets the response after them. Taken off the
+                // pending calls now, so that the connection ending
+                // meanwhile does not fail a call already answered.
+                let Some(waiter) = self.shared.take_waiter(&response.id) else {
+                    return tracing::debug!(id = %response.id, "response to no pending call");
+                };
                 let barrier = self.notifications_queued;
                 let mut handled = self.notifications_handled.clone();
-                let shared = Arc::clone(&self.shared);
-                let (id, outcome) = (response.id, response.outcome.map(RawValue::to_owned));
+                let outcome = response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc);
                 tokio::spawn(async move {
+                    // Ends early if the worker stops (the connection closed).
                     let _ = handled.wait_for(|n| *n >= barrier).await;
-                    shared.deliver_owned(&id, outcome);
+                    let _ = waiter.send(outcome);
                 });
             }
             Incoming::Response(response) => {
@@ -496,6 +505,10 @@ impl Reader {
                     .await;
             }
             item => {
+                if let Incoming::Invalid(invalid) = &item {
+                    // A malformed reply to a call of ours fails that call.
+                    self.shared.fail_invalid_reply(&invalid.id);
+                }
                 let mut out = Vec::new();
                 let shared = Arc::clone(&self.shared);
                 let left = shared.router.handle_inline(item, &shared.connection, &mut out);

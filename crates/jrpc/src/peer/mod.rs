@@ -320,6 +320,7 @@ impl PeerBuilder {
             running: config.max_in_flight,
             queued: config.max_in_flight.saturating_mul(8),
             ordered: config.ordered,
+            ordered_responses: config.ordered_responses,
             idle,
         };
         driver::start(

@@ -17,6 +17,9 @@ use crate::context::Extensions;
 use crate::message::{Id, ResponseRef};
 use crate::Router;
 
+/// Where a pending call's outcome goes.
+pub(crate) type Waiter = oneshot::Sender<Outcome>;
+
 pub(crate) struct PeerState {
     /// Frames to write, in order.
     pub(crate) outbox: mpsc::Sender<Bytes>,
@@ -52,7 +55,7 @@ pub(crate) struct InFlight {
 /// The outgoing calls awaiting a response, and whether the connection can
 /// still carry new ones.
 struct Calls {
-    pending: HashMap<u64, oneshot::Sender<Outcome>>,
+    pending: HashMap<u64, Waiter>,
     /// Why no new call can be made, once that is so.
     refused: Option<CallError>,
 }
@@ -158,13 +161,29 @@ impl PeerState {
 
     /// Hands a response, copied out of its frame, to its caller.
     pub(crate) fn deliver_owned(&self, id: &Id, outcome: Result<Box<RawValue>, crate::Error>) {
-        let key = id.as_number_text().and_then(|n| n.parse::<u64>().ok());
-        let waiter = key.and_then(|k| self.calls().pending.remove(&k));
-        match waiter {
+        match self.take_waiter(id) {
             Some(tx) => {
                 let _ = tx.send(outcome.map_err(CallError::Rpc));
             }
             None => tracing::debug!(%id, "response to no pending call"),
+        }
+    }
+
+    /// The caller waiting for the response with `id`, no longer pending.
+    pub(crate) fn take_waiter(&self, id: &Id) -> Option<Waiter> {
+        let key = id.as_number_text().and_then(|n| n.parse::<u64>().ok())?;
+        self.calls().pending.remove(&key)
+    }
+
+    /// An item that is not a valid message but carries the id of a call
+    /// waiting for its response (both `result` and `error`, an error
+    /// object without a message, ...): that call fails at once instead of
+    /// waiting for its timeout.
+    pub(crate) fn fail_invalid_reply(&self, id: &Id) {
+        if let Some(tx) = self.take_waiter(id) {
+            let _ = tx.send(Err(CallError::Protocol(
+                format!("the reply with id {id} is not a valid response object").into(),
+            )));
         }
     }
 

@@ -1,0 +1,888 @@
+//! `jrpc connect TARGET`: an interactive session with a server.
+//!
+//! A line `method params…` becomes a request with an id of its own; its
+//! result prints when it comes, while the next line is typed. What the
+//! server sends of its own (notifications, requests) prints as it arrives,
+//! and the user may answer a request. Commands start with `:` (`:help`).
+//! Frames go over the raw [`Wire`], below the client library, so that
+//! `:raw` can send anything and every reply is shown as it came.
+//!
+//! Piped input (not a terminal) is a script: each line runs in turn
+//! (calls do not wait for each other), each result prints on its own line
+//! of stdout in the order of the lines, the server's own messages go to
+//! stderr, and at the end of input the session waits (within --timeout)
+//! for the replies still due; the exit status is 0 only if every call
+//! succeeded.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::anyhow;
+use bytes::Bytes;
+use clap::Args;
+use futures_util::{SinkExt as _, StreamExt as _};
+use jrpc::codec::Inbound;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::AsyncBufReadExt as _;
+use tokio::sync::mpsc;
+
+use crate::call::{line_params, report, ConnectArgs, Failure, Target};
+use crate::pretty::format_json;
+use crate::wire::{Observed, Wire};
+
+#[derive(Debug, Args)]
+#[command(after_help = "LINES:
+  METHOD [PARAM]...          call METHOD: each PARAM a JSON value or a bare word
+                             (a string); all NAME=VALUE words send named params
+  :notify METHOD [PARAM]...  send a notification
+  :batch ... :end            gather the calls and notifications typed in between
+                             into one batch
+  :raw JSON                  send JSON exactly as typed (anything at all)
+  :reply ID JSON             answer the server's request ID with a result
+  :error ID CODE MESSAGE     answer the server's request ID with an error
+  :help                      this list
+  :quit                      end the session (or Ctrl-D)
+
+Piped input runs the lines as a script: results on stdout, one line each, in
+the order of the lines; exit status 0 only if every call succeeded. The
+server's requests are answered -32601 there.")]
+pub struct ConnectCmdArgs {
+    /// The server: tcp://HOST:PORT, unix:PATH, udp://HOST:PORT,
+    /// http(s)://..., ws(s)://... (or -- COMMAND; or $JRPC_URL).
+    #[arg(value_name = "TARGET")]
+    target: Vec<String>,
+
+    #[command(flatten)]
+    connect: ConnectArgs,
+
+    /// A stdio server to spawn and talk to, after --.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+pub async fn run(args: ConnectCmdArgs) -> ExitCode {
+    match session(args).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(failure) => report(failure),
+    }
+}
+
+async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
+    let (target, rest) = Target::from_words(args.target, &args.command)?;
+    if let Some(word) = rest.as_slice().first() {
+        return Err(Failure::Usage(anyhow!(
+            "{word:?}: jrpc connect takes only a TARGET; type calls at its prompt (or pipe them in)"
+        )));
+    }
+    let headers = args.connect.dial.headers()?;
+    let timeout = args.connect.dial.timeout;
+    let mut wire = Wire::open(&target, &args.connect, &headers)
+        .await
+        .map_err(|e| Failure::Transport(e.context(format!("connecting to {target}"))))?;
+    let interactive = std::io::stdin().is_terminal();
+    let methods = if interactive {
+        discover(&mut wire, timeout.min(Duration::from_secs(3))).await
+    } else {
+        Vec::new()
+    };
+    let (lines_tx, mut lines) = mpsc::unbounded_channel::<String>();
+    let out = if interactive {
+        let printer = editor::start(methods.clone(), lines_tx).map_err(|e| Failure::Transport(anyhow!(e)))?;
+        println!(
+            "jrpc: connected to {target}{}. Type METHOD [PARAM]... or :help; Ctrl-D ends.",
+            if methods.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} methods; Tab completes them)", methods.len())
+            }
+        );
+        Out::Terminal(Mutex::new(printer))
+    } else {
+        tokio::spawn(async move {
+            let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+            while let Ok(Some(line)) = stdin.next_line().await {
+                if lines_tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Out::Script(Mutex::new(InOrder::default()))
+    };
+    let (frames, outgoing) = mpsc::unbounded_channel::<Bytes>();
+    let shared = Arc::new(Shared {
+        out,
+        pending: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(1),
+        next_seq: AtomicU64::new(0),
+        failed: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
+        interactive,
+        frames,
+        timeout,
+    });
+    start_wire(wire, outgoing, Arc::clone(&shared));
+
+    let mut batch: Option<Vec<Queued>> = None;
+    while let Some(line) = lines.recv().await {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match shared.run_line(line, &mut batch) {
+            Ok(Flow::Go) => {}
+            Ok(Flow::Quit) => break,
+            Err(e) => {
+                shared.say(&format!("jrpc: {e:#}"));
+                if !interactive {
+                    shared.failed.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    if !interactive {
+        // The replies still due, within the timeout (each call's own timer
+        // reports it when it runs out).
+        let deadline = tokio::time::Instant::now() + timeout + Duration::from_millis(100);
+        while !shared.lock_pending().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    Ok(!shared.failed.load(Ordering::Relaxed))
+}
+
+/// The methods `rpc.discover` names, for completion: none if the server
+/// does not answer it.
+async fn discover(wire: &mut Wire, timeout: Duration) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Reply {
+        result: Document,
+    }
+    #[derive(Deserialize)]
+    struct Document {
+        methods: Vec<Method>,
+    }
+    #[derive(Deserialize)]
+    struct Method {
+        name: String,
+    }
+    let frame = r#"{"jsonrpc":"2.0","method":"rpc.discover","id":"jrpc-connect-discover"}"#;
+    let Ok(observed) = wire
+        .exchange_until(frame, r#""jrpc-connect-discover""#, timeout)
+        .await
+    else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = observed
+        .frames()
+        .iter()
+        .filter_map(|f| serde_json::from_slice::<Reply>(f).ok())
+        .flat_map(|r| r.result.methods.into_iter().map(|m| m.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Sends what the session queues and hands what arrives to it.
+fn start_wire(wire: Wire, mut outgoing: mpsc::UnboundedReceiver<Bytes>, shared: Arc<Shared>) {
+    match wire {
+        Wire::Stream {
+            mut incoming,
+            outgoing: mut sink,
+        } => {
+            let writer_shared = Arc::clone(&shared);
+            tokio::spawn(async move {
+                while let Some(frame) = outgoing.recv().await {
+                    if let Err(e) = sink.send(frame).await {
+                        writer_shared.connection_lost(&format!("sending failed: {e}"));
+                        break;
+                    }
+                }
+                let _ = sink.close().await;
+            });
+            tokio::spawn(async move {
+                let why = loop {
+                    match incoming.next().await {
+                        Some(Ok(Inbound::Frame(frame))) => shared.arrived(&frame),
+                        Some(Ok(Inbound::Malformed(reason))) => {
+                            shared.say(&format!("<- unreadable: {reason}"))
+                        }
+                        Some(Ok(Inbound::Oversized { limit })) => {
+                            shared.say(&format!("<- a frame over {limit} bytes, skipped"))
+                        }
+                        Some(Ok(_)) => {}
+                        Some(Err(e)) => break format!("reading failed: {e}"),
+                        None => break "the server closed the connection".to_owned(),
+                    }
+                };
+                shared.connection_lost(&why);
+            });
+        }
+        Wire::Http(http) => {
+            tokio::spawn(async move {
+                while let Some(frame) = outgoing.recv().await {
+                    let (shared, http) = (Arc::clone(&shared), http.clone());
+                    tokio::spawn(async move {
+                        let mut wire = Wire::Http(http);
+                        let text = String::from_utf8_lossy(&frame).into_owned();
+                        match wire.exchange(&text, 1, shared.timeout, shared.timeout).await {
+                            Ok(Observed::Http { body, .. }) if body.iter().all(u8::is_ascii_whitespace) => {}
+                            Ok(Observed::Http { status, body }) if looks_like_json(&body) => {
+                                if status >= 400 {
+                                    shared.say(&format!("<- HTTP {status}"));
+                                }
+                                shared.arrived(&body);
+                            }
+                            Ok(other) => {
+                                shared.fail_frame(&frame, &format!("no JSON-RPC reply: {}", other.evidence()))
+                            }
+                            Err(e) => shared.fail_frame(&frame, &format!("{e:#}")),
+                        }
+                    });
+                }
+            });
+        }
+    }
+}
+
+fn looks_like_json(body: &[u8]) -> bool {
+    matches!(body.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{' | b'['))
+}
+
+/// What the session does after a line.
+enum Flow {
+    Go,
+    Quit,
+}
+
+/// A message made from a line, not yet sent (in a batch until `:end`).
+struct Queued {
+    frame: String,
+    call: Option<(String, Call)>,
+}
+
+/// A call waiting for its reply.
+struct Call {
+    /// How the call is shown: `#3 subtract`.
+    label: String,
+    /// Its place in a script's output.
+    seq: Option<u64>,
+}
+
+struct Shared {
+    out: Out,
+    /// Calls waiting for replies, by the key of their id.
+    pending: Mutex<HashMap<String, Call>>,
+    next_id: AtomicU64,
+    next_seq: AtomicU64,
+    failed: AtomicBool,
+    closed: AtomicBool,
+    interactive: bool,
+    frames: mpsc::UnboundedSender<Bytes>,
+    timeout: Duration,
+}
+
+impl Shared {
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, Call>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs one line typed or read.
+    fn run_line(self: &Arc<Self>, line: &str, batch: &mut Option<Vec<Queued>>) -> anyhow::Result<Flow> {
+        let (command, rest) = match line.split_once(char::is_whitespace) {
+            Some((command, rest)) => (command, rest.trim()),
+            None => (line, ""),
+        };
+        let queued = match command {
+            ":help" | ":h" | ":?" => {
+                self.say(HELP);
+                return Ok(Flow::Go);
+            }
+            ":quit" | ":q" | ":exit" => return Ok(Flow::Quit),
+            ":batch" => {
+                if batch.is_some() {
+                    anyhow::bail!("a batch is already open: :end sends it");
+                }
+                *batch = Some(Vec::new());
+                return Ok(Flow::Go);
+            }
+            ":end" => {
+                let entries = batch.take().ok_or_else(|| anyhow!(":end without :batch"))?;
+                if entries.is_empty() {
+                    anyhow::bail!("the batch is empty (send `:raw []` to try an empty batch)");
+                }
+                let frame = format!(
+                    "[{}]",
+                    entries
+                        .iter()
+                        .map(|e| e.frame.as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+                let calls = entries.into_iter().filter_map(|e| e.call).collect();
+                self.send(frame, calls);
+                return Ok(Flow::Go);
+            }
+            ":raw" => {
+                let raw: &RawValue = serde_json::from_str(rest)
+                    .map_err(|e| anyhow!(":raw is not JSON ({e}): send it anyway with :raw! TEXT"))?;
+                let calls = raw_requests(raw.get().as_bytes())
+                    .into_iter()
+                    .map(|id| (key(&id), self.call(format!("raw {id}"))))
+                    .collect();
+                self.send(rest.to_owned(), calls);
+                return Ok(Flow::Go);
+            }
+            ":raw!" => {
+                // Not JSON at all: to see what the server makes of it.
+                self.send(rest.to_owned(), Vec::new());
+                return Ok(Flow::Go);
+            }
+            ":reply" | ":error" => {
+                let frame = answer(command, rest)?;
+                self.send(frame, Vec::new());
+                return Ok(Flow::Go);
+            }
+            ":notify" => {
+                let (method, params) = method_and_params(rest)?;
+                Queued {
+                    frame: message(&method, params.as_deref(), None),
+                    call: None,
+                }
+            }
+            other if other.starts_with(':') => anyhow::bail!("{other}: no such command (:help lists them)"),
+            _ => {
+                let (method, params) = method_and_params(line)?;
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                Queued {
+                    frame: message(&method, params.as_deref(), Some(id)),
+                    call: Some((key(&id.to_string()), self.call(format!("#{id} {method}")))),
+                }
+            }
+        };
+        match batch {
+            Some(entries) => entries.push(queued),
+            None => self.send(queued.frame, queued.call.into_iter().collect()),
+        }
+        Ok(Flow::Go)
+    }
+
+    /// A call's label and, in a script, its place in the output.
+    fn call(&self, label: String) -> Call {
+        let seq = (!self.interactive).then(|| self.next_seq.fetch_add(1, Ordering::Relaxed));
+        Call { label, seq }
+    }
+
+    /// Sends a frame, its calls waiting for their replies within the
+    /// timeout.
+    fn send(self: &Arc<Self>, frame: String, calls: Vec<(String, Call)>) {
+        if self.closed.load(Ordering::Relaxed) {
+            self.say("jrpc: the connection is closed: nothing sent (Ctrl-D ends the session)");
+            for (_, call) in calls {
+                self.finish(call, Err("the connection is closed".to_owned()));
+            }
+            return;
+        }
+        let keys: Vec<String> = calls.iter().map(|(k, _)| k.clone()).collect();
+        {
+            let mut pending = self.lock_pending();
+            for (key, call) in calls {
+                if let Some(earlier) = pending.insert(key, call) {
+                    self.say(&format!(
+                        "jrpc: {} has the id of {} still waiting: its reply will go to the later one",
+                        "this call", earlier.label
+                    ));
+                }
+            }
+        }
+        if self.interactive {
+            self.say(&format!("-> {frame}"));
+        }
+        if self.frames.send(Bytes::from(frame)).is_err() {
+            self.connection_lost("the connection is closed");
+            return;
+        }
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(this.timeout).await;
+            for key in keys {
+                let waiting = this.lock_pending().remove(&key);
+                if let Some(call) = waiting {
+                    this.finish(call, Err(format!("no reply within {:?}", this.timeout)));
+                }
+            }
+        });
+    }
+
+    /// A frame from the server: replies to calls, or its own messages.
+    fn arrived(&self, frame: &[u8]) {
+        let items: Vec<&RawValue> = match serde_json::from_slice::<&RawValue>(frame) {
+            Ok(raw) if raw.get().starts_with('[') => serde_json::from_str(raw.get()).unwrap_or_default(),
+            Ok(raw) => vec![raw],
+            Err(_) => {
+                self.say(&format!("<- not JSON: {}", String::from_utf8_lossy(frame)));
+                return;
+            }
+        };
+        if items.is_empty() {
+            self.say(&format!("<- {}", String::from_utf8_lossy(frame)));
+        }
+        for item in items {
+            self.item(item);
+        }
+    }
+
+    fn item(&self, item: &RawValue) {
+        #[derive(Deserialize)]
+        struct Probe<'a> {
+            #[serde(borrow, default)]
+            method: Option<&'a RawValue>,
+            #[serde(borrow, default, deserialize_with = "present")]
+            id: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            params: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            result: Option<&'a RawValue>,
+            #[serde(borrow, default)]
+            error: Option<&'a RawValue>,
+        }
+        let Ok(probe) = serde_json::from_str::<Probe<'_>>(item.get()) else {
+            return self.say(&format!("<- {}", item.get()));
+        };
+        let params = probe.params.map_or("", RawValue::get);
+        match (probe.method, probe.id) {
+            (Some(method), None) => self.say(&format!("<- notification {} {params}", method.get())),
+            (Some(method), Some(id)) => {
+                let method = method.get();
+                if self.interactive {
+                    self.say(&format!(
+                        "<- request {} {method} {params}   (answer: :reply {} JSON, or :error {} CODE MESSAGE)",
+                        id.get(),
+                        id.get(),
+                        id.get()
+                    ));
+                } else {
+                    self.say(&format!(
+                        "<- request {} {method} {params} (answered -32601)",
+                        id.get()
+                    ));
+                    let reply = format!(
+                        r#"{{"jsonrpc":"2.0","error":{{"code":-32601,"message":"Method not found","data":"jrpc connect runs a script: it answers no requests"}},"id":{}}}"#,
+                        id.get()
+                    );
+                    let _ = self.frames.send(Bytes::from(reply));
+                }
+            }
+            (None, id) => {
+                let waiting = id.and_then(|id| self.lock_pending().remove(&key(id.get())));
+                let outcome = match (probe.result, probe.error) {
+                    (Some(result), None) => Ok(result.get().to_owned()),
+                    (None, Some(error)) => Err(format!("error {}", error.get())),
+                    _ => Err(format!("invalid reply {}", item.get())),
+                };
+                match waiting {
+                    Some(call) => self.finish(call, outcome.map_err(|e| e.to_string())),
+                    None => {
+                        self.say(&format!("<- {}", item.get()));
+                        // A reply to nothing asked (an error about a frame
+                        // that could not be read, say): a script failed.
+                        if probe.error.is_some() {
+                            self.failed.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Prints a call's outcome: at once at a terminal, in the order of the
+    /// lines in a script.
+    fn finish(&self, call: Call, outcome: Result<String, String>) {
+        if outcome.is_err() {
+            self.failed.store(true, Ordering::Relaxed);
+        }
+        match (&self.out, call.seq) {
+            (Out::Script(order), Some(seq)) => {
+                let line = match outcome {
+                    Ok(result) => result,
+                    Err(e) => format!("{} {e}", call.label),
+                };
+                order.lock().unwrap_or_else(|e| e.into_inner()).ready(seq, line);
+            }
+            _ => {
+                let text = match outcome {
+                    Ok(result) => format_json(&result, true),
+                    Err(e) => e,
+                };
+                self.say(&format!("[{}] {text}", call.label));
+            }
+        }
+    }
+
+    /// A frame that got no reply at all (HTTP): each of its calls fails.
+    fn fail_frame(&self, frame: &[u8], why: &str) {
+        for id in raw_requests(frame) {
+            let waiting = self.lock_pending().remove(&key(&id));
+            if let Some(call) = waiting {
+                self.finish(call, Err(why.to_owned()));
+            }
+        }
+        self.say(&format!("jrpc: {why}"));
+    }
+
+    /// The connection is gone: the calls waiting fail.
+    fn connection_lost(&self, why: &str) {
+        if self.closed.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let waiting: Vec<Call> = self.lock_pending().drain().map(|(_, c)| c).collect();
+        for call in waiting {
+            self.finish(call, Err(why.to_owned()));
+        }
+        self.say(&format!("jrpc: {why}"));
+    }
+
+    /// A line of the session's own: above the prompt, or on stderr in a
+    /// script.
+    fn say(&self, text: &str) {
+        match &self.out {
+            Out::Terminal(printer) => {
+                let _ = printer
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .print(format!("{text}\n"));
+            }
+            Out::Script(_) => eprintln!("{text}"),
+        }
+    }
+}
+
+/// Where the session prints.
+enum Out {
+    /// Above the prompt, while a line is being typed.
+    Terminal(Mutex<Box<dyn rustyline::ExternalPrinter + Send>>),
+    /// Stdout, in the order of the lines.
+    Script(Mutex<InOrder>),
+}
+
+/// Script output, one line per call in the order of the lines.
+#[derive(Default)]
+struct InOrder {
+    next: u64,
+    ready: BTreeMap<u64, String>,
+}
+
+impl InOrder {
+    fn ready(&mut self, seq: u64, line: String) {
+        self.ready.insert(seq, line);
+        while let Some(line) = self.ready.remove(&self.next) {
+            println!("{line}");
+            self.next += 1;
+        }
+    }
+}
+
+const HELP: &str =
+    "  METHOD [PARAM]...          call METHOD (each PARAM JSON or a bare word; all NAME=VALUE: named)
+  :notify METHOD [PARAM]...  send a notification
+  :batch ... :end            send the calls and notifications in between as one batch
+  :raw JSON                  send JSON as typed (:raw! TEXT sends anything at all)
+  :reply ID JSON             answer the server's request ID with a result
+  :error ID CODE MESSAGE     answer the server's request ID with an error
+  :quit                      end the session (or Ctrl-D); Ctrl-R searches the history";
+
+/// `method params…` split into the method and its params.
+fn method_and_params(text: &str) -> anyhow::Result<(String, Option<Box<RawValue>>)> {
+    let words = split_words(text)?;
+    let Some((method, params)) = words.split_first() else {
+        anyhow::bail!("no method given");
+    };
+    Ok((method.clone(), line_params(params)?))
+}
+
+/// A request (with `id`) or a notification, as JSON text.
+fn message(method: &str, params: Option<&RawValue>, id: Option<u64>) -> String {
+    let mut text = format!(
+        r#"{{"jsonrpc":"2.0","method":{}"#,
+        serde_json::Value::from(method)
+    );
+    if let Some(params) = params {
+        text.push_str(&format!(r#","params":{}"#, params.get()));
+    }
+    if let Some(id) = id {
+        text.push_str(&format!(r#","id":{id}"#));
+    }
+    text.push('}');
+    text
+}
+
+/// `:reply ID JSON` or `:error ID CODE MESSAGE` as a response frame.
+fn answer(command: &str, rest: &str) -> anyhow::Result<String> {
+    let words = split_words(rest)?;
+    let id = words
+        .first()
+        .ok_or_else(|| anyhow!("{command} needs the request's ID"))?;
+    // An id as printed (`7`, `"abc"`), or a bare word taken as a string.
+    let id: Box<RawValue> = serde_json::from_str(id)
+        .or_else(|_| serde_json::value::to_raw_value(id.as_str()))
+        .map_err(|e| anyhow!("{id}: not an id ({e})"))?;
+    if command == ":reply" {
+        let result = rest[rest.find(char::is_whitespace).unwrap_or(rest.len())..].trim();
+        let result: &RawValue = serde_json::from_str(if result.is_empty() { "null" } else { result })
+            .map_err(|e| anyhow!(":reply {}: the result is not JSON ({e})", id.get()))?;
+        return Ok(format!(
+            r#"{{"jsonrpc":"2.0","result":{},"id":{}}}"#,
+            result.get(),
+            id.get()
+        ));
+    }
+    let code: i64 = words
+        .get(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| anyhow!(":error ID CODE MESSAGE: CODE is an integer"))?;
+    let message = words[2..].join(" ");
+    Ok(format!(
+        r#"{{"jsonrpc":"2.0","error":{{"code":{code},"message":{}}},"id":{}}}"#,
+        serde_json::Value::from(message),
+        id.get()
+    ))
+}
+
+/// The ids (as JSON text) of the requests in a frame.
+fn raw_requests(frame: &[u8]) -> Vec<String> {
+    #[derive(Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow)]
+        method: Option<&'a RawValue>,
+        #[serde(borrow, default, deserialize_with = "present")]
+        id: Option<&'a RawValue>,
+    }
+    let items: Vec<Request<'_>> = match serde_json::from_slice::<Request<'_>>(frame) {
+        Ok(one) => vec![one],
+        Err(_) => serde_json::from_slice(frame).unwrap_or_default(),
+    };
+    items
+        .into_iter()
+        .filter(|r| r.method.is_some())
+        .filter_map(|r| r.id.map(|id| id.get().to_owned()))
+        .collect()
+}
+
+/// An `id` member that is there, even as `null`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// An id's key: numbers by value (a server may echo `1e3` as `1000`).
+fn key(id: &str) -> String {
+    match id.parse::<f64>() {
+        Ok(n) if !id.starts_with('"') => format!("{n:e}"),
+        _ => id.to_owned(),
+    }
+}
+
+/// Splits a line into words: at whitespace, except inside quotes and JSON
+/// brackets. A word quoted at the top level ('hello world' or "42") is a
+/// string, sent as one; JSON inside brackets is kept as typed.
+fn split_words(text: &str) -> anyhow::Result<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let (mut started, mut quoted) = (false, false);
+    let mut depth = 0usize;
+    let mut chars = text.chars();
+    let finish = |word: &mut String, quoted: bool| {
+        let word = std::mem::take(word);
+        if quoted {
+            serde_json::Value::from(word).to_string()
+        } else {
+            word
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() && depth == 0 => {
+                if started {
+                    words.push(finish(&mut word, quoted));
+                    (started, quoted) = (false, false);
+                }
+            }
+            '"' if depth > 0 => {
+                // A JSON string inside brackets: kept whole, escapes and all.
+                word.push(c);
+                loop {
+                    match chars.next() {
+                        Some('"') => break word.push('"'),
+                        Some('\\') => {
+                            word.push('\\');
+                            word.extend(chars.next());
+                        }
+                        Some(other) => word.push(other),
+                        None => anyhow::bail!("a string is not closed"),
+                    }
+                }
+            }
+            '"' | '\'' if depth == 0 => {
+                (started, quoted) = (true, true);
+                loop {
+                    match chars.next() {
+                        Some(q) if q == c => break,
+                        Some('\\') if c == '"' => word.extend(chars.next()),
+                        Some(other) => word.push(other),
+                        None => anyhow::bail!("a quote is not closed"),
+                    }
+                }
+            }
+            '[' | '{' => {
+                started = true;
+                depth += 1;
+                word.push(c);
+            }
+            ']' | '}' => {
+                started = true;
+                depth = depth.saturating_sub(1);
+                word.push(c);
+            }
+            c => {
+                started = true;
+                word.push(c);
+            }
+        }
+    }
+    if depth > 0 {
+        anyhow::bail!("a bracket is not closed");
+    }
+    if started {
+        words.push(finish(&mut word, quoted));
+    }
+    Ok(words)
+}
+
+/// The line editor, on a thread of its own (it blocks reading keys).
+mod editor {
+    use std::borrow::Cow;
+
+    use rustyline::completion::Completer;
+    use rustyline::highlight::Highlighter;
+    use rustyline::hint::Hinter;
+    use rustyline::history::DefaultHistory;
+    use rustyline::validate::Validator;
+    use rustyline::{Context, Editor, ExternalPrinter, Helper};
+    use tokio::sync::mpsc::UnboundedSender;
+
+    const COMMANDS: [&str; 9] = [
+        ":notify", ":batch", ":end", ":raw", ":reply", ":error", ":help", ":quit", ":raw!",
+    ];
+
+    /// Tab completes method names (from `rpc.discover`) and commands.
+    struct Completion {
+        methods: Vec<String>,
+    }
+
+    impl Completer for Completion {
+        type Candidate = String;
+
+        fn complete(
+            &self,
+            line: &str,
+            pos: usize,
+            _: &Context<'_>,
+        ) -> rustyline::Result<(usize, Vec<String>)> {
+            let before = &line[..pos];
+            let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            let word = &before[start..];
+            let first = before[..start].trim().is_empty();
+            let after_notify = before[..start].trim() == ":notify";
+            let mut candidates: Vec<String> = Vec::new();
+            if first || after_notify {
+                candidates.extend(self.methods.iter().filter(|m| m.starts_with(word)).cloned());
+            }
+            if first {
+                candidates.extend(
+                    COMMANDS
+                        .iter()
+                        .filter(|c| c.starts_with(word))
+                        .map(|c| c.to_string()),
+                );
+            }
+            Ok((start, candidates))
+        }
+    }
+
+    impl Hinter for Completion {
+        type Hint = String;
+    }
+
+    impl Highlighter for Completion {
+        fn highlight_prompt<'b, 's: 'b, 'p: 'b>(&'s self, prompt: &'p str, _: bool) -> Cow<'b, str> {
+            Cow::Borrowed(prompt)
+        }
+    }
+
+    impl Validator for Completion {}
+
+    impl Helper for Completion {}
+
+    /// Where the history is kept: `$XDG_STATE_HOME/jrpc/connect_history`,
+    /// else `~/.local/state/jrpc/connect_history`.
+    fn history_file() -> Option<std::path::PathBuf> {
+        let state = std::env::var_os("XDG_STATE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".local/state")))?;
+        Some(state.join("jrpc").join("connect_history"))
+    }
+
+    /// Starts the editor: each line typed goes to `lines`; the printer
+    /// prints above the prompt.
+    pub(super) fn start(
+        methods: Vec<String>,
+        lines: UnboundedSender<String>,
+    ) -> rustyline::Result<Box<dyn ExternalPrinter + Send>> {
+        let mut editor: Editor<Completion, DefaultHistory> = Editor::new()?;
+        editor.set_helper(Some(Completion { methods }));
+        let history = history_file();
+        if let Some(path) = &history {
+            let _ = editor.load_history(path);
+        }
+        let printer = editor.create_external_printer()?;
+        std::thread::spawn(move || {
+            let mut in_batch = false;
+            loop {
+                let prompt = if in_batch { "batch> " } else { "jrpc> " };
+                match editor.readline(prompt) {
+                    Ok(line) => {
+                        let trimmed = line.trim();
+                        if !trimmed.is_empty() {
+                            let _ = editor.add_history_entry(trimmed);
+                        }
+                        match trimmed.split_whitespace().next() {
+                            Some(":batch") => in_batch = true,
+                            Some(":end") => in_batch = false,
+                            _ => {}
+                        }
+                        if lines.send(line).is_err() {
+                            break;
+                        }
+                    }
+                    // Ctrl-C drops the line being typed, as a shell does.
+                    Err(rustyline::error::ReadlineError::Interrupted) => continue,
+                    Err(_) => break,
+                }
+            }
+            if let Some(path) = &history {
+                if let Some(dir) = path.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                let _ = editor.save_history(path);
+            }
+            // Dropping `lines` ends the session.
+        });
+        Ok(Box::new(printer))
+    }
+}
