@@ -153,7 +153,8 @@ async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-    Ok(!shared.failed.load(Ordering::Relaxed))
+    // A session at a terminal ends well however its calls went.
+    Ok(interactive || !shared.failed.load(Ordering::Relaxed))
 }
 
 /// The methods `rpc.discover` names, for completion: none if the server
@@ -390,16 +391,20 @@ impl Shared {
             return;
         }
         let keys: Vec<String> = calls.iter().map(|(k, _)| k.clone()).collect();
-        {
+        let superseded: Vec<Call> = {
             let mut pending = self.lock_pending();
-            for (key, call) in calls {
-                if let Some(earlier) = pending.insert(key, call) {
-                    self.say(&format!(
-                        "jrpc: {} has the id of {} still waiting: its reply will go to the later one",
-                        "this call", earlier.label
-                    ));
-                }
-            }
+            calls
+                .into_iter()
+                .filter_map(|(key, call)| pending.insert(key, call))
+                .collect()
+        };
+        // Replies are told apart by id: the later call with an id takes
+        // the reply.
+        for earlier in superseded {
+            self.finish(
+                earlier,
+                Err("not awaited: a later call has the same id".to_owned()),
+            );
         }
         if self.interactive {
             self.say(&format!("-> {frame}"));

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use jrpc::{Client, Router};
 use serde_json::{json, Value};
 
-const JRPC: &str = env!("CARGO_BIN_EXE_jrpc");
+mod common;
+
+use common::{text, JRPC};
 
 fn chatty_server() -> Vec<String> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bridge/chatty_server.py");
@@ -94,15 +96,6 @@ impl Drop for Bridge {
 
 fn jrpc(args: &[&str]) -> Output {
     Command::new(JRPC).args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// `jrpc check`'s outcome per rule (the titles differ by transport).

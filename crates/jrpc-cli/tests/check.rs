@@ -4,74 +4,16 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
-const JRPC: &str = env!("CARGO_BIN_EXE_jrpc");
+mod common;
 
-/// A `jrpc serve` with listeners, stopped on drop.
-struct Served {
-    child: Child,
-    targets: Vec<String>,
-}
-
-impl Served {
-    fn start(args: &[&str]) -> Served {
-        let mut child = Command::new(JRPC)
-            .arg("serve")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let listeners = args
-            .iter()
-            .filter(|a| matches!(**a, "--http" | "--tcp" | "--udp" | "--unix"))
-            .count();
-        let mut targets = Vec::new();
-        let mut seen = 0;
-        while seen < listeners {
-            let mut line = String::new();
-            assert!(
-                stderr.read_line(&mut line).unwrap() > 0,
-                "jrpc serve exited early"
-            );
-            if let Some(rest) = line.strip_prefix("jrpc: listening on ") {
-                seen += 1;
-                let mut words = rest.split_whitespace();
-                targets.push(words.next().unwrap().to_owned());
-                // HTTP lines name the WebSocket address too.
-                if let Some(ws) = words.find(|w| w.starts_with("ws://")) {
-                    targets.push(ws.to_owned());
-                }
-            }
-        }
-        std::thread::spawn(move || for _ in stderr.lines() {});
-        Served { child, targets }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{text, Served, JRPC};
 
 fn check(args: &[&str]) -> Output {
     Command::new(JRPC).arg("check").args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The check passes every rule: exit 0, no FAIL line, the summary line.

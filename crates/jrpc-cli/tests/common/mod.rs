@@ -1,0 +1,72 @@
+//! What the CLI tests share: the binary, a `jrpc serve` with listeners,
+//! and a command's output for assertion messages.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+pub const JRPC: &str = env!("CARGO_BIN_EXE_jrpc");
+
+/// A `jrpc serve` with listeners, stopped on drop.
+pub struct Served {
+    child: Child,
+    /// The listeners' addresses, in the order of their flags (an HTTP
+    /// listener's WebSocket address after its own).
+    pub targets: Vec<String>,
+}
+
+impl Served {
+    pub fn start(args: &[&str]) -> Served {
+        let mut child = Command::new(JRPC)
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let listeners = args
+            .iter()
+            .filter(|a| matches!(**a, "--http" | "--tcp" | "--udp" | "--unix"))
+            .count();
+        let mut targets = Vec::new();
+        let mut seen = 0;
+        while seen < listeners {
+            let mut line = String::new();
+            assert!(
+                stderr.read_line(&mut line).unwrap() > 0,
+                "jrpc serve exited early"
+            );
+            if let Some(rest) = line.strip_prefix("jrpc: listening on ") {
+                seen += 1;
+                let mut words = rest.split_whitespace();
+                targets.push(words.next().unwrap().to_owned());
+                // HTTP lines name the WebSocket address too.
+                if let Some(ws) = words.find(|w| w.starts_with("ws://")) {
+                    targets.push(ws.to_owned());
+                }
+            }
+        }
+        std::thread::spawn(move || for _ in stderr.lines() {});
+        Served { child, targets }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A command's status, stdout and stderr, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
