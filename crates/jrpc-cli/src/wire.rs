@@ -143,9 +143,21 @@ impl Wire {
                     .dial()
                     .await?
             }
+            #[cfg(feature = "nats")]
+            Target::Url(url) if url.starts_with("nats://") => {
+                jrpc::transport::nats::NatsDialer::from_target(url)?.dial().await?
+            }
+            #[cfg(feature = "mqtt")]
+            Target::Url(url) if url.starts_with("mqtt://") => {
+                jrpc::transport::mqtt::MqttDialer::from_target(url)?.dial().await?
+            }
+            #[cfg(feature = "amqp")]
+            Target::Url(url) if url.starts_with("amqp://") => {
+                jrpc::transport::amqp::AmqpDialer::from_target(url)?.dial().await?
+            }
             Target::Url(url) => {
                 return Err(anyhow!(
-                    "{url}: jrpc check speaks tcp://, udp://, unix:, http(s)://, ws(s):// and -- COMMAND"
+                    "{url}: expected tcp://, udp://, unix:, http(s)://, ws(s)://, nats://, mqtt://, amqp:// or -- COMMAND"
                 ))
             }
             Target::Command(words) => {

@@ -1,7 +1,7 @@
 //! End to end through real brokers: `jrpc serve --nats/--mqtt/--amqp`
 //! started twice on one subject, topic or queue, `jrpc call` and `jrpc
-//! bench` against it, both servers taking calls; a server killed (SIGKILL)
-//! under load.
+//! bench` against it, both servers taking calls, `jrpc check` passing; a
+//! server killed (SIGKILL) under load.
 
 #[path = "../../jrpc/tests/common/brokers.rs"]
 #[allow(dead_code)]
@@ -135,6 +135,22 @@ fn two_servers_share_the_calls(kind: Kind, address: &str) {
     // The broker connection closes cleanly: nothing logged on the way out.
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("ERROR") && !stderr.contains("WARN"), "{stderr}");
+    // The whole reply as it came, and the conformance check: malformed
+    // frames reach the servers and their error replies come back.
+    let out = jrpc(&["call", &target, "--envelope", "subtract", "42", "23"]);
+    assert_eq!(
+        stdout_json(&out),
+        json!({"jsonrpc": "2.0", "result": 19, "id": 1})
+    );
+    let out = jrpc(&[
+        "check", &target, "--method", "subtract", "--params", "[42,23]", "--expect", "19",
+    ]);
+    assert!(
+        out.status.success(),
+        "jrpc check {target}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = jrpc(&[
         "bench", &target, "add", "1", "2", "-c", "4", "-m", "16", "-n", "2000", "--json",
     ]);

@@ -424,7 +424,7 @@ impl Dialer for AmqpDialer {
         let outgoing = futures_util::sink::unfold(channel, move |channel, frame: Bytes| {
             let queue = queue.clone();
             async move {
-                if !super::message::carries_calls(&frame) {
+                if super::message::only_responses(&frame) {
                     return Ok(channel);
                 }
                 let properties = BasicProperties::default().with_reply_to(ShortString::from(DIRECT_REPLY_TO));

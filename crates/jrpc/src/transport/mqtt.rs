@@ -126,6 +126,9 @@ struct Session {
     subscribed: watch::Receiver<bool>,
     /// The task driving the connection.
     driver: JoinHandle<()>,
+    /// Turns true once the broker has acknowledged an unsubscription:
+    /// every message for the filter has arrived by then.
+    unsubscribed: watch::Receiver<bool>,
 }
 
 /// Connects and subscribes to `filter`. A task drives the connection,
@@ -174,11 +177,13 @@ async fn subscribe(url: &str, role: &str, filter: String) -> io::Result<Session>
         })??;
     let (sender, messages) = mpsc::channel(QUEUED);
     let (now_subscribed, subscribed) = watch::channel(true);
+    let (now_unsubscribed, unsubscribed) = watch::channel(false);
     let driving = Driving {
         client: Some(client.clone()),
         filter,
         messages: sender,
         subscribed: now_subscribed,
+        unsubscribed: now_unsubscribed,
         url: url.to_owned(),
     };
     let driver = tokio::spawn(driving.run(events));
@@ -187,6 +192,7 @@ async fn subscribe(url: &str, role: &str, filter: String) -> io::Result<Session>
         messages,
         subscribed,
         driver,
+        unsubscribed,
     })
 }
 
@@ -197,6 +203,7 @@ struct Driving {
     filter: String,
     messages: mpsc::Sender<Publish>,
     subscribed: watch::Sender<bool>,
+    unsubscribed: watch::Sender<bool>,
     url: String,
 }
 
@@ -227,6 +234,12 @@ impl Driving {
                 }
                 Ok(Event::Incoming(Packet::SubAck(_))) => {
                     self.subscribed.send_replace(true);
+                }
+                Ok(Event::Incoming(Packet::UnsubAck(_))) => {
+                    // Closing: what the broker sent before this has been
+                    // handed over; no subscribing again.
+                    self.client = None;
+                    self.unsubscribed.send_replace(true);
                 }
                 Ok(Event::Incoming(Packet::ConnAck(_))) => {
                     failures = 0;
@@ -271,6 +284,8 @@ pub struct MqttListener {
     client: Option<AsyncClient>,
     messages: mpsc::Receiver<Publish>,
     driver: Option<JoinHandle<()>>,
+    /// True once the broker has acknowledged the unsubscription of `close`.
+    unsubscribed: watch::Receiver<bool>,
     filter: String,
     local_addr: String,
 }
@@ -296,6 +311,7 @@ impl MqttListener {
             client: Some(session.client),
             messages: session.messages,
             driver: Some(session.driver),
+            unsubscribed: session.unsubscribed,
             filter,
             local_addr: format!("{url}/{topic}"),
         })
@@ -304,7 +320,12 @@ impl MqttListener {
 
 impl MessageListener for MqttListener {
     async fn next(&mut self) -> Option<Message> {
-        let publish = self.messages.recv().await?;
+        let publish = tokio::select! {
+            biased;
+            publish = self.messages.recv() => publish?,
+            // Unsubscribed: what arrived before is in the queue already.
+            _ = self.unsubscribed.wait_for(|done| *done) => self.messages.try_recv().ok()?,
+        };
         let message = Message::new(publish.payload, "mqtt")
             .arrived_at(&self.local_addr)
             .max_reply(MAX_REPLY);
@@ -337,13 +358,18 @@ impl MessageListener for MqttListener {
         self.local_addr.clone()
     }
 
-    /// Unsubscribes: the group's other members take the calls from then on.
+    /// Unsubscribes: the group's other members take the calls from then
+    /// on. Messages keep being taken until the broker acknowledges it
+    /// (those it sent before, acknowledged at QoS 1, would be lost
+    /// otherwise); `next` ends once they are served.
     async fn close(&mut self) {
-        if let Some(client) = &self.client {
-            let _ = client.try_unsubscribe(self.filter.clone());
+        let unsubscribing = self
+            .client
+            .as_ref()
+            .is_some_and(|client| client.try_unsubscribe(self.filter.clone()).is_ok());
+        if !unsubscribing {
+            self.messages.close();
         }
-        // What arrived is still served; then `next` ends.
-        self.messages.close();
     }
 
     /// Lets the connection go once the replies are out.
@@ -389,6 +415,7 @@ impl Dialer for MqttDialer {
             messages,
             subscribed,
             driver: _,
+            unsubscribed: _,
         } = subscribe(&self.url, "client", replies.clone()).await?;
         let info = ConnectionInfo {
             transport: "mqtt",
@@ -405,7 +432,7 @@ impl Dialer for MqttDialer {
             move |(client, mut subscribed), frame: Bytes| {
                 let (topic, replies) = (topic.clone(), replies.clone());
                 async move {
-                    if !super::message::carries_calls(&frame) {
+                    if super::message::only_responses(&frame) {
                         return Ok((client, subscribed));
                     }
                     // After a reconnect, calls wait until replies can arrive

@@ -226,25 +226,34 @@ impl Awaiting {
 }
 
 /// The ids of the requests in a frame this side wrote, and whether it is a
-/// batch; `None` when nothing in it expects a reply.
+/// batch; `None` when nothing in it expects a reply. A frame that is not
+/// valid messages (raw text a checker sends) expects the server's error
+/// reply, under no id of its own.
 fn requests_in(frame: &[u8]) -> Option<(Vec<Id>, bool)> {
     let limits = Limits {
         max_frame_len: usize::MAX,
         max_batch_len: usize::MAX,
         ..Limits::default()
     };
-    let (items, batch) = match parse_frame(frame, &limits).ok()? {
-        Frame::Single(item) => (vec![item], false),
-        Frame::Batch(items) => (items, true),
+    let (items, batch) = match parse_frame(frame, &limits) {
+        Ok(Frame::Single(item)) => (vec![item], false),
+        Ok(Frame::Batch(items)) if items.is_empty() => return Some((Vec::new(), true)),
+        Ok(Frame::Batch(items)) => (items, true),
+        Err(_) => return Some((Vec::new(), false)),
     };
+    let mut answered = false;
     let ids: Vec<Id> = items
         .into_iter()
         .filter_map(|item| match item {
             Incoming::Request(request) => Some(request.id),
+            Incoming::Invalid(_) => {
+                answered = true;
+                None
+            }
             _ => None,
         })
         .collect();
-    (!ids.is_empty()).then_some((ids, batch))
+    (answered || !ids.is_empty()).then_some((ids, batch))
 }
 
 /// "No responders" for the calls of a frame.
@@ -319,9 +328,10 @@ impl Dialer for NatsDialer {
             });
             let frame = match reply.status {
                 None => Some(reply.payload),
-                Some(StatusCode::NO_RESPONDERS) => {
-                    sent.map(|(ids, batch)| no_responders(ids, batch, &target))
-                }
+                // Nothing to say about a frame with no request ids.
+                Some(StatusCode::NO_RESPONDERS) => sent
+                    .filter(|(ids, _)| !ids.is_empty())
+                    .map(|(ids, batch)| no_responders(ids, batch, &target)),
                 Some(status) => {
                     tracing::debug!(%status, "nats: a status on the reply subject");
                     None
@@ -334,8 +344,8 @@ impl Dialer for NatsDialer {
         let mut next_reply: u64 = 0;
         let outgoing = futures_util::sink::unfold(client, move |client, frame: Bytes| {
             let published = match requests_in(&frame) {
-                _ if !super::message::carries_calls(&frame) => None,
-                Some((ids, batch)) if frame.len() > max_payload => {
+                _ if super::message::only_responses(&frame) => None,
+                Some((ids, batch)) if frame.len() > max_payload && !ids.is_empty() => {
                     let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
                         "the request of {} bytes is over what the NATS server carries ({max_payload})",
                         frame.len()
@@ -343,11 +353,11 @@ impl Dialer for NatsDialer {
                     let _ = refused.send(error_replies(ids, batch, &error));
                     None
                 }
-                None if frame.len() > max_payload => {
+                _ if frame.len() > max_payload => {
                     tracing::warn!(
                         bytes = frame.len(),
                         max_payload,
-                        "nats: a notification too large to publish is dropped"
+                        "nats: a frame with no request too large to publish is dropped"
                     );
                     None
                 }
