@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,7 +28,6 @@ use futures_util::{SinkExt as _, StreamExt as _};
 use jrpc::codec::Inbound;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::mpsc;
 
 use crate::call::{line_params, report, ConnectArgs, Failure, Target};
@@ -42,7 +41,7 @@ use crate::wire::{Observed, Wire};
   :notify METHOD [PARAM]...  send a notification
   :batch ... :end            gather the calls and notifications typed in between
                              into one batch
-  :raw JSON                  send JSON exactly as typed (anything at all)
+  :raw JSON                  send JSON exactly as typed (:raw! TEXT: anything)
   :reply ID JSON             answer the server's request ID with a result
   :error ID CODE MESSAGE     answer the server's request ID with an error
   :help                      this list
@@ -92,8 +91,8 @@ async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
         Vec::new()
     };
     let (lines_tx, mut lines) = mpsc::unbounded_channel::<String>();
+    let mut editor_thread = None;
     let out = if interactive {
-        let printer = editor::start(methods.clone(), lines_tx).map_err(|e| Failure::Transport(anyhow!(e)))?;
         println!(
             "jrpc: connected to {target}{}. Type METHOD [PARAM]... or :help; Ctrl-D ends.",
             if methods.is_empty() {
@@ -102,11 +101,16 @@ async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
                 format!(" ({} methods; Tab completes them)", methods.len())
             }
         );
+        let (printer, thread) =
+            editor::start(methods.clone(), lines_tx).map_err(|e| Failure::Transport(anyhow!(e)))?;
+        editor_thread = Some(thread);
         Out::Terminal(Mutex::new(printer))
     } else {
-        tokio::spawn(async move {
-            let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
-            while let Ok(Some(line)) = stdin.next_line().await {
+        // A thread of its own: a runtime task reading stdin would keep the
+        // process from ending while the pipe stays open.
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { break };
                 if lines_tx.send(line).is_err() {
                     break;
                 }
@@ -120,6 +124,8 @@ async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
         pending: Mutex::new(HashMap::new()),
         next_id: AtomicU64::new(1),
         next_seq: AtomicU64::new(0),
+        next_token: AtomicU64::new(0),
+        unsent: AtomicUsize::new(0),
         failed: AtomicBool::new(false),
         closed: AtomicBool::new(false),
         interactive,
@@ -145,13 +151,23 @@ async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
             }
         }
     }
-    if !interactive {
-        // The replies still due, within the timeout (each call's own timer
-        // reports it when it runs out).
-        let deadline = tokio::time::Instant::now() + timeout + Duration::from_millis(100);
-        while !shared.lock_pending().is_empty() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
+    if let Some(entries) = batch {
+        shared.say("jrpc: a batch without :end was not sent");
+        for call in entries.into_iter().filter_map(|e| e.call) {
+            shared.finish(call.1, Err("not sent: its batch had no :end".to_owned()));
         }
+    }
+    // What is queued goes out; in a script, the replies still due come
+    // (each call's own timer reports one that does not, at its timeout).
+    let deadline = tokio::time::Instant::now() + timeout + Duration::from_millis(100);
+    let done =
+        || shared.unsent.load(Ordering::Relaxed) == 0 && (interactive || shared.lock_pending().is_empty());
+    while !done() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if let Some(thread) = editor_thread {
+        // It has ended (the terminal is back as it was) or ends now.
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     }
     // A session at a terminal ends well however its calls went.
     Ok(interactive || !shared.failed.load(Ordering::Relaxed))
@@ -200,7 +216,9 @@ fn start_wire(wire: Wire, mut outgoing: mpsc::UnboundedReceiver<Bytes>, shared: 
             let writer_shared = Arc::clone(&shared);
             tokio::spawn(async move {
                 while let Some(frame) = outgoing.recv().await {
-                    if let Err(e) = sink.send(frame).await {
+                    let sent = sink.send(frame).await;
+                    writer_shared.unsent.fetch_sub(1, Ordering::Relaxed);
+                    if let Err(e) = sent {
                         writer_shared.connection_lost(&format!("sending failed: {e}"));
                         break;
                     }
@@ -229,7 +247,8 @@ fn start_wire(wire: Wire, mut outgoing: mpsc::UnboundedReceiver<Bytes>, shared: 
             tokio::spawn(async move {
                 while let Some(frame) = outgoing.recv().await {
                     let (shared, http) = (Arc::clone(&shared), http.clone());
-                    tokio::spawn(async move {
+                    let calls = raw_requests(&frame);
+                    let post = async move {
                         let mut wire = Wire::Http(http);
                         let text = String::from_utf8_lossy(&frame).into_owned();
                         match wire.exchange(&text, 1, shared.timeout, shared.timeout).await {
@@ -245,7 +264,17 @@ fn start_wire(wire: Wire, mut outgoing: mpsc::UnboundedReceiver<Bytes>, shared: 
                             }
                             Err(e) => shared.fail_frame(&frame, &format!("{e:#}")),
                         }
-                    });
+                        // The response was all there is: a call it did not
+                        // answer gets no answer.
+                        shared.fail_frame_quietly(&frame, "the HTTP response did not answer it");
+                        shared.unsent.fetch_sub(1, Ordering::Relaxed);
+                    };
+                    if calls.is_empty() {
+                        // Notifications (and answers) keep their order.
+                        post.await;
+                    } else {
+                        tokio::spawn(post);
+                    }
                 }
             });
         }
@@ -274,6 +303,7 @@ struct Call {
     label: String,
     /// Its place in a script's output.
     seq: Option<u64>,
+    token: u64,
 }
 
 struct Shared {
@@ -282,6 +312,10 @@ struct Shared {
     pending: Mutex<HashMap<String, Call>>,
     next_id: AtomicU64,
     next_seq: AtomicU64,
+    /// Tells a call's timer its own call from a later one with its id.
+    next_token: AtomicU64,
+    /// Frames queued but not yet written (or posted).
+    unsent: AtomicUsize,
     failed: AtomicBool,
     closed: AtomicBool,
     interactive: bool,
@@ -360,7 +394,7 @@ impl Shared {
             other if other.starts_with(':') => anyhow::bail!("{other}: no such command (:help lists them)"),
             _ => {
                 let (method, params) = method_and_params(line)?;
-                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let id = self.fresh_id();
                 Queued {
                     frame: message(&method, params.as_deref(), Some(id)),
                     call: Some((key(&id.to_string()), self.call(format!("#{id} {method}")))),
@@ -377,20 +411,35 @@ impl Shared {
     /// A call's label and, in a script, its place in the output.
     fn call(&self, label: String) -> Call {
         let seq = (!self.interactive).then(|| self.next_seq.fetch_add(1, Ordering::Relaxed));
-        Call { label, seq }
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        Call { label, seq, token }
+    }
+
+    /// The next automatic id: one no call waiting has (a `:raw` one may).
+    fn fresh_id(&self) -> u64 {
+        loop {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            if !self.lock_pending().contains_key(&key(&id.to_string())) {
+                return id;
+            }
+        }
     }
 
     /// Sends a frame, its calls waiting for their replies within the
     /// timeout.
     fn send(self: &Arc<Self>, frame: String, calls: Vec<(String, Call)>) {
         if self.closed.load(Ordering::Relaxed) {
-            self.say("jrpc: the connection is closed: nothing sent (Ctrl-D ends the session)");
+            self.say(if self.interactive {
+                "jrpc: the connection is closed: nothing sent (Ctrl-D ends the session)"
+            } else {
+                "jrpc: the connection is closed: nothing sent"
+            });
             for (_, call) in calls {
                 self.finish(call, Err("the connection is closed".to_owned()));
             }
             return;
         }
-        let keys: Vec<String> = calls.iter().map(|(k, _)| k.clone()).collect();
+        let timers: Vec<(String, u64)> = calls.iter().map(|(k, c)| (k.clone(), c.token)).collect();
         let superseded: Vec<Call> = {
             let mut pending = self.lock_pending();
             calls
@@ -409,20 +458,34 @@ impl Shared {
         if self.interactive {
             self.say(&format!("-> {frame}"));
         }
+        self.unsent.fetch_add(1, Ordering::Relaxed);
         if self.frames.send(Bytes::from(frame)).is_err() {
-            self.connection_lost("the connection is closed");
+            self.unsent.fetch_sub(1, Ordering::Relaxed);
+            self.give_up(&timers, "the connection is closed");
             return;
         }
         let this = Arc::clone(self);
         tokio::spawn(async move {
             tokio::time::sleep(this.timeout).await;
-            for key in keys {
-                let waiting = this.lock_pending().remove(&key);
-                if let Some(call) = waiting {
-                    this.finish(call, Err(format!("no reply within {:?}", this.timeout)));
-                }
-            }
+            this.give_up(&timers, &format!("no reply within {:?}", this.timeout));
         });
+    }
+
+    /// The calls among `calls` (key and token) still waiting fail with
+    /// `why`; a later call that took a key over is left alone.
+    fn give_up(&self, calls: &[(String, u64)], why: &str) {
+        for (key, token) in calls {
+            let waiting = {
+                let mut pending = self.lock_pending();
+                match pending.get(key) {
+                    Some(call) if call.token == *token => pending.remove(key),
+                    _ => None,
+                }
+            };
+            if let Some(call) = waiting {
+                self.finish(call, Err(why.to_owned()));
+            }
+        }
     }
 
     /// A frame from the server: replies to calls, or its own messages.
@@ -481,7 +544,10 @@ impl Shared {
                         r#"{{"jsonrpc":"2.0","error":{{"code":-32601,"message":"Method not found","data":"jrpc connect runs a script: it answers no requests"}},"id":{}}}"#,
                         id.get()
                     );
-                    let _ = self.frames.send(Bytes::from(reply));
+                    self.unsent.fetch_add(1, Ordering::Relaxed);
+                    if self.frames.send(Bytes::from(reply)).is_err() {
+                        self.unsent.fetch_sub(1, Ordering::Relaxed);
+                    }
                 }
             }
             (None, id) => {
@@ -515,7 +581,7 @@ impl Shared {
         match (&self.out, call.seq) {
             (Out::Script(order), Some(seq)) => {
                 let line = match outcome {
-                    Ok(result) => result,
+                    Ok(result) => format_json(&result, false),
                     Err(e) => format!("{} {e}", call.label),
                 };
                 order.lock().unwrap_or_else(|e| e.into_inner()).ready(seq, line);
@@ -532,13 +598,18 @@ impl Shared {
 
     /// A frame that got no reply at all (HTTP): each of its calls fails.
     fn fail_frame(&self, frame: &[u8], why: &str) {
+        self.fail_frame_quietly(frame, why);
+        self.say(&format!("jrpc: {why}"));
+    }
+
+    /// The calls of `frame` still waiting fail with `why`.
+    fn fail_frame_quietly(&self, frame: &[u8], why: &str) {
         for id in raw_requests(frame) {
             let waiting = self.lock_pending().remove(&key(&id));
             if let Some(call) = waiting {
                 self.finish(call, Err(why.to_owned()));
             }
         }
-        self.say(&format!("jrpc: {why}"));
     }
 
     /// The connection is gone: the calls waiting fail.
@@ -692,34 +763,30 @@ fn key(id: &str) -> String {
     }
 }
 
-/// Splits a line into words: at whitespace, except inside quotes and JSON
-/// brackets. A word quoted at the top level ('hello world' or "42") is a
-/// string, sent as one; JSON inside brackets is kept as typed.
+/// Splits a line into words at whitespace, as a shell would, but keeping
+/// JSON whole: brackets and braces (with the strings inside them) stay one
+/// word as typed. A quote that opens a word, or a value after `NAME=`,
+/// makes a string: 'single' as typed, "double" with JSON's escapes; it is
+/// kept as JSON text (`"hello world"`), so it is sent as a string even when
+/// it reads as a number. A quote inside a word (`don't`) is just a
+/// character.
 fn split_words(text: &str) -> anyhow::Result<Vec<String>> {
     let mut words = Vec::new();
     let mut word = String::new();
-    let (mut started, mut quoted) = (false, false);
     let mut depth = 0usize;
-    let mut chars = text.chars();
-    let finish = |word: &mut String, quoted: bool| {
-        let word = std::mem::take(word);
-        if quoted {
-            serde_json::Value::from(word).to_string()
-        } else {
-            word
-        }
-    };
+    let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
+        let opens_string =
+            word.is_empty() || (depth == 0 && word.ends_with('=') && !word.contains(['"', '\'']));
         match c {
             c if c.is_whitespace() && depth == 0 => {
-                if started {
-                    words.push(finish(&mut word, quoted));
-                    (started, quoted) = (false, false);
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
                 }
             }
             '"' if depth > 0 => {
                 // A JSON string inside brackets: kept whole, escapes and all.
-                word.push(c);
+                word.push('"');
                 loop {
                     match chars.next() {
                         Some('"') => break word.push('"'),
@@ -732,40 +799,104 @@ fn split_words(text: &str) -> anyhow::Result<Vec<String>> {
                     }
                 }
             }
-            '"' | '\'' if depth == 0 => {
-                (started, quoted) = (true, true);
+            '"' if opens_string => {
+                let mut literal = String::from('"');
                 loop {
                     match chars.next() {
-                        Some(q) if q == c => break,
-                        Some('\\') if c == '"' => word.extend(chars.next()),
-                        Some(other) => word.push(other),
+                        Some('"') => break literal.push('"'),
+                        Some('\\') => {
+                            literal.push('\\');
+                            literal.extend(chars.next());
+                        }
+                        Some(other) => literal.push(other),
                         None => anyhow::bail!("a quote is not closed"),
                     }
                 }
+                let string: String = serde_json::from_str(&literal)
+                    .map_err(|e| anyhow!("{literal}: not a JSON string ({e})"))?;
+                word.push_str(&serde_json::Value::from(string).to_string());
+            }
+            '\'' if opens_string => {
+                let mut string = String::new();
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(other) => string.push(other),
+                        None => anyhow::bail!("a quote is not closed"),
+                    }
+                }
+                word.push_str(&serde_json::Value::from(string).to_string());
             }
             '[' | '{' => {
-                started = true;
                 depth += 1;
                 word.push(c);
             }
             ']' | '}' => {
-                started = true;
                 depth = depth.saturating_sub(1);
                 word.push(c);
             }
-            c => {
-                started = true;
-                word.push(c);
-            }
+            c => word.push(c),
         }
     }
     if depth > 0 {
         anyhow::bail!("a bracket is not closed");
     }
-    if started {
-        words.push(finish(&mut word, quoted));
+    if !word.is_empty() {
+        words.push(word);
     }
     Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_split_into_words() {
+        let cases: &[(&str, &[&str])] = &[
+            ("subtract 42 23", &["subtract", "42", "23"]),
+            ("  sum   1\t2 ", &["sum", "1", "2"]),
+            ("echo 'hello world'", &["echo", r#""hello world""#]),
+            (r#"echo "42""#, &["echo", r#""42""#]),
+            (r#"echo "a\nb \u00e9""#, &["echo", r#""a\nb é""#]),
+            ("echo don't", &["echo", "don't"]),
+            (
+                r#"greet name="Ada Lovelace" age=36"#,
+                &["greet", r#"name="Ada Lovelace""#, "age=36"],
+            ),
+            ("greet name='O Brien'", &["greet", r#"name="O Brien""#]),
+            (
+                r#"sum [1, 2, 3] {"a b": "c ]"}"#,
+                &["sum", "[1, 2, 3]", r#"{"a b": "c ]"}"#],
+            ),
+            ("echo ü 日本", &["echo", "ü", "日本"]),
+            ("", &[]),
+        ];
+        for (line, words) in cases {
+            assert_eq!(split_words(line).unwrap(), *words, "{line}");
+        }
+        for bad in ["echo 'open", r#"echo "open"#, "sum [1, 2", r#"x {"a": "b}"#] {
+            assert!(split_words(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn quoted_words_are_strings_and_named_words_named() {
+        let params = |line: &str| {
+            let (method, params) = method_and_params(line).unwrap();
+            (method, params.map(|p| p.get().to_owned()))
+        };
+        assert_eq!(params("echo '42'"), ("echo".into(), Some(r#"["42"]"#.into())));
+        assert_eq!(
+            params("subtract 42 23"),
+            ("subtract".into(), Some("[42,23]".into()))
+        );
+        assert_eq!(
+            params(r#"greet name="Ada Lovelace" age=36"#),
+            ("greet".into(), Some(r#"{"name":"Ada Lovelace","age":36}"#.into()))
+        );
+        assert_eq!(params("ping"), ("ping".into(), None));
+    }
 }
 
 /// The line editor, on a thread of its own (it blocks reading keys).
@@ -799,7 +930,11 @@ mod editor {
             _: &Context<'_>,
         ) -> rustyline::Result<(usize, Vec<String>)> {
             let before = &line[..pos];
-            let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            let start = before
+                .char_indices()
+                .rev()
+                .find(|(_, c)| c.is_whitespace())
+                .map_or(0, |(i, c)| i + c.len_utf8());
             let word = &before[start..];
             let first = before[..start].trim().is_empty();
             let after_notify = before[..start].trim() == ":notify";
@@ -848,7 +983,7 @@ mod editor {
     pub(super) fn start(
         methods: Vec<String>,
         lines: UnboundedSender<String>,
-    ) -> rustyline::Result<Box<dyn ExternalPrinter + Send>> {
+    ) -> rustyline::Result<(Box<dyn ExternalPrinter + Send>, std::thread::JoinHandle<()>)> {
         let mut editor: Editor<Completion, DefaultHistory> = Editor::new()?;
         editor.set_helper(Some(Completion { methods }));
         let history = history_file();
@@ -856,7 +991,7 @@ mod editor {
             let _ = editor.load_history(path);
         }
         let printer = editor.create_external_printer()?;
-        std::thread::spawn(move || {
+        let thread = std::thread::spawn(move || {
             let mut in_batch = false;
             loop {
                 let prompt = if in_batch { "batch> " } else { "jrpc> " };
@@ -869,6 +1004,9 @@ mod editor {
                         match trimmed.split_whitespace().next() {
                             Some(":batch") => in_batch = true,
                             Some(":end") => in_batch = false,
+                            // Ends here, so that the terminal is restored
+                            // before the session ends.
+                            Some(":quit" | ":q" | ":exit") => break,
                             _ => {}
                         }
                         if lines.send(line).is_err() {
@@ -888,6 +1026,6 @@ mod editor {
             }
             // Dropping `lines` ends the session.
         });
-        Ok(Box::new(printer))
+        Ok((Box::new(printer), thread))
     }
 }

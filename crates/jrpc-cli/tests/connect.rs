@@ -98,6 +98,34 @@ fn a_failed_call_fails_the_script() {
     assert!(stderr.contains(":bogus: no such command"), "{stderr}");
 }
 
+/// What a script sends last (a notification, an answer) is sent before
+/// the session ends; a batch left open fails the script; `:quit` ends it.
+#[test]
+fn the_end_of_a_script_sends_what_is_queued() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!("tcp://{}", listener.local_addr().unwrap());
+    let received = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        std::io::BufRead::lines(std::io::BufReader::new(stream))
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let out = script(&[&target], ":notify bye 1\n:quit\n:notify never\n");
+    assert!(out.status.success(), "{}", text(&out));
+    let lines = received.join().unwrap();
+    assert_eq!(lines, [r#"{"jsonrpc":"2.0","method":"bye","params":[1]}"#]);
+
+    let out = script(
+        &["--", JRPC, "serve", "--stdio"],
+        "subtract 2 1\n:batch\nsubtract 3 1\n",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "1\n#2 subtract not sent: its batch had no :end\n"
+    );
+}
+
 /// The server's own messages go to stderr; its requests are answered
 /// -32601 in a script.
 #[test]

@@ -48,6 +48,9 @@ class Session:
 
     def end(self):
         self.type("\x04")  # Ctrl-D
+        return self.wait_exit()
+
+    def wait_exit(self):
         deadline = time.time() + 20
         while time.time() < deadline:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -104,7 +107,8 @@ s.expect(":reply \"server-1\" JSON")
 s.type(':reply "server-1" "tester"\r')
 s.expect("client said")
 s.expect("tester")
-code = s.end()
+s.type(":quit\r")
+code = s.wait_exit()
 if code != 0:
-    fail(f"exit status {code}", s)
+    fail(f"exit status {code} after :quit", s)
 print("ok")
