@@ -85,10 +85,10 @@ async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
         .await
         .map_err(|e| Failure::Transport(e.context(format!("connecting to {target}"))))?;
     let interactive = std::io::stdin().is_terminal();
-    let methods = if interactive {
+    let (methods, early) = if interactive {
         discover(&mut wire, timeout.min(Duration::from_secs(3))).await
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let (lines_tx, mut lines) = mpsc::unbounded_channel::<String>();
     let mut editor_thread = None;
@@ -133,6 +133,10 @@ async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
         timeout,
     });
     start_wire(wire, outgoing, Arc::clone(&shared));
+    // What the server sent of its own while it was asked for its methods.
+    for frame in early {
+        shared.arrived(&frame);
+    }
 
     let mut batch: Option<Vec<Queued>> = None;
     while let Some(line) = lines.recv().await {
@@ -173,9 +177,10 @@ async fn session(args: ConnectCmdArgs) -> Result<bool, Failure> {
     Ok(interactive || !shared.failed.load(Ordering::Relaxed))
 }
 
-/// The methods `rpc.discover` names, for completion: none if the server
-/// does not answer it.
-async fn discover(wire: &mut Wire, timeout: Duration) -> Vec<String> {
+/// The methods `rpc.discover` names, for completion (none if the server
+/// does not answer it), and the messages the server sent of its own
+/// meanwhile.
+async fn discover(wire: &mut Wire, timeout: Duration) -> (Vec<String>, Vec<Bytes>) {
     #[derive(Deserialize)]
     struct Reply {
         result: Document,
@@ -193,7 +198,7 @@ async fn discover(wire: &mut Wire, timeout: Duration) -> Vec<String> {
         .exchange_until(frame, r#""jrpc-connect-discover""#, timeout)
         .await
     else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut names: Vec<String> = observed
         .frames()
@@ -203,7 +208,7 @@ async fn discover(wire: &mut Wire, timeout: Duration) -> Vec<String> {
         .collect();
     names.sort();
     names.dedup();
-    names
+    (names, observed.own().to_vec())
 }
 
 /// Sends what the session queues and hands what arrives to it.

@@ -63,6 +63,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    quiet_broken_pipe();
     let cli = Cli::parse_from(std::env::args_os().map(shield_negative_numbers));
     // Logs go to stderr only: stdout may be the JSON-RPC stream. Call log
     // lines are INFO events of their own target, shown whatever the level.
@@ -129,6 +130,21 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `jrpc check … | head`: the reader went away. Rust ignores SIGPIPE (a
+/// server must survive a client hanging up), so printing panics on EPIPE;
+/// the process ends quietly instead, with the status a Unix tool killed by
+/// SIGPIPE has (141), not with a panic message.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info.to_string();
+        if text.contains("failed printing to std") && text.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 /// clap takes `-2.5e-3` for a flag (it only knows plain negative numbers),

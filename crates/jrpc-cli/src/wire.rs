@@ -53,6 +53,15 @@ impl Observed {
         }
     }
 
+    /// The messages the server sent of its own meanwhile (requests,
+    /// notifications).
+    pub(crate) fn own(&self) -> &[Bytes] {
+        match self {
+            Observed::Frames { own, .. } => own,
+            Observed::Http { .. } => &[],
+        }
+    }
+
     /// Frames that arrived before this frame was sent: late replies to
     /// what was sent before.
     pub(crate) fn late(&self) -> &[Bytes] {
@@ -131,10 +140,13 @@ impl Wire {
                         http::HeaderValue::from_str(value)?,
                     );
                 }
-                jrpc::transport::ws::WsDialer::new(url.as_str())
-                    .headers(headers)
-                    .dial()
-                    .await?
+                let mut dialer = jrpc::transport::ws::WsDialer::new(url.as_str()).headers(headers);
+                if let Some(path) = &args.dial.cacert {
+                    // A self-signed wss:// server, as for call.
+                    let roots = jrpc::transport::tls::load_certs(path)?;
+                    dialer = dialer.tls(jrpc::transport::tls::client_config(roots, &[b"http/1.1"])?);
+                }
+                dialer.dial().await?
             }
             #[cfg(unix)]
             Target::Url(url) if url.starts_with("unix:") => {

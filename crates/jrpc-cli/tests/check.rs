@@ -59,6 +59,27 @@ fn jrpc_serve_passes_over_every_transport() {
     );
 }
 
+/// A reader that goes away (`jrpc check | head`) ends the command quietly,
+/// with SIGPIPE's status, not a panic.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let mut child = Command::new(JRPC)
+        .args(["check", "--", JRPC, "serve", "--stdio"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", text(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn jrpc_serve_passes_over_stdio() {
     let out = check(&[

@@ -160,6 +160,23 @@ fn tls_failures_say_what_to_do() {
     // Trusted: works.
     let out = jrpc(&["call", &leaf_server.target, "add", "1", "2", "--cacert", &ee_cert]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The raw-frame commands trust it too, over https:// and wss://.
+    let wss = leaf_server.target.replacen("https", "wss", 1);
+    for target in [&leaf_server.target, &wss] {
+        let out = jrpc(&["check", target, "--cacert", &ee_cert]);
+        assert_eq!(out.status.code(), Some(0), "{target}: {}", stderr(&out));
+        let out = jrpc(&[
+            "call",
+            target,
+            "--envelope",
+            "add",
+            "1",
+            "2",
+            "--cacert",
+            &ee_cert,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{target}: {}", stderr(&out));
+    }
     // https:// to a plain server.
     let https = plain.target.replacen("http", "https", 1);
     let out = jrpc(&["call", &https, "add", "1", "2"]);
