@@ -182,6 +182,15 @@ where
                 crate::transport::trace_frame(">", &frame);
                 sink.feed(frame).await?;
             }
+            // Under load the reader is still answering what it read in the
+            // same burst: one turn for it first, so that those replies go
+            // out in this write instead of one write (and one wakeup of the
+            // other side) each.
+            tokio::task::yield_now().await;
+            while let Ok(frame) = outbox.try_recv() {
+                crate::transport::trace_frame(">", &frame);
+                sink.feed(frame).await?;
+            }
             sink.flush().await?;
         }
         sink.close().await
