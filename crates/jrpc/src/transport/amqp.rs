@@ -476,6 +476,18 @@ impl Sink<Bytes> for ClosingConnection {
         if let Some(connection) = self.connection.take() {
             self.closing = Some(Box::pin(async move {
                 let _ = tokio::time::timeout(Duration::from_secs(2), connection.close(200, "OK")).await;
+                // lapin's I/O thread ends by itself once the connection is
+                // closed; until then it uses this runtime's reactor, so a
+                // process that ends now would see it log I/O errors while the
+                // runtime shuts down. Wait for it, briefly, on a thread of
+                // its own (joining blocks; a runtime's blocking pool would
+                // hold the process at exit if it never ended).
+                let (ended, io_loop_done) = tokio::sync::oneshot::channel();
+                std::thread::spawn(move || {
+                    let _ = connection.run();
+                    let _ = ended.send(());
+                });
+                let _ = tokio::time::timeout(Duration::from_secs(2), io_loop_done).await;
             }));
         }
         if let Some(closing) = self.closing.as_mut() {
