@@ -13,7 +13,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use crate::call::{parse_timeout, report, ConnectArgs, Failure, Target};
-use crate::wire::{raw_ids, Observed, Wire};
+use crate::wire::{id_key, message, raw_ids, Observed, Wire};
 
 /// A method name no server has.
 const NO_SUCH_METHOD: &str = "jrpc.check/no-such-method-5f1c";
@@ -362,17 +362,7 @@ fn single_error(observed: &Observed, code: i64, ids: &[&str]) -> Result<(), Stri
 /// Ids compared as JSON values: numbers numerically (integers beyond 64
 /// bits digit for digit), strings exactly, null to null.
 fn ids_equal(got: &str, want: &str) -> bool {
-    let number = |s: &str| s.starts_with(|c: char| c == '-' || c.is_ascii_digit());
-    if number(got) && number(want) {
-        return same_number(got, want);
-    }
-    match (
-        serde_json::from_str::<Value>(got),
-        serde_json::from_str::<Value>(want),
-    ) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
+    id_key(got) == id_key(want)
 }
 
 async fn check(args: CheckArgs) -> Result<bool, Failure> {
@@ -433,13 +423,7 @@ type ErrorRule = (
 );
 
 fn request(method: &str, params: Option<&Value>, id: &str) -> String {
-    match params {
-        Some(params) => format!(
-            r#"{{"jsonrpc":"2.0","method":{},"params":{params},"id":{id}}}"#,
-            json!(method)
-        ),
-        None => format!(r#"{{"jsonrpc":"2.0","method":{},"id":{id}}}"#, json!(method)),
-    }
+    message(method, params.map(Value::to_string).as_deref(), Some(id))
 }
 
 async fn rules(c: &mut Checker, method: Option<&str>, params: Option<Value>, expect: Option<Value>) {

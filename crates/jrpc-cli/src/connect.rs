@@ -32,7 +32,7 @@ use tokio::sync::mpsc;
 
 use crate::call::{line_params, report, ConnectArgs, Failure, Target};
 use crate::pretty::format_json;
-use crate::wire::{Observed, Wire};
+use crate::wire::{id_key, message, post, present, request_ids, Posted, Wire};
 
 #[derive(Debug, Args)]
 #[command(after_help = "LINES:
@@ -252,22 +252,17 @@ fn start_wire(wire: Wire, mut outgoing: mpsc::UnboundedReceiver<Bytes>, shared: 
             tokio::spawn(async move {
                 while let Some(frame) = outgoing.recv().await {
                     let (shared, http) = (Arc::clone(&shared), http.clone());
-                    let calls = raw_requests(&frame);
-                    let post = async move {
-                        let mut wire = Wire::Http(http);
-                        let text = String::from_utf8_lossy(&frame).into_owned();
-                        match wire.exchange(&text, 1, shared.timeout, shared.timeout).await {
-                            Ok(Observed::Http { body, .. }) if body.iter().all(u8::is_ascii_whitespace) => {}
-                            Ok(Observed::Http { status, body }) if looks_like_json(&body) => {
+                    let calls = request_ids(&frame);
+                    let posting = async move {
+                        match post(http, &frame, shared.timeout).await {
+                            Posted::Nothing => {}
+                            Posted::Reply { status, body } => {
                                 if status >= 400 {
                                     shared.say(&format!("<- HTTP {status}"));
                                 }
                                 shared.arrived(&body);
                             }
-                            Ok(other) => {
-                                shared.fail_frame(&frame, &format!("no JSON-RPC reply: {}", other.evidence()))
-                            }
-                            Err(e) => shared.fail_frame(&frame, &format!("{e:#}")),
+                            Posted::Failed(why) => shared.fail_frame(&frame, &why),
                         }
                         // The response was all there is: a call it did not
                         // answer gets no answer.
@@ -276,18 +271,14 @@ fn start_wire(wire: Wire, mut outgoing: mpsc::UnboundedReceiver<Bytes>, shared: 
                     };
                     if calls.is_empty() {
                         // Notifications (and answers) keep their order.
-                        post.await;
+                        posting.await;
                     } else {
-                        tokio::spawn(post);
+                        tokio::spawn(posting);
                     }
                 }
             });
         }
     }
-}
-
-fn looks_like_json(body: &[u8]) -> bool {
-    matches!(body.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{' | b'['))
 }
 
 /// What the session does after a line.
@@ -372,9 +363,9 @@ impl Shared {
             ":raw" => {
                 let raw: &RawValue = serde_json::from_str(rest)
                     .map_err(|e| anyhow!(":raw is not JSON ({e}): send it anyway with :raw! TEXT"))?;
-                let calls = raw_requests(raw.get().as_bytes())
+                let calls = request_ids(raw.get().as_bytes())
                     .into_iter()
-                    .map(|id| (key(&id), self.call(format!("raw {id}"))))
+                    .map(|id| (id_key(&id), self.call(format!("raw {id}"))))
                     .collect();
                 self.send(rest.to_owned(), calls);
                 return Ok(Flow::Go);
@@ -392,7 +383,7 @@ impl Shared {
             ":notify" => {
                 let (method, params) = method_and_params(rest)?;
                 Queued {
-                    frame: message(&method, params.as_deref(), None),
+                    frame: message(&method, params.as_deref().map(RawValue::get), None),
                     call: None,
                 }
             }
@@ -401,8 +392,12 @@ impl Shared {
                 let (method, params) = method_and_params(line)?;
                 let id = self.fresh_id();
                 Queued {
-                    frame: message(&method, params.as_deref(), Some(id)),
-                    call: Some((key(&id.to_string()), self.call(format!("#{id} {method}")))),
+                    frame: message(
+                        &method,
+                        params.as_deref().map(RawValue::get),
+                        Some(&id.to_string()),
+                    ),
+                    call: Some((id_key(&id.to_string()), self.call(format!("#{id} {method}")))),
                 }
             }
         };
@@ -424,7 +419,7 @@ impl Shared {
     fn fresh_id(&self) -> u64 {
         loop {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            if !self.lock_pending().contains_key(&key(&id.to_string())) {
+            if !self.lock_pending().contains_key(&id_key(&id.to_string())) {
                 return id;
             }
         }
@@ -556,7 +551,7 @@ impl Shared {
                 }
             }
             (None, id) => {
-                let waiting = id.and_then(|id| self.lock_pending().remove(&key(id.get())));
+                let waiting = id.and_then(|id| self.lock_pending().remove(&id_key(id.get())));
                 let outcome = match (probe.result, probe.error) {
                     (Some(result), None) => Ok(result.get().to_owned()),
                     (None, Some(error)) => Err(format!("error {}", error.get())),
@@ -609,8 +604,8 @@ impl Shared {
 
     /// The calls of `frame` still waiting fail with `why`.
     fn fail_frame_quietly(&self, frame: &[u8], why: &str) {
-        for id in raw_requests(frame) {
-            let waiting = self.lock_pending().remove(&key(&id));
+        for id in request_ids(frame) {
+            let waiting = self.lock_pending().remove(&id_key(&id));
             if let Some(call) = waiting {
                 self.finish(call, Err(why.to_owned()));
             }
@@ -687,22 +682,6 @@ fn method_and_params(text: &str) -> anyhow::Result<(String, Option<Box<RawValue>
     Ok((method.clone(), line_params(params)?))
 }
 
-/// A request (with `id`) or a notification, as JSON text.
-fn message(method: &str, params: Option<&RawValue>, id: Option<u64>) -> String {
-    let mut text = format!(
-        r#"{{"jsonrpc":"2.0","method":{}"#,
-        serde_json::Value::from(method)
-    );
-    if let Some(params) = params {
-        text.push_str(&format!(r#","params":{}"#, params.get()));
-    }
-    if let Some(id) = id {
-        text.push_str(&format!(r#","id":{id}"#));
-    }
-    text.push('}');
-    text
-}
-
 /// `:reply ID JSON` or `:error ID CODE MESSAGE` as a response frame.
 fn answer(command: &str, rest: &str) -> anyhow::Result<String> {
     let words = split_words(rest)?;
@@ -733,39 +712,6 @@ fn answer(command: &str, rest: &str) -> anyhow::Result<String> {
         serde_json::Value::from(message),
         id.get()
     ))
-}
-
-/// The ids (as JSON text) of the requests in a frame.
-fn raw_requests(frame: &[u8]) -> Vec<String> {
-    #[derive(Deserialize)]
-    struct Request<'a> {
-        #[serde(borrow)]
-        method: Option<&'a RawValue>,
-        #[serde(borrow, default, deserialize_with = "present")]
-        id: Option<&'a RawValue>,
-    }
-    let items: Vec<Request<'_>> = match serde_json::from_slice::<Request<'_>>(frame) {
-        Ok(one) => vec![one],
-        Err(_) => serde_json::from_slice(frame).unwrap_or_default(),
-    };
-    items
-        .into_iter()
-        .filter(|r| r.method.is_some())
-        .filter_map(|r| r.id.map(|id| id.get().to_owned()))
-        .collect()
-}
-
-/// An `id` member that is there, even as `null`.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
-/// An id's key: numbers by value (a server may echo `1e3` as `1000`).
-fn key(id: &str) -> String {
-    match id.parse::<f64>() {
-        Ok(n) if !id.starts_with('"') => format!("{n:e}"),
-        _ => id.to_owned(),
-    }
 }
 
 /// Splits a line into words at whitespace, as a shell would, but keeping

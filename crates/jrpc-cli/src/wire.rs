@@ -306,6 +306,122 @@ fn readable(item: std::io::Result<Inbound>) -> anyhow::Result<Option<Bytes>> {
     }
 }
 
+/// A request (with `id`) or a notification, as JSON text: params and id as
+/// given (JSON text, kept digit for digit).
+pub(crate) fn message(method: &str, params: Option<&str>, id: Option<&str>) -> String {
+    let mut text = format!(
+        r#"{{"jsonrpc":"2.0","method":{}"#,
+        serde_json::Value::from(method)
+    );
+    if let Some(params) = params {
+        text.push_str(&format!(r#","params":{params}"#));
+    }
+    if let Some(id) = id {
+        text.push_str(&format!(r#","id":{id}"#));
+    }
+    text.push('}');
+    text
+}
+
+/// What came of posting one frame over HTTP.
+pub(crate) enum Posted {
+    /// A JSON-RPC reply (an object or an array), with the status it came
+    /// with.
+    Reply { status: u16, body: Bytes },
+    /// An empty body: nothing was due (notifications).
+    Nothing,
+    /// No reply: the connection failed, or the body was not JSON (an error
+    /// page); the text says which.
+    Failed(String),
+}
+
+/// Posts `frame` as it is, within `timeout`.
+pub(crate) async fn post(http: HttpClient, frame: &[u8], timeout: Duration) -> Posted {
+    let mut wire = Wire::Http(http);
+    let text = String::from_utf8_lossy(frame);
+    match wire.exchange(&text, 1, timeout, timeout).await {
+        Ok(Observed::Http { body, .. }) if body.iter().all(u8::is_ascii_whitespace) => Posted::Nothing,
+        Ok(Observed::Http { status, body }) if is_json_reply(&body) => Posted::Reply { status, body },
+        Ok(other) => Posted::Failed(format!("no JSON-RPC reply: {}", other.evidence())),
+        Err(e) => Posted::Failed(format!("{e:#}")),
+    }
+}
+
+/// Whether an HTTP body is a JSON-RPC reply (an object or an array), not
+/// an error page.
+fn is_json_reply(body: &[u8]) -> bool {
+    matches!(body.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{' | b'['))
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+}
+
+/// The `id` texts of a frame's requests (its objects with a `method` and an
+/// `id`), as written.
+pub(crate) fn request_ids(frame: &[u8]) -> Vec<String> {
+    ids_of(frame, true)
+}
+
+/// The `id` texts of a frame's replies (its objects without a `method`), as
+/// written.
+pub(crate) fn reply_ids(frame: &[u8]) -> Vec<String> {
+    ids_of(frame, false)
+}
+
+fn ids_of(frame: &[u8], requests: bool) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow, default)]
+        method: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default, deserialize_with = "present")]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let items: Vec<Probe<'_>> = match serde_json::from_slice::<Probe<'_>>(frame) {
+        Ok(one) => vec![one],
+        Err(_) => serde_json::from_slice(frame).unwrap_or_default(),
+    };
+    items
+        .into_iter()
+        .filter(|item| item.method.is_some() == requests)
+        .filter_map(|item| item.id.map(|id| id.get().to_owned()))
+        .collect()
+}
+
+/// An `id` member that is there, even as `null`.
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<&'de serde_json::value::RawValue>, D::Error> {
+    <&serde_json::value::RawValue as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+/// What an id (as JSON text) is matched by: two ids have the same key when
+/// they are the same JSON value. Numbers by value (a server may echo `1e3`
+/// as `1000`), integers digit for digit, beyond 64 bits too (a float
+/// rounding one is another id); strings with their escapes resolved; null
+/// as null.
+pub(crate) fn id_key(id: &str) -> String {
+    let id = id.trim();
+    if id.starts_with('"') {
+        return serde_json::from_str::<String>(id)
+            .map(|s| serde_json::Value::from(s).to_string())
+            .unwrap_or_else(|_| id.to_owned());
+    }
+    let digits = id.strip_prefix('-').unwrap_or(id);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let digits = digits.trim_start_matches('0');
+        return match (digits.is_empty(), id.starts_with('-')) {
+            (true, _) => "0".to_owned(),
+            (false, true) => format!("-{digits}"),
+            (false, false) => digits.to_owned(),
+        };
+    }
+    match id.parse::<f64>() {
+        // Written as a fraction or with an exponent, but a whole number
+        // a double holds exactly: the same as its integer.
+        Ok(n) if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 => format!("{}", n as i64),
+        Ok(n) => format!("{n:e}"),
+        Err(_) => id.to_owned(),
+    }
+}
+
 /// The raw text of each `"id"` member in a frame (its top-level objects').
 pub(crate) fn raw_ids(frame: &[u8]) -> Vec<String> {
     #[derive(serde::Deserialize)]

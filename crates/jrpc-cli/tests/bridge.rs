@@ -214,7 +214,14 @@ async fn talking_client(url: &str, name: &'static str) -> (Client, Arc<Mutex<Vec
             kept.lock().unwrap().push(params);
             async {}
         });
-    let client = Client::builder().router(router).connect(url).await.unwrap();
+    // The notification arrives before the reply it preceded; the client
+    // handles it before it hands that reply over.
+    let client = Client::builder()
+        .connection(jrpc::ConnectionConfig::default().ordered_responses(true))
+        .router(router)
+        .connect(url)
+        .await
+        .unwrap();
     (client, heard)
 }
 

@@ -304,19 +304,20 @@ impl Clients {
     /// A client made a call or sent a notification: it is the most recent.
     fn seen(&self, from: Option<Peer>) {
         if let Some(peer) = from {
-            self.touch(peer);
+            self.touch(peer, 0);
         }
     }
 
-    /// Moves `peer` to the end (most recent), adding it if new, and drops
-    /// closed connections; returns its entry.
-    fn touch(&self, peer: Peer) {
+    /// Moves `peer` to the end (most recent), adding it if new, with
+    /// `calls` more in flight; drops closed connections.
+    fn touch(&self, peer: Peer, calls: usize) {
         let mut callers = self.lock();
         callers.peers.retain(|c| !c.peer.is_closed() || c.in_flight > 0);
-        let entry = match callers.peers.iter().position(|c| c.peer == peer) {
+        let mut entry = match callers.peers.iter().position(|c| c.peer == peer) {
             Some(at) => callers.peers.remove(at),
             None => Caller { peer, in_flight: 0 },
         };
+        entry.in_flight += calls;
         callers.peers.push(entry);
     }
 
@@ -364,13 +365,7 @@ struct InFlight {
 impl InFlight {
     fn begin(clients: &Arc<Clients>, from: Option<Peer>) -> Self {
         match &from {
-            Some(peer) => {
-                clients.touch(peer.clone());
-                let mut callers = clients.lock();
-                if let Some(caller) = callers.peers.iter_mut().find(|c| c.peer == *peer) {
-                    caller.in_flight += 1;
-                }
-            }
+            Some(peer) => clients.touch(peer.clone(), 1),
             None => clients.lock().unreachable_in_flight += 1,
         }
         InFlight {

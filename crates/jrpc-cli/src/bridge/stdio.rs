@@ -12,75 +12,36 @@ use anyhow::anyhow;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use jrpc::codec::Inbound;
-use jrpc::message::{parse_frame, Frame, Incoming, Limits};
+use jrpc::message::Limits;
 use tokio::sync::mpsc;
 
 use crate::call::{ConnectArgs, Failure, Target};
-use crate::wire::{Observed, Wire};
+use crate::wire::{id_key, post, reply_ids, request_ids, Posted, Wire};
 
-/// The ids of requests sent on and not yet answered, by their JSON text.
+/// The ids of requests sent on and not yet answered, by their keys.
 #[derive(Default)]
 struct Due(Mutex<HashSet<String>>);
 
 impl Due {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn sent(&self, frame: &[u8]) {
-        self.each(
-            frame,
-            |ids, id| {
-                ids.insert(id);
-            },
-            true,
-        );
+        let ids = request_ids(frame);
+        self.lock().extend(ids.iter().map(|id| id_key(id)));
     }
 
     fn answered(&self, frame: &[u8]) {
-        self.each(
-            frame,
-            |ids, id| {
-                ids.remove(&id);
-            },
-            false,
-        );
-    }
-
-    fn each(&self, frame: &[u8], mut apply: impl FnMut(&mut HashSet<String>, String), requests: bool) {
-        let limits = Limits {
-            max_frame_len: usize::MAX,
-            max_batch_len: usize::MAX,
-            ..Limits::default()
-        };
-        let items = match parse_frame(frame, &limits) {
-            Ok(Frame::Single(item)) => vec![item],
-            Ok(Frame::Batch(items)) => items,
-            Err(_) => return,
-        };
-        let mut ids = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        for item in items {
-            match item {
-                Incoming::Request(request) if requests => apply(&mut ids, key(&request.id.to_string())),
-                Incoming::Response(response) if !requests => apply(&mut ids, key(&response.id.to_string())),
-                _ => {}
-            }
+        let ids = reply_ids(frame);
+        let mut due = self.lock();
+        for id in ids {
+            due.remove(&id_key(&id));
         }
     }
 
-    /// The ids of the requests in a frame, as JSON text.
-    fn requests_in(frame: &[u8]) -> Vec<String> {
-        let mut ids = Vec::new();
-        Due::default().each(frame, |_, id| ids.push(id), true);
-        ids
-    }
-
     fn is_empty(&self) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
-    }
-}
-
-/// An id's key: numbers by value (a server may echo `1e3` as `1000`).
-fn key(id: &str) -> String {
-    match id.parse::<f64>() {
-        Ok(n) if !id.starts_with('"') => format!("{n:e}"),
-        _ => id.to_owned(),
+        self.lock().is_empty()
     }
 }
 
@@ -170,23 +131,16 @@ pub(super) async fn run(name: &str, connect: ConnectArgs) -> Result<(), Failure>
                 match item {
                     Ok(Inbound::Frame(frame)) => {
                         let (out, http, name) = (out.clone(), http.clone(), name.to_owned());
-                        let requests = Due::requests_in(&frame);
+                        let requests = request_ids(&frame);
                         let notifications_only = requests.is_empty();
                         let post = async move {
-                            let mut wire = Wire::Http(http);
-                            let text = String::from_utf8_lossy(&frame).into_owned();
-                            let failure = match wire.exchange(&text, 1, timeout, timeout).await {
-                                Ok(Observed::Http { body, .. }) if is_json(&body) => {
+                            let failure = match post(http, &frame, timeout).await {
+                                Posted::Reply { body, .. } => {
                                     let _ = out.send(body).await;
                                     return;
                                 }
-                                Ok(Observed::Http { body, .. })
-                                    if body.iter().all(u8::is_ascii_whitespace) =>
-                                {
-                                    return
-                                }
-                                Ok(other) => format!("{name} gave no JSON-RPC reply: {}", other.evidence()),
-                                Err(e) => format!("posting to {name}: {e:#}"),
+                                Posted::Nothing => return,
+                                Posted::Failed(why) => format!("posting to {name}: {why}"),
                             };
                             eprintln!("jrpc: bridge: {failure}");
                             // The client would wait forever: each request
@@ -216,11 +170,4 @@ pub(super) async fn run(name: &str, connect: ConnectArgs) -> Result<(), Failure>
     drop(out);
     let _ = writer.await;
     Ok(())
-}
-
-/// Whether an HTTP body is a JSON-RPC reply (an object or an array), not
-/// an error page.
-fn is_json(body: &[u8]) -> bool {
-    matches!(body.iter().find(|b| !b.is_ascii_whitespace()), Some(b'{' | b'['))
-        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
 }

@@ -156,16 +156,11 @@ impl PeerState {
 
     /// Hands an incoming response to the call waiting for it, if any.
     pub(crate) fn deliver(&self, response: ResponseRef<'_>) {
-        self.deliver_owned(&response.id, response.outcome.map(RawValue::to_owned));
-    }
-
-    /// Hands a response, copied out of its frame, to its caller.
-    pub(crate) fn deliver_owned(&self, id: &Id, outcome: Result<Box<RawValue>, crate::Error>) {
-        match self.take_waiter(id) {
+        match self.take_waiter(&response.id) {
             Some(tx) => {
-                let _ = tx.send(outcome.map_err(CallError::Rpc));
+                let _ = tx.send(response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc));
             }
-            None => tracing::debug!(%id, "response to no pending call"),
+            None => tracing::debug!(id = %response.id, "response to no pending call"),
         }
     }
 
