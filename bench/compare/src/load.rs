@@ -102,6 +102,9 @@ pub struct Outcome {
     pub per_connection: Vec<u64>,
     /// Server CPU seconds (user + system) over the window.
     pub server_cpu: f64,
+    /// This process's (the load generator's) CPU seconds over the window:
+    /// near the window's length, the load generator is the bottleneck.
+    pub load_cpu: f64,
     /// The last reply of the first connection, for a correctness check.
     pub sample: Vec<u8>,
 }
@@ -168,17 +171,18 @@ pub async fn run(load: Load) -> io::Result<Outcome> {
         }));
     }
     let pid = load.server_pid;
-    let (cpu, results) = local
+    let this = std::process::id();
+    let (cpu, load_cpu, results) = local
         .run_until(async move {
             tokio::time::sleep_until(window_start.into()).await;
-            let cpu_start = cpu_seconds(pid);
+            let (cpu_start, load_start) = (cpu_seconds(pid), cpu_seconds(this));
             tokio::time::sleep_until(window_end.into()).await;
-            let cpu_end = cpu_seconds(pid);
+            let (cpu_end, load_end) = (cpu_seconds(pid), cpu_seconds(this));
             let mut results = Vec::new();
             for task in tasks {
                 results.push(task.await.map_err(io::Error::other)?);
             }
-            Ok::<_, io::Error>((cpu_end - cpu_start, results))
+            Ok::<_, io::Error>((cpu_end - cpu_start, load_end - load_start, results))
         })
         .await?;
     let mut per_connection = Vec::new();
@@ -201,6 +205,7 @@ pub async fn run(load: Load) -> io::Result<Outcome> {
         latency: tally.latency,
         per_connection,
         server_cpu: cpu,
+        load_cpu,
         sample,
     })
 }

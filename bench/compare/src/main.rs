@@ -1,7 +1,7 @@
 //! jrpc beside jsonrpsee, in one run.
 //!
 //! ```text
-//! cargo run --release --manifest-path bench/compare/Cargo.toml -- [--runs 3] [--duration 5] [--only ws]
+//! cargo run --release --manifest-path bench/compare/Cargo.toml -- [--runs 3] [--duration 5] [--only ws] [--idle-connections N]
 //! ```
 //!
 //! Each server runs as its own process pinned to core 0 (`serve KIND`);
@@ -28,7 +28,7 @@ fn main() -> io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("serve") {
         let kind = args.get(1).and_then(|k| Kind::parse(k)).ok_or_else(|| {
-            io::Error::other("usage: jrpc-compare serve jrpc|jsonrpsee|jrpc-tcp|raw-http|raw-ws|raw-line")
+            io::Error::other("usage: jrpc-compare serve jrpc|jsonrpsee|jrpc-tcp|jrpc-logged|jrpc-tcp-logged|raw-http|raw-ws|raw-line")
         })?;
         pin(SERVER_CPU);
         // What `#[tokio::main]` gives a process pinned to one core: the
@@ -220,11 +220,38 @@ fn cases() -> Vec<Case> {
         proto: Proto::Line,
         connections: 16,
         in_flight: 64,
-        payload: add,
+        payload: add.clone(),
         servers: vec![Kind::JrpcTcp, Kind::RawLine],
         unit: Unit::Requests,
         expect: Expect::Sum,
     });
+    // The call log and metrics on (`jrpc serve --log-calls --metrics`)
+    // against off, in the same run.
+    for (name, proto, in_flight, servers) in [
+        (
+            "HTTP add, 16 conn, log + metrics",
+            Proto::Http,
+            1,
+            [Kind::Jrpc, Kind::JrpcLogged],
+        ),
+        (
+            "TCP add, 16 conn x 64, log + metrics",
+            Proto::Line,
+            64,
+            [Kind::JrpcTcp, Kind::JrpcTcpLogged],
+        ),
+    ] {
+        cases.push(Case {
+            name: name.into(),
+            proto,
+            connections: 16,
+            in_flight,
+            payload: add.clone(),
+            servers: servers.to_vec(),
+            unit: Unit::Requests,
+            expect: Expect::Sum,
+        });
+    }
     cases
 }
 
@@ -241,6 +268,9 @@ struct Sample {
     /// Least-served connection over the median connection.
     fairness: f64,
     errors: f64,
+    /// The load generator's CPU over the window's length (1.0: its core
+    /// was saturated, so the load generator may be the bottleneck).
+    load_cpu: f64,
 }
 
 async fn compare(options: Options, pinned: bool) -> io::Result<()> {
@@ -262,13 +292,14 @@ async fn compare(options: Options, pinned: bool) -> io::Result<()> {
             for (i, &kind) in case.servers.iter().enumerate() {
                 let sample = run_case(&case, kind, &options).await?;
                 eprintln!(
-                    "  {} | {} | run {}: {} p99 {:.0} µs, {:.2} µs CPU/op",
+                    "  {} | {} | run {}: {} p99 {:.0} µs, {:.2} µs CPU/op, load generator {:.0}% busy",
                     case.name,
                     kind.name(),
                     run + 1,
                     format_rate(sample.rate, case.unit),
                     sample.p99_us,
-                    sample.cpu_us
+                    sample.cpu_us,
+                    sample.load_cpu * 100.0
                 );
                 samples[i].push(sample);
             }
@@ -362,6 +393,7 @@ fn sample(outcome: &Outcome, case: &Case, peak_rss: f64) -> Sample {
         peak_rss,
         fairness: if median > 0.0 { least / median } else { 0.0 },
         errors: outcome.errors as f64,
+        load_cpu: outcome.load_cpu / outcome.seconds,
     }
 }
 
@@ -443,6 +475,13 @@ fn start_server(kind: Kind) -> io::Result<(Child, SocketAddr)> {
         .args(["serve", kind.name()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        // The call log's lines are written, as a real server's would be,
+        // and thrown away.
+        .stderr(if kind.is_logged() {
+            Stdio::null()
+        } else {
+            Stdio::inherit()
+        })
         .spawn()?;
     let mut line = String::new();
     BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
@@ -468,6 +507,7 @@ fn median_sample(runs: &[Sample]) -> Sample {
         peak_rss: of(|s| s.peak_rss),
         fairness: of(|s| s.fairness),
         errors: of(|s| s.errors),
+        load_cpu: of(|s| s.load_cpu),
     }
 }
 
@@ -519,11 +559,15 @@ fn print_case_tables(rows: &[(String, Kind, Unit, Sample)]) {
     println!("| case | jrpc | jsonrpsee | jrpc / jsonrpsee | ceiling | jrpc / ceiling | CPU/op jrpc | CPU/op jsonrpsee | CPU jrpc / jsonrpsee |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut names: Vec<&String> = Vec::new();
-    for (name, ..) in rows {
-        if !names.contains(&name) {
-            names.push(name);
+    let mut logged: Vec<&String> = Vec::new();
+    for (name, kind, ..) in rows {
+        let list = if kind.is_logged() { &mut logged } else { &mut names };
+        if !list.contains(&name) {
+            list.push(name);
         }
     }
+    // Cases of the call log and metrics have a table of their own.
+    names.retain(|name| !logged.contains(name));
     for name in &names {
         let find = |pred: fn(Kind) -> bool| rows.iter().find(|(n, k, ..)| n == *name && pred(*k));
         let ours = find(|k| matches!(k, Kind::Jrpc | Kind::JrpcTcp));
@@ -554,11 +598,36 @@ fn print_case_tables(rows: &[(String, Kind, Unit, Sample)]) {
             ratio(ours, theirs, |s| s.cpu_us),
         );
     }
-    println!("\n| case | server | throughput | p50 | p99 | server CPU/op | peak RSS | least-served conn / median | errors |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    if !logged.is_empty() {
+        println!("\n| case | jrpc | with call log + metrics | on / off | CPU/op off | CPU/op on |");
+        println!("|---|---:|---:|---:|---:|---:|");
+        for name in &logged {
+            let find = |pred: fn(Kind) -> bool| rows.iter().find(|(n, k, ..)| n == *name && pred(*k));
+            let (Some(off), Some(on)) = (
+                find(|k| matches!(k, Kind::Jrpc | Kind::JrpcTcp)),
+                find(Kind::is_logged),
+            ) else {
+                continue;
+            };
+            println!(
+                "| {name} | {} | {} | {:.2}× | {:.2} µs | {:.2} µs |",
+                format_rate(off.3.rate, off.2),
+                format_rate(on.3.rate, on.2),
+                if off.3.rate > 0.0 {
+                    on.3.rate / off.3.rate
+                } else {
+                    0.0
+                },
+                off.3.cpu_us,
+                on.3.cpu_us
+            );
+        }
+    }
+    println!("\n| case | server | throughput | p50 | p99 | server CPU/op | peak RSS | least-served conn / median | errors | load generator busy |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (name, kind, unit, s) in rows {
         println!(
-            "| {name} | {} | {} | {} | {} | {:.2} µs | {:.1} MB | {:.2} | {:.0} |",
+            "| {name} | {} | {} | {} | {} | {:.2} µs | {:.1} MB | {:.2} | {:.0} | {:.0}% |",
             kind.name(),
             format_rate(s.rate, *unit),
             format_latency(s.p50_us),
@@ -566,7 +635,8 @@ fn print_case_tables(rows: &[(String, Kind, Unit, Sample)]) {
             s.cpu_us,
             s.peak_rss / 1e6,
             s.fairness,
-            s.errors
+            s.errors,
+            s.load_cpu * 100.0
         );
     }
 }

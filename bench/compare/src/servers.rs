@@ -32,6 +32,11 @@ pub enum Kind {
     Jsonrpsee,
     /// jrpc's stream `Server` over TCP, newline-delimited JSON.
     JrpcTcp,
+    /// `Jrpc` with the call log (to stderr, as `jrpc serve --log-calls`)
+    /// and Prometheus metrics on every call.
+    JrpcLogged,
+    /// `JrpcTcp` with the call log and metrics.
+    JrpcTcpLogged,
     /// hyper HTTP/1.1 answering every request with a constant body.
     RawHttp,
     /// A WebSocket server answering every message with a constant message.
@@ -46,6 +51,8 @@ impl Kind {
             Kind::Jrpc => "jrpc",
             Kind::Jsonrpsee => "jsonrpsee",
             Kind::JrpcTcp => "jrpc-tcp",
+            Kind::JrpcLogged => "jrpc-logged",
+            Kind::JrpcTcpLogged => "jrpc-tcp-logged",
             Kind::RawHttp => "raw-http",
             Kind::RawWs => "raw-ws",
             Kind::RawLine => "raw-line",
@@ -57,6 +64,8 @@ impl Kind {
             Kind::Jrpc,
             Kind::Jsonrpsee,
             Kind::JrpcTcp,
+            Kind::JrpcLogged,
+            Kind::JrpcTcpLogged,
             Kind::RawHttp,
             Kind::RawWs,
             Kind::RawLine,
@@ -69,19 +78,24 @@ impl Kind {
     pub fn is_ceiling(self) -> bool {
         matches!(self, Kind::RawHttp | Kind::RawWs | Kind::RawLine)
     }
+
+    /// Whether this is jrpc with the call log and metrics on.
+    pub fn is_logged(self) -> bool {
+        matches!(self, Kind::JrpcLogged | Kind::JrpcTcpLogged)
+    }
 }
 
 /// Binds 127.0.0.1:0, prints `PORT n` on stdout, and serves until killed.
 pub async fn serve(kind: Kind) -> io::Result<()> {
     let port = match kind {
-        Kind::Jrpc => {
-            let server = jrpc::server::http::HttpServer::new(jrpc_router())
+        Kind::Jrpc | Kind::JrpcLogged => {
+            let server = jrpc::server::http::HttpServer::new(router_for(kind))
                 .max_connections(MAX_CONNECTIONS as usize);
             keep_serving(server.bind("127.0.0.1:0").await?)
         }
-        Kind::JrpcTcp => {
+        Kind::JrpcTcp | Kind::JrpcTcpLogged => {
             let server =
-                jrpc::server::Server::new(jrpc_router()).max_connections(MAX_CONNECTIONS as usize);
+                jrpc::server::Server::new(router_for(kind)).max_connections(MAX_CONNECTIONS as usize);
             keep_serving(server.bind_tcp("127.0.0.1:0").await?)
         }
         Kind::Jsonrpsee => jsonrpsee_server().await?.port(),
@@ -108,6 +122,23 @@ fn keep_serving(serving: jrpc::server::Serving) -> u16 {
         .expect("jrpc reports tcp://host:port or http://host:port");
     std::mem::forget(serving);
     addr.port()
+}
+
+/// The router of a jrpc kind: with the call log and metrics layers (in
+/// the order `jrpc serve --log-calls --metrics` puts them) for the logged
+/// kinds, whose log lines go to stderr through a `tracing` subscriber.
+fn router_for(kind: Kind) -> jrpc::Router {
+    if !kind.is_logged() {
+        return jrpc_router();
+    }
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .init();
+    let metrics = jrpc::middleware::Metrics::new();
+    jrpc_router()
+        .layer(metrics.layer())
+        .layer(jrpc::middleware::CallLog::new())
 }
 
 pub fn jrpc_router() -> jrpc::Router {

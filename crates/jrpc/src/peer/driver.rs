@@ -75,14 +75,11 @@ pub(crate) fn start<S, K>(
 {
     let finish = CancellationToken::new();
     let writer = tokio::spawn(write_loop(Arc::clone(&shared), sink, outbox, finish.clone()));
-    let mut tasks = JoinSet::new();
-    let (notify_tx, notify_rx) = mpsc::channel(NOTIFICATION_QUEUE);
     let (handled_tx, handled) = watch::channel(0u64);
-    tasks.spawn(notification_worker(Arc::clone(&shared), notify_rx, handled_tx));
     let mut reader = Reader {
         shared: Arc::clone(&shared),
-        tasks,
-        notifications: Some(notify_tx),
+        tasks: JoinSet::new(),
+        notifications: Notifications::new(handled_tx),
         running: Arc::new(Semaphore::new(bounds.running.max(1))),
         queued: Arc::new(Semaphore::new(bounds.queued.max(bounds.running).max(1))),
         draining: false,
@@ -224,7 +221,7 @@ struct Reader {
     shared: Arc<PeerState>,
     /// Handler tasks and the notification worker; dropping aborts them.
     tasks: JoinSet<()>,
-    notifications: Option<mpsc::Sender<OwnedCall>>,
+    notifications: Notifications,
     running: Arc<Semaphore>,
     queued: Arc<Semaphore>,
     /// Closing gracefully: new requests are refused, responses still routed.
@@ -272,7 +269,7 @@ impl Reader {
                 () = &mut stopped, if !self.draining => {
                     // Take no new work; the worker ends once its queue is done.
                     self.draining = true;
-                    self.notifications = None;
+                    self.notifications.close();
                 }
                 Some(_) = self.tasks.join_next(), if !self.tasks.is_empty() => {}
                 () = &mut quiet, if self.idle.is_some() && !self.draining => {
@@ -309,10 +306,10 @@ impl Reader {
     }
 
     /// Whether a call is in flight either way: an incoming one being served
-    /// (the notification worker is always among the tasks), a notification
-    /// waiting, or an outgoing one waiting for its answer.
+    /// (the notification worker, once started, is among the tasks), a
+    /// notification waiting, or an outgoing one waiting for its answer.
     fn busy(&self) -> bool {
-        self.tasks.len() > 1
+        self.tasks.len() > usize::from(self.notifications.worker_started)
             || *self.notifications_handled.borrow() < self.notifications_queued
             || self.shared.has_pending_calls()
     }
@@ -391,7 +388,7 @@ impl Reader {
 
     /// After reading has ended: lets the handlers finish (unless killed).
     async fn finish(&mut self) {
-        self.notifications = None;
+        self.notifications.close();
         let killed = self.shared.kill.cancelled();
         tokio::pin!(killed);
         loop {
@@ -491,7 +488,7 @@ impl Reader {
                     self.cancel_incoming(notification.params).await;
                     return;
                 }
-                let Some(queue) = &self.notifications else {
+                let Some(queue) = self.notifications.queue(&self.shared, &mut self.tasks) else {
                     return tracing::debug!(method = %notification.method, "notification while closing dropped");
                 };
                 if queue.try_send(OwnedCall::notification(notification)).is_err() {
@@ -892,6 +889,58 @@ fn forget_in_flight(shared: &PeerState, id: &Id, answered: &Arc<AtomicBool>) {
         entries.retain(|e| !Arc::ptr_eq(&e.answered, answered));
         if entries.is_empty() {
             serving.remove(id);
+        }
+    }
+}
+
+/// The queue to the notification worker, which starts with the first
+/// notification: most connections never get one, and an idle connection
+/// should not hold a task and a queue for them.
+struct Notifications {
+    queue: NotificationQueue,
+    worker_started: bool,
+}
+
+enum NotificationQueue {
+    /// No notification yet: the worker's progress counter, for when it starts.
+    NotStarted(watch::Sender<u64>),
+    Open(mpsc::Sender<OwnedCall>),
+    /// Closing: notifications are dropped, and the worker ends once it has
+    /// handled those already queued.
+    Closed,
+}
+
+impl Notifications {
+    fn new(handled: watch::Sender<u64>) -> Self {
+        Notifications {
+            queue: NotificationQueue::NotStarted(handled),
+            worker_started: false,
+        }
+    }
+
+    fn close(&mut self) {
+        self.queue = NotificationQueue::Closed;
+    }
+
+    /// The worker's queue, starting the worker on first use; `None` once
+    /// closed.
+    fn queue(
+        &mut self,
+        shared: &Arc<PeerState>,
+        tasks: &mut JoinSet<()>,
+    ) -> Option<&mpsc::Sender<OwnedCall>> {
+        self.queue = match std::mem::replace(&mut self.queue, NotificationQueue::Closed) {
+            NotificationQueue::NotStarted(handled) => {
+                let (queue, received) = mpsc::channel(NOTIFICATION_QUEUE);
+                tasks.spawn(notification_worker(Arc::clone(shared), received, handled));
+                self.worker_started = true;
+                NotificationQueue::Open(queue)
+            }
+            started_or_closed => started_or_closed,
+        };
+        match &self.queue {
+            NotificationQueue::Open(queue) => Some(queue),
+            _ => None,
         }
     }
 }

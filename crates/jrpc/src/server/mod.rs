@@ -5,6 +5,7 @@
 
 #[cfg(feature = "http-server")]
 pub mod http;
+pub(crate) mod memory;
 mod messages;
 mod udp;
 
@@ -433,8 +434,10 @@ async fn accept_loop<L, F, Fut>(
         };
         tracing::debug!(peer = ?info.peer_addr, "connection accepted");
         let serving = serve(conn, shutdown.clone());
+        let open = memory::OpenConnection::new();
         connections.spawn(async move {
             let _slot = permit;
+            let _open = open;
             serving.await;
         });
     }

@@ -81,10 +81,11 @@ impl Stream for Frames {
 
 /// Splits a WebSocket into the frame stream and sink a peer runs on, and
 /// starts the pump between them.
+// Only a client opens its WebSocket before the pump starts.
+#[cfg_attr(not(feature = "http-client"), allow(dead_code))]
 pub(crate) fn pump<S>(
     ws: WebSocketStream<S>,
     options: WsOptions,
-    meter: Option<Arc<ReadMeter>>,
 ) -> (
     Frames,
     impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
@@ -92,11 +93,96 @@ pub(crate) fn pump<S>(
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    spawn_pump(move |incoming, outgoing| run(ws, options, incoming, outgoing, None, Start::Now))
+}
+
+/// A pump for a server's upgraded connection `io`, whose reads `meter`
+/// counts. The WebSocket state (its read buffer above all) is made when
+/// the first byte arrives, something is to be sent or a ping is due: an
+/// idle connection holds only the socket until then.
+// Only a server accepts upgraded connections.
+#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+pub(crate) fn pump_accepted<S>(
+    io: S,
+    options: WsOptions,
+    meter: Arc<ReadMeter>,
+) -> (
+    Frames,
+    impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
+)
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    spawn_pump(move |incoming, mut outgoing| async move {
+        let Some((ws, start)) = open_on_first_use(io, &options, &mut outgoing).await? else {
+            return Ok(());
+        };
+        run(ws, options, incoming, outgoing, Some(meter), start).await
+    })
+}
+
+/// What woke a server's socket before its WebSocket state existed.
+enum Start {
+    /// Data arrived (or the peer is closing): carry on as usual.
+    Now,
+    /// The peer has a frame to send.
+    Send(Bytes),
+    /// Nothing happened for a ping interval: ping now.
+    PingDue,
+}
+
+/// Waits for the first byte, the first frame to send or the first ping, then
+/// makes the WebSocket state; `None` when the other side closed first.
+async fn open_on_first_use<S>(
+    mut io: S,
+    options: &WsOptions,
+    outgoing: &mut mpsc::Receiver<Bytes>,
+) -> io::Result<Option<(WebSocketStream<S>, Start)>>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncReadExt;
+    let mut first = [0u8; 1];
+    let (part, start) = tokio::select! {
+        read = io.read(&mut first) => match read? {
+            0 => return Ok(None),
+            _ => (first.to_vec(), Start::Now),
+        },
+        frame = outgoing.recv() => match frame {
+            Some(frame) => (Vec::new(), Start::Send(frame)),
+            // The pump's loop sees the end of the peer's frames again.
+            None => (Vec::new(), Start::Now),
+        },
+        () = tokio::time::sleep(options.ping_interval) => (Vec::new(), Start::PingDue),
+    };
+    let ws = WebSocketStream::from_partially_read(
+        io,
+        part,
+        tungstenite::protocol::Role::Server,
+        Some(options.config()),
+    )
+    .await;
+    Ok(Some((ws, start)))
+}
+
+/// Spawns the pump task `run(incoming, outgoing)` and returns the peer's
+/// ends of its queues.
+fn spawn_pump<R, F>(
+    run: R,
+) -> (
+    Frames,
+    impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
+)
+where
+    R: FnOnce(mpsc::Sender<io::Result<Inbound>>, mpsc::Receiver<Bytes>) -> F,
+    F: std::future::Future<Output = Result<(), tungstenite::Error>> + Send + 'static,
+{
     let (in_tx, in_rx) = mpsc::channel(32);
     let (out_tx, out_rx) = mpsc::channel(32);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let pumping = run(in_tx, out_rx);
     tokio::spawn(async move {
-        if let Err(e) = run(ws, options, in_tx, out_rx, meter).await {
+        if let Err(e) = pumping.await {
             tracing::debug!(error = %e, "websocket closed with an error");
         }
         let _ = done_tx.send(());
@@ -175,18 +261,34 @@ async fn run<S>(
     incoming: mpsc::Sender<io::Result<Inbound>>,
     mut outgoing: mpsc::Receiver<Bytes>,
     meter: Option<Arc<ReadMeter>>,
+    start: Start,
 ) -> Result<(), tungstenite::Error>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let idle = options.idle_timeout;
+    let mut last_heard = Instant::now();
     let mut ping = tokio::time::interval(options.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    ping.tick().await;
-    let mut last_heard = Instant::now();
+    match start {
+        // The interval's first tick is at once: the loop pings.
+        // Silent since the upgrade, a ping interval ago.
+        Start::PingDue => {
+            last_heard = last_heard
+                .checked_sub(options.ping_interval)
+                .unwrap_or(last_heard)
+        }
+        Start::Now => {
+            ping.tick().await;
+        }
+        Start::Send(frame) => {
+            ping.tick().await;
+            timed(idle, ws.send(text(frame)?)).await?;
+        }
+    }
     // A frame read but not yet taken by the peer: until it is, read no more
     // (but keep writing, so the peer is never stuck behind us).
     let mut held: Option<Inbound> = None;
-    let idle = options.idle_timeout;
     let mut closed_by_peer = false;
     loop {
         tokio::select! {
@@ -480,7 +582,7 @@ pub(crate) async fn connect(
             ),
             other => io::Error::other(other.to_string()),
         })?;
-    let (frames_in, frames_out) = pump(socket, options, None);
+    let (frames_in, frames_out) = pump(socket, options);
     Ok((frames_in, frames_out, info))
 }
 

@@ -379,6 +379,20 @@ fn request_extensions(mut request: http::request::Parts) -> Extensions {
     extensions
 }
 
+/// A copy of `headers` that owns its values. hyper's header values are
+/// slices of the connection's read buffer (16 KiB): a WebSocket connection
+/// keeps its upgrade request's headers for its whole life, and a plain
+/// clone would keep that buffer alive with them.
+fn owned_headers(headers: &HeaderMap) -> HeaderMap {
+    let mut owned = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let mut copy = HeaderValue::from_bytes(value.as_bytes()).unwrap_or_else(|_| value.clone());
+        copy.set_sensitive(value.is_sensitive());
+        owned.append(name.clone(), copy);
+    }
+    owned
+}
+
 fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Full<Bytes>> {
     let headers = request.headers();
     let version_ok = headers
@@ -403,7 +417,7 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
         return method_not_allowed("POST");
     };
     let mut extensions = Extensions::new();
-    extensions.insert(request.headers().clone());
+    extensions.insert(owned_headers(request.headers()));
     extensions.insert(ConnectionInfo {
         transport: "websocket",
         peer_addr: request.extensions().get::<ClientAddr>().and_then(|a| a.0.clone()),
@@ -420,8 +434,10 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
     let budget = settings.body_budget.clone();
     #[cfg(feature = "metrics")]
     let gauge = settings.metrics.as_ref().map(|m| m.connection("websocket"));
+    let open = crate::server::memory::OpenConnection::new();
     settings.connections.spawn(async move {
         let _slot = slot;
+        let _open = open;
         #[cfg(feature = "metrics")]
         let _gauge = gauge;
         let upgraded = match on_upgrade.await {
@@ -432,13 +448,7 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
         // request bodies are.
         let meter = ws::ReadMeter::new(&budget);
         let io = meter.wrap(hyper_util::rt::TokioIo::new(upgraded));
-        let socket = tokio_tungstenite::WebSocketStream::from_raw_socket(
-            io,
-            tokio_tungstenite::tungstenite::protocol::Role::Server,
-            Some(options.config()),
-        )
-        .await;
-        let (frames_in, frames_out) = ws::pump(socket, options, Some(meter));
+        let (frames_in, frames_out) = ws::pump_accepted(io, options, meter);
         let peer: Peer = Peer::builder()
             .router(router)
             .config(config)
@@ -458,4 +468,32 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
         h.insert(header::SEC_WEBSOCKET_ACCEPT, value);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owned_headers_share_nothing_with_the_read_buffer() {
+        // hyper's header values are slices of its read buffer, like these.
+        let buffer = Bytes::from_static(b"x-request-id: 1234\r\nauthorization: Bearer secret\r\n");
+        let mut headers = HeaderMap::new();
+        let id = HeaderValue::from_maybe_shared(buffer.slice(14..18)).unwrap();
+        let mut auth = HeaderValue::from_maybe_shared(buffer.slice(35..48)).unwrap();
+        auth.set_sensitive(true);
+        headers.insert("x-request-id", id);
+        headers.append(header::AUTHORIZATION, auth);
+        headers.append("x-request-id", HeaderValue::from_static("5678"));
+        let owned = owned_headers(&headers);
+        assert_eq!(owned, headers);
+        assert!(owned[header::AUTHORIZATION].is_sensitive());
+        let inside = buffer.as_ptr_range();
+        for value in owned.values() {
+            assert!(
+                !inside.contains(&value.as_bytes().as_ptr()),
+                "{value:?} still points into the buffer"
+            );
+        }
+    }
 }

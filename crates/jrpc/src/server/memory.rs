@@ -1,0 +1,106 @@
+//! Giving memory back after connections close.
+//!
+//! glibc's allocator keeps freed memory in its arenas: after ten thousand
+//! WebSocket connections close, a server would hold their memory (some
+//! 18 KB each) for good, free but resident. So the servers count their open
+//! connections, and once many have closed since the last look (and a
+//! moment has passed, so that a wave of closes is handled once) they ask
+//! glibc to give its free pages back (`malloc_trim`). Elsewhere, or with
+//! another allocator, this does nothing.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Connections that must have closed since the last trim to trim again.
+const CLOSED_BEFORE_TRIM: usize = 256;
+
+/// How long after the closes that call for it the trim runs.
+const TRIM_DELAY: Duration = Duration::from_secs(1);
+
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+/// Most connections open at once since the last trim.
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+static TRIM_SCHEDULED: AtomicBool = AtomicBool::new(false);
+/// Trims done so far (for tests).
+static TRIMS: AtomicUsize = AtomicUsize::new(0);
+
+/// One open connection, counted until dropped.
+#[must_use = "the connection counts as open while this is held"]
+pub(crate) struct OpenConnection(());
+
+impl OpenConnection {
+    pub(crate) fn new() -> Self {
+        let open = OPEN.fetch_add(1, Ordering::Relaxed) + 1;
+        PEAK.fetch_max(open, Ordering::Relaxed);
+        OpenConnection(())
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        let open = OPEN.fetch_sub(1, Ordering::Relaxed) - 1;
+        let closed = PEAK.load(Ordering::Relaxed).saturating_sub(open);
+        if closed < CLOSED_BEFORE_TRIM || !can_trim() {
+            return;
+        }
+        // Outside a runtime (it is shutting down) there is nothing to do it.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if TRIM_SCHEDULED.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        runtime.spawn(async {
+            tokio::time::sleep(TRIM_DELAY).await;
+            PEAK.store(OPEN.load(Ordering::Relaxed), Ordering::Relaxed);
+            // It walks the heap under the allocator's locks: not on a
+            // worker thread.
+            let _ = tokio::task::spawn_blocking(trim).await;
+            TRIMS.fetch_add(1, Ordering::Relaxed);
+            TRIM_SCHEDULED.store(false, Ordering::Release);
+        });
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn can_trim() -> bool {
+    true
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim() {
+    // SAFETY: malloc_trim takes no pointers; it only releases free memory.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn can_trim() -> bool {
+    false
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim() {}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn many_closed_connections_lead_to_one_trim() {
+        let before = TRIMS.load(Ordering::Relaxed);
+        let open: Vec<_> = (0..CLOSED_BEFORE_TRIM + 10)
+            .map(|_| OpenConnection::new())
+            .collect();
+        drop(open);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while TRIMS.load(Ordering::Relaxed) == before {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no trim after the connections closed"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
