@@ -225,20 +225,20 @@ fn cases() -> Vec<Case> {
         unit: Unit::Requests,
         expect: Expect::Sum,
     });
-    // The call log and metrics on (`jrpc serve --log-calls --metrics`)
-    // against off, in the same run.
+    // The `jrpc` command with `--log-calls --metrics` against without, in
+    // the same run (`add` is one of its demo methods).
     for (name, proto, in_flight, servers) in [
         (
             "HTTP add, 16 conn, log + metrics",
             Proto::Http,
             1,
-            [Kind::Jrpc, Kind::JrpcLogged],
+            [Kind::CliHttp, Kind::CliHttpLogged],
         ),
         (
             "TCP add, 16 conn x 64, log + metrics",
             Proto::Line,
             64,
-            [Kind::JrpcTcp, Kind::JrpcTcpLogged],
+            [Kind::CliTcp, Kind::CliTcpLogged],
         ),
     ] {
         cases.push(Case {
@@ -471,17 +471,13 @@ where
 
 /// Spawns `jrpc-compare serve KIND` and waits for its port.
 fn start_server(kind: Kind) -> io::Result<(Child, SocketAddr)> {
+    if kind.is_cli() {
+        return start_cli(kind);
+    }
     let mut child = Command::new(std::env::current_exe()?)
         .args(["serve", kind.name()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        // The call log's lines are written, as a real server's would be,
-        // and thrown away.
-        .stderr(if kind.is_logged() {
-            Stdio::null()
-        } else {
-            Stdio::inherit()
-        })
         .spawn()?;
     let mut line = String::new();
     BufReader::new(child.stdout.take().expect("piped")).read_line(&mut line)?;
@@ -490,6 +486,57 @@ fn start_server(kind: Kind) -> io::Result<(Child, SocketAddr)> {
         .and_then(|p| p.trim().parse().ok())
         .ok_or_else(|| io::Error::other(format!("{} did not report its port: {line:?}", kind.name())))?;
     Ok((child, SocketAddr::from(([127, 0, 0, 1], port))))
+}
+
+/// The `jrpc` command of the release build beside this crate.
+fn jrpc_command() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/jrpc")
+}
+
+/// Starts `jrpc serve` for `kind`, pinned to the servers' core, on a free
+/// port, and waits until it accepts connections. Its stderr (the call log
+/// when on) is written, as a real server's would be, to /dev/null.
+fn start_cli(kind: Kind) -> io::Result<(Child, SocketAddr)> {
+    use std::os::unix::process::CommandExt;
+    let command = jrpc_command();
+    if !command.exists() {
+        return Err(io::Error::other(format!(
+            "{} not found: build it first (cargo build --release -p jrpc-cli)",
+            command.display()
+        )));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut spawn = Command::new(&command);
+    spawn
+        .args(kind.cli_args(port))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: the closure only calls sched_setaffinity, which is
+    // async-signal-safe, between fork and exec.
+    unsafe {
+        spawn.pre_exec(|| {
+            // Inherited: this process is pinned to the load generator's core.
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(SERVER_CPU, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            Ok(())
+        });
+    }
+    let mut child = spawn.spawn()?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            return Ok((child, addr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Err(io::Error::other(format!(
+        "{} did not listen on {addr}",
+        kind.name()
+    )))
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -603,10 +650,8 @@ fn print_case_tables(rows: &[(String, Kind, Unit, Sample)]) {
         println!("|---|---:|---:|---:|---:|---:|");
         for name in &logged {
             let find = |pred: fn(Kind) -> bool| rows.iter().find(|(n, k, ..)| n == *name && pred(*k));
-            let (Some(off), Some(on)) = (
-                find(|k| matches!(k, Kind::Jrpc | Kind::JrpcTcp)),
-                find(Kind::is_logged),
-            ) else {
+            let (Some(off), Some(on)) = (find(|k| k.is_cli() && !k.is_logged()), find(Kind::is_logged))
+            else {
                 continue;
             };
             println!(

@@ -32,11 +32,15 @@ pub enum Kind {
     Jsonrpsee,
     /// jrpc's stream `Server` over TCP, newline-delimited JSON.
     JrpcTcp,
-    /// `Jrpc` with the call log (to stderr, as `jrpc serve --log-calls`)
-    /// and Prometheus metrics on every call.
-    JrpcLogged,
-    /// `JrpcTcp` with the call log and metrics.
-    JrpcTcpLogged,
+    /// The `jrpc` command's server, `jrpc serve --http` (stderr to
+    /// /dev/null), from the release build.
+    CliHttp,
+    /// `jrpc serve --http --log-calls --metrics`.
+    CliHttpLogged,
+    /// `jrpc serve --tcp`.
+    CliTcp,
+    /// `jrpc serve --tcp --log-calls --metrics-addr 127.0.0.1:0`.
+    CliTcpLogged,
     /// hyper HTTP/1.1 answering every request with a constant body.
     RawHttp,
     /// A WebSocket server answering every message with a constant message.
@@ -51,8 +55,10 @@ impl Kind {
             Kind::Jrpc => "jrpc",
             Kind::Jsonrpsee => "jsonrpsee",
             Kind::JrpcTcp => "jrpc-tcp",
-            Kind::JrpcLogged => "jrpc-logged",
-            Kind::JrpcTcpLogged => "jrpc-tcp-logged",
+            Kind::CliHttp => "jrpc-serve-http",
+            Kind::CliHttpLogged => "jrpc-serve-http-logged",
+            Kind::CliTcp => "jrpc-serve-tcp",
+            Kind::CliTcpLogged => "jrpc-serve-tcp-logged",
             Kind::RawHttp => "raw-http",
             Kind::RawWs => "raw-ws",
             Kind::RawLine => "raw-line",
@@ -64,8 +70,6 @@ impl Kind {
             Kind::Jrpc,
             Kind::Jsonrpsee,
             Kind::JrpcTcp,
-            Kind::JrpcLogged,
-            Kind::JrpcTcpLogged,
             Kind::RawHttp,
             Kind::RawWs,
             Kind::RawLine,
@@ -79,24 +83,61 @@ impl Kind {
         matches!(self, Kind::RawHttp | Kind::RawWs | Kind::RawLine)
     }
 
-    /// Whether this is jrpc with the call log and metrics on.
+    /// Whether this is the `jrpc` command rather than a server of this
+    /// process.
+    pub fn is_cli(self) -> bool {
+        matches!(
+            self,
+            Kind::CliHttp | Kind::CliHttpLogged | Kind::CliTcp | Kind::CliTcpLogged
+        )
+    }
+
+    /// Whether this is `jrpc serve` with the call log and metrics on.
     pub fn is_logged(self) -> bool {
-        matches!(self, Kind::JrpcLogged | Kind::JrpcTcpLogged)
+        matches!(self, Kind::CliHttpLogged | Kind::CliTcpLogged)
+    }
+
+    /// `jrpc serve`'s arguments for this kind, listening on `port`.
+    pub fn cli_args(self, port: u16) -> Vec<String> {
+        let listener = match self {
+            Kind::CliTcp | Kind::CliTcpLogged => "--tcp",
+            _ => "--http",
+        };
+        let mut args = vec![
+            "serve".to_owned(),
+            listener.to_owned(),
+            format!("127.0.0.1:{port}"),
+            "--max-connections".to_owned(),
+            MAX_CONNECTIONS.to_string(),
+        ];
+        match self {
+            Kind::CliHttpLogged => args.extend(["--log-calls", "--metrics"].map(String::from)),
+            // /metrics on a port of its own, there being no HTTP listener.
+            Kind::CliTcpLogged => {
+                args.extend(["--log-calls", "--metrics-addr", "127.0.0.1:0"].map(String::from))
+            }
+            _ => {}
+        }
+        args
     }
 }
 
 /// Binds 127.0.0.1:0, prints `PORT n` on stdout, and serves until killed.
 pub async fn serve(kind: Kind) -> io::Result<()> {
     let port = match kind {
-        Kind::Jrpc | Kind::JrpcLogged => {
-            let server = jrpc::server::http::HttpServer::new(router_for(kind))
-                .max_connections(MAX_CONNECTIONS as usize);
+        Kind::Jrpc => {
+            let server =
+                jrpc::server::http::HttpServer::new(jrpc_router()).max_connections(MAX_CONNECTIONS as usize);
             keep_serving(server.bind("127.0.0.1:0").await?)
         }
-        Kind::JrpcTcp | Kind::JrpcTcpLogged => {
-            let server =
-                jrpc::server::Server::new(router_for(kind)).max_connections(MAX_CONNECTIONS as usize);
+        Kind::JrpcTcp => {
+            let server = jrpc::server::Server::new(jrpc_router()).max_connections(MAX_CONNECTIONS as usize);
             keep_serving(server.bind_tcp("127.0.0.1:0").await?)
+        }
+        Kind::CliHttp | Kind::CliHttpLogged | Kind::CliTcp | Kind::CliTcpLogged => {
+            return Err(io::Error::other(
+                "the jrpc command is started by the runner, not served here",
+            ))
         }
         Kind::Jsonrpsee => jsonrpsee_server().await?.port(),
         Kind::RawHttp | Kind::RawWs | Kind::RawLine => {
@@ -122,23 +163,6 @@ fn keep_serving(serving: jrpc::server::Serving) -> u16 {
         .expect("jrpc reports tcp://host:port or http://host:port");
     std::mem::forget(serving);
     addr.port()
-}
-
-/// The router of a jrpc kind: with the call log and metrics layers (in
-/// the order `jrpc serve --log-calls --metrics` puts them) for the logged
-/// kinds, whose log lines go to stderr through a `tracing` subscriber.
-fn router_for(kind: Kind) -> jrpc::Router {
-    if !kind.is_logged() {
-        return jrpc_router();
-    }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::INFO)
-        .init();
-    let metrics = jrpc::middleware::Metrics::new();
-    jrpc_router()
-        .layer(metrics.layer())
-        .layer(jrpc::middleware::CallLog::new())
 }
 
 pub fn jrpc_router() -> jrpc::Router {

@@ -3,6 +3,7 @@
 mod bench;
 mod bridge;
 mod call;
+mod call_log;
 mod check;
 mod connect;
 mod describe;
@@ -72,13 +73,7 @@ fn main() -> ExitCode {
         Command::Bridge(args) => args.logs_calls(),
         _ => false,
     };
-    let mut filter = Targets::new().with_default(cli.log_level);
-    if logs_calls {
-        filter = filter.with_target(
-            jrpc::middleware::CALL_LOG_TARGET,
-            tracing::Level::INFO.max(cli.log_level),
-        );
-    }
+    let filter = Targets::new().with_default(cli.log_level);
     // `jrpc call -v`: the frames and HTTP heads, plainly, on stderr.
     let wire = matches!(&cli.command, Command::Call(args) if args.verbose()).then(|| {
         tracing_subscriber::fmt::layer()
@@ -93,6 +88,21 @@ fn main() -> ExitCode {
         jrpc::transport::WIRE_TARGET,
         tracing::level_filters::LevelFilter::OFF,
     );
+    // Call log lines, many per second under load, are written in batches.
+    let call_log = logs_calls.then(|| {
+        call_log::CallLogWriter::start();
+        tracing_subscriber::fmt::layer()
+            .with_writer(|| call_log::CallLogWriter)
+            .with_ansi(false)
+            .with_filter(Targets::new().with_target(
+                jrpc::middleware::CALL_LOG_TARGET,
+                tracing::Level::INFO.max(cli.log_level),
+            ))
+    });
+    let filter = filter.with_target(
+        jrpc::middleware::CALL_LOG_TARGET,
+        tracing::level_filters::LevelFilter::OFF,
+    );
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
@@ -101,6 +111,7 @@ fn main() -> ExitCode {
                 .with_filter(filter),
         )
         .with(wire)
+        .with(call_log)
         .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -122,6 +133,10 @@ fn main() -> ExitCode {
             Command::Mcp(args) => mcp::run(args).await,
         }
     });
+    // Tasks dropped with the runtime may still log (calls cut short are
+    // logged as cancelled): the last call log lines go out after it.
+    drop(runtime);
+    call_log::CallLogWriter::flush();
     match result {
         Ok(code) if code != ExitCode::SUCCESS => code,
         Ok(_) => ExitCode::SUCCESS,

@@ -93,7 +93,8 @@ pub struct ServeArgs {
 
     /// Log one line per call on stderr (method, id, transport, duration,
     /// outcome), on every transport. --log-calls=full also logs params and
-    /// results, with secrets redacted (see --redact).
+    /// results, with secrets redacted (see --redact). Lines are written in
+    /// batches, at most 20 ms after the call.
     #[arg(long, value_name = "full", num_args = 0..=1, require_equals = true, default_missing_value = "brief")]
     log_calls: Option<LogCalls>,
 

@@ -1,0 +1,101 @@
+//! Where `--log-calls` lines go: stderr, in batches.
+//!
+//! One `write` per line would cost a system call per call, more than a
+//! small call itself costs to serve. Lines are gathered instead and written
+//! together: when 64 KiB have gathered, or 20 ms after the first line of a
+//! batch, and when the command ends. Everything else on stderr (warnings,
+//! errors, `jrpc call -v`) is written at once, as before.
+
+use std::io::{self, Write};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Lines gathered beyond this are written at once.
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// How long the first line of a batch may wait.
+const BATCH_DELAY: Duration = Duration::from_millis(20);
+
+struct Batch {
+    lines: Mutex<Vec<u8>>,
+    /// Signalled when a batch starts (the buffer was empty).
+    started: Condvar,
+}
+
+static BATCH: OnceLock<Batch> = OnceLock::new();
+
+/// A writer of call log lines, for `tracing_subscriber::fmt`'s
+/// `with_writer(|| CallLogWriter)`.
+pub struct CallLogWriter;
+
+impl CallLogWriter {
+    /// Starts the thread that writes batches out.
+    pub fn start() {
+        let mut started = false;
+        BATCH.get_or_init(|| {
+            started = true;
+            Batch {
+                lines: Mutex::new(Vec::new()),
+                started: Condvar::new(),
+            }
+        });
+        if !started {
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("jrpc-call-log".into())
+            .spawn(|| loop {
+                let Some(batch) = BATCH.get() else { return };
+                {
+                    let lines = batch.lines.lock().unwrap_or_else(|p| p.into_inner());
+                    let _lines = batch
+                        .started
+                        .wait_while(lines, |lines| lines.is_empty())
+                        .unwrap_or_else(|p| p.into_inner());
+                }
+                std::thread::sleep(BATCH_DELAY);
+                Self::flush();
+            });
+        if let Err(e) = spawned {
+            // Lines still reach stderr, only later (at 64 KiB or the end).
+            eprintln!("jrpc: cannot start the call log writer: {e}");
+        }
+    }
+
+    /// Writes out the lines gathered so far.
+    pub fn flush() {
+        if let Some(batch) = BATCH.get() {
+            let mut lines = batch.lines.lock().unwrap_or_else(|p| p.into_inner());
+            write_out(&mut lines);
+        }
+    }
+}
+
+fn write_out(lines: &mut Vec<u8>) {
+    if !lines.is_empty() {
+        // stderr gone: nothing to be done about it.
+        let _ = io::stderr().lock().write_all(lines);
+        lines.clear();
+    }
+}
+
+impl Write for CallLogWriter {
+    fn write(&mut self, line: &[u8]) -> io::Result<usize> {
+        let Some(batch) = BATCH.get() else {
+            return io::stderr().write(line);
+        };
+        let mut lines = batch.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let first = lines.is_empty();
+        lines.extend_from_slice(line);
+        if lines.len() >= BATCH_BYTES {
+            write_out(&mut lines);
+        } else if first {
+            batch.started.notify_one();
+        }
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
