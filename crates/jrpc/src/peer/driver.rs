@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::state::{InFlight, PeerState};
+use super::state::{InFlight, Outbound, PeerState};
 use super::CallError;
 use crate::codec::Inbound;
 use crate::message::{
@@ -65,7 +65,7 @@ pub(crate) fn start<S, K>(
     shared: Arc<PeerState>,
     stream: S,
     sink: K,
-    outbox: mpsc::Receiver<Bytes>,
+    outbox: mpsc::Receiver<Outbound>,
     bounds: Bounds,
     eof_reason: Option<EofReason>,
     resources: Vec<Box<dyn std::any::Any + Send>>,
@@ -91,9 +91,12 @@ pub(crate) fn start<S, K>(
         last_heard: tokio::time::Instant::now(),
         turns: Turnstile::default(),
         framed: false,
+        burst: Vec::new(),
     };
     tokio::spawn(async move {
         let ended = reader.run(stream).await;
+        // What was answered before reading ended goes out too.
+        reader.end_burst().await;
         let reason: Arc<str> = match ended {
             Ended::Eof => match eof_reason {
                 Some(better) => tokio::time::timeout(EOF_REASON_WAIT, better)
@@ -150,7 +153,7 @@ pub(crate) fn start<S, K>(
 async fn write_loop<K>(
     shared: Arc<PeerState>,
     mut sink: K,
-    mut outbox: mpsc::Receiver<Bytes>,
+    mut outbox: mpsc::Receiver<Outbound>,
     finish: CancellationToken,
 ) -> io::Result<()>
 where
@@ -166,18 +169,15 @@ where
                 frame = outbox.recv() => frame,
                 () = &mut finished => {
                     while let Ok(frame) = outbox.try_recv() {
-                        crate::transport::trace_frame(">", &frame);
-                        sink.feed(frame).await?;
+                        feed(&mut sink, frame).await?;
                     }
                     break;
                 }
             };
             let Some(frame) = frame else { break };
-            crate::transport::trace_frame(">", &frame);
-            sink.feed(frame).await?;
+            feed(&mut sink, frame).await?;
             while let Ok(frame) = outbox.try_recv() {
-                crate::transport::trace_frame(">", &frame);
-                sink.feed(frame).await?;
+                feed(&mut sink, frame).await?;
             }
             // Under load the reader is still answering what it read in the
             // same burst: one turn for it first, so that those replies go
@@ -185,8 +185,7 @@ where
             // other side) each.
             tokio::task::yield_now().await;
             while let Ok(frame) = outbox.try_recv() {
-                crate::transport::trace_frame(">", &frame);
-                sink.feed(frame).await?;
+                feed(&mut sink, frame).await?;
             }
             sink.flush().await?;
         }
@@ -203,6 +202,26 @@ where
         shared.stop_reading.cancel();
     }
     result
+}
+
+/// Hands `outbound` to the sink, unflushed.
+async fn feed<K>(sink: &mut K, outbound: Outbound) -> io::Result<()>
+where
+    K: Sink<Bytes, Error = io::Error> + Unpin,
+{
+    match outbound {
+        Outbound::Frame(frame) => {
+            crate::transport::trace_frame(">", &frame);
+            sink.feed(frame).await
+        }
+        Outbound::Frames(frames) => {
+            for frame in frames {
+                crate::transport::trace_frame(">", &frame);
+                sink.feed(frame).await?;
+            }
+            Ok(())
+        }
+    }
 }
 
 enum Ended {
@@ -243,7 +262,12 @@ struct Reader {
     /// A JSON text has come: the framing agrees, so later garbage is just
     /// garbage, not a framing mismatch.
     framed: bool,
+    /// Frames produced while handling the current burst of reading.
+    burst: Vec<Bytes>,
 }
+
+/// Room for a reply written inline: a small result fits without growing.
+const REPLY_CAPACITY: usize = 128;
 
 /// Frames taken from the read buffer per wake-up of the reader.
 const READY_FRAMES_PER_ROUND: usize = 64;
@@ -300,6 +324,7 @@ impl Reader {
                             return ended;
                         }
                     }
+                    self.end_burst().await;
                 }
             }
         }
@@ -357,7 +382,7 @@ impl Reader {
                 tracing::warn!(limit, "oversized frame skipped");
                 let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
                     .with_data(&format!("frames may be at most {limit} bytes"));
-                self.send_error(Id::NULL, error).await;
+                self.send_error(Id::NULL, error);
             }
             Some(Ok(Inbound::Malformed(reason)))
                 if reason.starts_with(crate::codec::FRAMING_MISMATCH)
@@ -371,15 +396,14 @@ impl Reader {
             }
             Some(Ok(Inbound::Malformed(reason))) => {
                 tracing::warn!(%reason, "malformed framing skipped");
-                self.send_error(Id::NULL, Error::parse_error().with_data(&reason))
-                    .await;
+                self.send_error(Id::NULL, Error::parse_error().with_data(&reason));
             }
             Some(Ok(Inbound::OverBudget { limit })) => {
                 tracing::warn!(limit, "buffer budget spent: connection closed");
                 let error = Error::server_busy().with_data(&format!(
                     "the server holds too many unfinished frames ({limit} bytes across connections): try again later"
                 ));
-                self.send_error(Id::NULL, error).await;
+                self.send_error(Id::NULL, error);
                 return Some(Ended::OverBudget);
             }
         }
@@ -403,26 +427,39 @@ impl Reader {
         }
     }
 
-    async fn send(&self, frame: Bytes) {
-        // Fails only once the writer is gone, and then nothing can be sent.
-        let _ = self.shared.outbox.send(frame).await;
+    /// Queues `frame` with the others of this burst of reading.
+    fn send(&mut self, frame: Bytes) {
+        if self.burst.is_empty() {
+            // Most bursts are a few frames: room for them up front.
+            self.burst.reserve(8);
+        }
+        self.burst.push(frame);
     }
 
-    async fn send_error(&self, id: Id, error: Error) {
+    /// Hands the frames of this burst to the writer, all at once (one
+    /// queue operation and one wakeup for them, not one each).
+    async fn end_burst(&mut self) {
+        if !self.burst.is_empty() {
+            let frames = std::mem::take(&mut self.burst);
+            // Fails only once the writer is gone, and then nothing can be sent.
+            let _ = self.shared.outbox.send(Outbound::Frames(frames)).await;
+        }
+    }
+
+    fn send_error(&mut self, id: Id, error: Error) {
         self.send(
             Response {
                 id,
                 outcome: Err(error),
             }
             .to_bytes(),
-        )
-        .await;
+        );
     }
 
     async fn on_frame(&mut self, frame: Bytes) {
         let shared = Arc::clone(&self.shared);
         match parse_frame(&frame, shared.router.parse_limits()) {
-            Err(error) => self.send_error(Id::NULL, error).await,
+            Err(error) => self.send_error(Id::NULL, error),
             Ok(Frame::Single(item)) => self.on_item(item, ReplyTo::Direct).await,
             // Each entry is served as if it came alone (bounded, cancellable,
             // ordered, through the middleware); their replies are gathered
@@ -434,7 +471,7 @@ impl Reader {
                         .await;
                 }
                 if let Some(reply) = batch.seal() {
-                    self.send(reply).await;
+                    self.send(reply);
                 }
             }
         }
@@ -473,7 +510,7 @@ impl Reader {
                         &response.id,
                         &Error::invalid_request(),
                     );
-                    self.reply(reply.slot(), out).await;
+                    self.reply(reply.slot(), out);
                 } else {
                     self.shared.deliver(response);
                 }
@@ -499,7 +536,7 @@ impl Reader {
             }
             Incoming::Request(request) if self.draining => {
                 let out = error_reply(request.version, &request.id, &busy("the connection is closing"));
-                self.reply(reply.slot(), out).await;
+                self.reply(reply.slot(), out);
             }
             Incoming::Request(request)
                 if self.ordered && *self.notifications_handled.borrow() < self.notifications_queued =>
@@ -515,7 +552,7 @@ impl Reader {
                     // A malformed reply to a call of ours fails that call.
                     self.shared.fail_invalid_reply(&invalid.id);
                 }
-                let mut out = Vec::new();
+                let mut out = Vec::with_capacity(REPLY_CAPACITY);
                 let shared = Arc::clone(&self.shared);
                 let left = shared.router.handle_inline(item, &shared.connection, &mut out);
                 match left {
@@ -524,7 +561,7 @@ impl Reader {
                             .await;
                     }
                     // Handled inline: a request's reply is in `out`.
-                    None if !out.is_empty() => self.reply(reply.slot(), out).await,
+                    None if !out.is_empty() => self.reply(reply.slot(), out),
                     _ => {}
                 }
             }
@@ -532,9 +569,9 @@ impl Reader {
     }
 
     /// Sends `out` where `reply` says (once a batch is whole, for an entry).
-    async fn reply(&self, reply: ReplyTo, out: Vec<u8>) {
+    fn reply(&mut self, reply: ReplyTo, out: Vec<u8>) {
         if let Some(frame) = reply.frame(out) {
-            self.send(frame).await;
+            self.send(frame);
         }
     }
 
@@ -546,7 +583,7 @@ impl Reader {
         let version = call.version;
         let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
             let busy = busy("too many requests in flight on this connection");
-            return self.reply(reply, error_reply(version, &id, &busy)).await;
+            return self.reply(reply, error_reply(version, &id, &busy));
         };
         let shared = Arc::clone(&self.shared);
         // A call through middleware is polled here once, as a plain handler
@@ -559,7 +596,7 @@ impl Reader {
                 let taken = call.take().expect("taken once");
                 let mut serving = Box::pin(serve_owned(Arc::clone(&shared), taken));
                 match (&mut serving).now_or_never() {
-                    Some(out) => return self.reply(reply, out).await,
+                    Some(out) => return self.reply(reply, out),
                     None => started = Some((serving, running)),
                 }
             }
@@ -616,7 +653,7 @@ impl Reader {
             // A cancellation that got here first has answered already.
             if !task_answered.swap(true, Ordering::AcqRel) {
                 if let Some(frame) = reply.frame(out) {
-                    let _ = shared.outbox.send(frame).await;
+                    let _ = shared.outbox.send(frame.into()).await;
                 }
             }
             if cancellable {
@@ -635,8 +672,9 @@ impl Reader {
     }
 
     /// Handles a cancel notification: aborts the handlers serving that id.
-    async fn cancel_incoming(&self, params: Option<&RawValue>) {
-        let Some(protocol) = &self.shared.cancel else {
+    async fn cancel_incoming(&mut self, params: Option<&RawValue>) {
+        let shared = Arc::clone(&self.shared);
+        let Some(protocol) = &shared.cancel else {
             return;
         };
         let id = params
@@ -661,7 +699,7 @@ impl Reader {
                 Some(error) => error_reply(entry.version, &id, error),
                 None => Vec::new(),
             };
-            self.reply(entry.reply, out).await;
+            self.reply(entry.reply, out);
         }
     }
 }

@@ -554,7 +554,7 @@ impl Peer {
     pub(crate) async fn send(&self, frame: Bytes) -> Result<(), CallError> {
         self.shared
             .outbox
-            .send(frame)
+            .send(frame.into())
             .await
             .map_err(|_| self.closed_error())
     }
@@ -692,7 +692,7 @@ impl CallGuard<'_> {
             return true;
         };
         let frame = protocol.notification(self.id, reason);
-        match self.shared.outbox.try_send(frame) {
+        match self.shared.outbox.try_send(frame.into()) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
             Err(mpsc::error::TrySendError::Full(frame)) => {
                 // Cannot wait here; hand the send to a task.

@@ -20,9 +20,22 @@ use crate::Router;
 /// Where a pending call's outcome goes.
 pub(crate) type Waiter = oneshot::Sender<Outcome>;
 
+/// What the writer writes: one frame, or the frames (replies above all)
+/// the reader produced in one burst of reading, handed over at once.
+pub(crate) enum Outbound {
+    Frame(Bytes),
+    Frames(Vec<Bytes>),
+}
+
+impl From<Bytes> for Outbound {
+    fn from(frame: Bytes) -> Self {
+        Outbound::Frame(frame)
+    }
+}
+
 pub(crate) struct PeerState {
     /// Frames to write, in order.
-    pub(crate) outbox: mpsc::Sender<Bytes>,
+    pub(crate) outbox: mpsc::Sender<Outbound>,
     pub(crate) router: Router,
     pub(crate) connection: Arc<Extensions>,
     pub(crate) call_timeout: Duration,
@@ -62,7 +75,7 @@ struct Calls {
 
 impl PeerState {
     pub(crate) fn new(
-        outbox: mpsc::Sender<Bytes>,
+        outbox: mpsc::Sender<Outbound>,
         router: Router,
         connection: Arc<Extensions>,
         call_timeout: Duration,
