@@ -125,8 +125,8 @@ where
 enum Start {
     /// Data arrived (or the peer is closing): carry on as usual.
     Now,
-    /// The peer has a frame to send.
-    Send(Bytes),
+    /// The peer has frames to send.
+    Send(Vec<Bytes>),
     /// Nothing happened for a ping interval: ping now.
     PingDue,
 }
@@ -136,7 +136,7 @@ enum Start {
 async fn open_on_first_use<S>(
     mut io: S,
     options: &WsOptions,
-    outgoing: &mut mpsc::Receiver<Bytes>,
+    outgoing: &mut mpsc::Receiver<Vec<Bytes>>,
 ) -> io::Result<Option<(WebSocketStream<S>, Start)>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -149,7 +149,7 @@ where
             _ => (first.to_vec(), Start::Now),
         },
         frame = outgoing.recv() => match frame {
-            Some(frame) => (Vec::new(), Start::Send(frame)),
+            Some(frames) => (Vec::new(), Start::Send(frames)),
             // The pump's loop sees the end of the peer's frames again.
             None => (Vec::new(), Start::Now),
         },
@@ -174,7 +174,7 @@ fn spawn_pump<R, F>(
     impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
 )
 where
-    R: FnOnce(mpsc::Sender<io::Result<Inbound>>, mpsc::Receiver<Bytes>) -> F,
+    R: FnOnce(mpsc::Sender<io::Result<Inbound>>, mpsc::Receiver<Vec<Bytes>>) -> F,
     F: std::future::Future<Output = Result<(), tungstenite::Error>> + Send + 'static,
 {
     let (in_tx, in_rx) = mpsc::channel(32);
@@ -189,36 +189,56 @@ where
     });
     let sink = ClosingSink {
         frames: PollSender::new(out_tx),
+        pending: Vec::new(),
         pump_done: Some(done_rx),
     };
     (Frames(in_rx), sink)
 }
 
-/// The frames a peer sends out over a WebSocket. Closing it ends only once
-/// the pump has written everything and gone through the closing handshake,
-/// so that a process that closes its connection and exits loses nothing.
+/// The frames a peer sends out over a WebSocket, handed to the pump a
+/// batch per flush (one queue operation for all the frames written
+/// together). Closing it ends only once the pump has written everything and
+/// gone through the closing handshake, so that a process that closes its
+/// connection and exits loses nothing.
 struct ClosingSink {
-    frames: PollSender<Bytes>,
+    frames: PollSender<Vec<Bytes>>,
+    /// Frames fed since the last flush.
+    pending: Vec<Bytes>,
     pump_done: Option<tokio::sync::oneshot::Receiver<()>>,
 }
+
+/// Frames a sink gathers before it hands them over without waiting for a
+/// flush.
+const FRAMES_PER_BATCH: usize = 32;
 
 impl Sink<Bytes> for ClosingSink {
     type Error = io::Error;
 
-    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.frames.poll_reserve(cx).map_err(|_| broken_pipe())
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.pending.len() >= FRAMES_PER_BATCH {
+            return self.poll_flush(cx);
+        }
+        Poll::Ready(Ok(()))
     }
 
     fn start_send(mut self: Pin<&mut Self>, frame: Bytes) -> io::Result<()> {
-        self.frames.send_item(frame).map_err(|_| broken_pipe())
+        self.pending.push(frame);
+        Ok(())
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         // Frames handed over are the pump's to write.
+        if self.pending.is_empty() {
+            return Poll::Ready(Ok(()));
+        }
+        std::task::ready!(self.frames.poll_reserve(cx)).map_err(|_| broken_pipe())?;
+        let frames = std::mem::take(&mut self.pending);
+        self.frames.send_item(frames).map_err(|_| broken_pipe())?;
         Poll::Ready(Ok(()))
     }
 
     fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        std::task::ready!(self.as_mut().poll_flush(cx))?;
         self.frames.close();
         if let Some(done) = self.pump_done.as_mut() {
             // Ready when the pump ends, whether it signalled or was dropped.
@@ -259,7 +279,7 @@ async fn run<S>(
     mut ws: WebSocketStream<S>,
     options: WsOptions,
     incoming: mpsc::Sender<io::Result<Inbound>>,
-    mut outgoing: mpsc::Receiver<Bytes>,
+    mut outgoing: mpsc::Receiver<Vec<Bytes>>,
     meter: Option<Arc<ReadMeter>>,
     start: Start,
 ) -> Result<(), tungstenite::Error>
@@ -281,9 +301,9 @@ where
         Start::Now => {
             ping.tick().await;
         }
-        Start::Send(frame) => {
+        Start::Send(frames) => {
             ping.tick().await;
-            timed(idle, ws.send(text(frame)?)).await?;
+            timed(idle, write_frames(&mut ws, frames, &mut outgoing)).await?;
         }
     }
     // A frame read but not yet taken by the peer: until it is, read no more
@@ -347,20 +367,12 @@ where
                     Some(Err(e)) => return Err(e),
                 }
             }
-            frame = outgoing.recv() => {
-                let Some(frame) = frame else {
+            frames = outgoing.recv() => {
+                let Some(frames) = frames else {
                     close_handshake(&mut ws, None, idle).await;
                     return Ok(());
                 };
-                // Everything queued goes out in one flush, under one timer.
-                let write_all = async {
-                    ws.feed(text(frame)?).await?;
-                    while let Ok(frame) = outgoing.try_recv() {
-                        ws.feed(text(frame)?).await?;
-                    }
-                    ws.flush().await
-                };
-                timed(idle, write_all).await?;
+                timed(idle, write_frames(&mut ws, frames, &mut outgoing)).await?;
             }
             _ = ping.tick() => {
                 // While a frame waits for the peer, reading is paused on
@@ -395,17 +407,19 @@ where
 /// of its queued Close (its write buffer is empty: every write is flushed).
 async fn finish_after_close<S>(
     ws: &mut WebSocketStream<S>,
-    outgoing: &mut mpsc::Receiver<Bytes>,
+    outgoing: &mut mpsc::Receiver<Vec<Bytes>>,
     limit: Duration,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     use tokio::io::AsyncWriteExt;
     let replies = async {
-        while let Some(frame) = outgoing.recv().await {
+        while let Some(frames) = outgoing.recv().await {
             let io = ws.get_mut();
-            io.write_all(&text_frame_header(frame.len())).await?;
-            io.write_all(&frame).await?;
+            for frame in frames {
+                io.write_all(&text_frame_header(frame.len())).await?;
+                io.write_all(&frame).await?;
+            }
             io.flush().await?;
         }
         Ok::<_, io::Error>(())
@@ -439,21 +453,33 @@ fn text_frame_header(len: usize) -> Vec<u8> {
 /// Writes out the replies the peer has for what it was handed, before the
 /// connection closes: waits up to a second for the first, then takes what
 /// else is queued.
-async fn drain<S>(outgoing: &mut mpsc::Receiver<Bytes>, ws: &mut WebSocketStream<S>, idle: Duration)
+async fn drain<S>(outgoing: &mut mpsc::Receiver<Vec<Bytes>>, ws: &mut WebSocketStream<S>, idle: Duration)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let first = tokio::time::timeout(Duration::from_secs(1), outgoing.recv()).await;
     let Ok(Some(first)) = first else { return };
-    let mut frame = Some(first);
-    while let Some(next) = frame.take() {
-        let Ok(message) = text(next) else { return };
-        if timed(idle, ws.feed(message)).await.is_err() {
-            return;
+    let _ = timed(idle, write_frames(ws, first, outgoing)).await;
+}
+
+/// Writes `frames` and every batch already queued after them, then flushes
+/// once.
+async fn write_frames<S>(
+    ws: &mut WebSocketStream<S>,
+    frames: Vec<Bytes>,
+    outgoing: &mut mpsc::Receiver<Vec<Bytes>>,
+) -> Result<(), tungstenite::Error>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut batch = Some(frames);
+    while let Some(frames) = batch.take() {
+        for frame in frames {
+            ws.feed(text(frame)?).await?;
         }
-        frame = outgoing.try_recv().ok();
+        batch = outgoing.try_recv().ok();
     }
-    let _ = timed(idle, ws.flush()).await;
+    ws.flush().await
 }
 
 fn text(frame: Bytes) -> Result<Message, tungstenite::Error> {
