@@ -348,7 +348,14 @@ pub async fn serve_stdio(router: Router) -> Arc<str> {
 }
 
 /// Closes `peer` gracefully, or aborts it after `grace`.
-pub(crate) async fn close_gracefully(peer: &Peer, grace: Duration) {
+///
+/// Boxed: every connection's task holds this future's room for its whole
+/// life, for a moment that comes once.
+pub(crate) fn close_gracefully(peer: &Peer, grace: Duration) -> futures_util::future::BoxFuture<'_, ()> {
+    Box::pin(close_gracefully_now(peer, grace))
+}
+
+async fn close_gracefully_now(peer: &Peer, grace: Duration) {
     peer.close();
     if tokio::time::timeout(grace, peer.closed()).await.is_err() {
         tracing::warn!("connection still busy after the shutdown grace period; aborting it");

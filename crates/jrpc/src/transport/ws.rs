@@ -117,7 +117,10 @@ where
         let Some((ws, start)) = open_on_first_use(io, &options, &mut outgoing).await? else {
             return Ok(());
         };
-        run(ws, options, incoming, outgoing, Some(meter), start).await
+        // Boxed, so that the task holds only what waiting for the first
+        // byte needs while the connection is idle (the pump's own state is
+        // kilobytes).
+        Box::pin(run(ws, options, incoming, outgoing, Some(meter), start)).await
     })
 }
 
