@@ -28,7 +28,7 @@ fn main() -> io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("serve") {
         let kind = args.get(1).and_then(|k| Kind::parse(k)).ok_or_else(|| {
-            io::Error::other("usage: jrpc-compare serve jrpc|jsonrpsee|jrpc-tcp|jrpc-logged|jrpc-tcp-logged|raw-http|raw-ws|raw-line")
+            io::Error::other("usage: jrpc-compare serve jrpc|jsonrpsee|jrpc-tcp|raw-http|raw-ws|raw-line")
         })?;
         pin(SERVER_CPU);
         // What `#[tokio::main]` gives a process pinned to one core: the

@@ -156,6 +156,7 @@ fn quiet_broken_pipe() {
     std::panic::set_hook(Box::new(move |info| {
         let text = info.to_string();
         if text.contains("failed printing to std") && text.contains("Broken pipe") {
+            call_log::CallLogWriter::flush();
             std::process::exit(141);
         }
         default(info);

@@ -437,7 +437,11 @@ impl Reader {
     }
 
     /// Hands the frames of this burst to the writer, all at once (one
-    /// queue operation and one wakeup for them, not one each).
+    /// queue operation and one wakeup for them, not one each). Frames sent
+    /// meanwhile by handler tasks (their replies, and what a handler sends
+    /// through `ctx.peer()`) go to the writer directly and may overtake
+    /// them: JSON-RPC orders neither replies nor a reply against other
+    /// messages.
     async fn end_burst(&mut self) {
         if !self.burst.is_empty() {
             let frames = std::mem::take(&mut self.burst);

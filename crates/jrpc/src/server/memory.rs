@@ -40,25 +40,23 @@ impl Drop for OpenConnection {
     fn drop(&mut self) {
         let open = OPEN.fetch_sub(1, Ordering::Relaxed) - 1;
         let closed = PEAK.load(Ordering::Relaxed).saturating_sub(open);
-        if closed < CLOSED_BEFORE_TRIM || !can_trim() {
+        if closed < CLOSED_BEFORE_TRIM || !can_trim() || TRIM_SCHEDULED.swap(true, Ordering::AcqRel) {
             return;
         }
-        // Outside a runtime (it is shutting down) there is nothing to do it.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        if TRIM_SCHEDULED.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        runtime.spawn(async {
-            tokio::time::sleep(TRIM_DELAY).await;
+        // A thread of its own, not the runtime's: it walks the heap under
+        // the allocator's locks, and a runtime shutting down (closing the
+        // connections that called for it) would cancel a task and leave the
+        // trim scheduled for good.
+        let spawned = std::thread::Builder::new().name("jrpc-trim".into()).spawn(|| {
+            std::thread::sleep(TRIM_DELAY);
             PEAK.store(OPEN.load(Ordering::Relaxed), Ordering::Relaxed);
-            // It walks the heap under the allocator's locks: not on a
-            // worker thread.
-            let _ = tokio::task::spawn_blocking(trim).await;
+            trim();
             TRIMS.fetch_add(1, Ordering::Relaxed);
             TRIM_SCHEDULED.store(false, Ordering::Release);
         });
+        if spawned.is_err() {
+            TRIM_SCHEDULED.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -87,20 +85,27 @@ fn trim() {}
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn many_closed_connections_lead_to_one_trim() {
+    /// Closes a wave of connections and waits for the trim it calls for.
+    fn close_a_wave_and_wait() {
         let before = TRIMS.load(Ordering::Relaxed);
         let open: Vec<_> = (0..CLOSED_BEFORE_TRIM + 10)
             .map(|_| OpenConnection::new())
             .collect();
         drop(open);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while TRIMS.load(Ordering::Relaxed) == before {
             assert!(
-                tokio::time::Instant::now() < deadline,
+                std::time::Instant::now() < deadline,
                 "no trim after the connections closed"
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    #[test]
+    fn each_wave_of_closed_connections_leads_to_a_trim() {
+        close_a_wave_and_wait();
+        // The first trim left nothing stuck: the next wave trims again.
+        close_a_wave_and_wait();
     }
 }

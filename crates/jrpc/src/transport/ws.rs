@@ -93,7 +93,8 @@ pub(crate) fn pump<S>(
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    spawn_pump(move |incoming, outgoing| run(ws, options, incoming, outgoing, None, Start::Now))
+    let opened = Instant::now();
+    spawn_pump(move |incoming, outgoing| run(ws, options, incoming, outgoing, None, (opened, Start::Now)))
 }
 
 /// A pump for a server's upgraded connection `io`, whose reads `meter`
@@ -113,6 +114,7 @@ pub(crate) fn pump_accepted<S>(
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
+    let opened = Instant::now();
     spawn_pump(move |incoming, mut outgoing| async move {
         let Some((ws, start)) = open_on_first_use(io, &options, &mut outgoing).await? else {
             return Ok(());
@@ -120,7 +122,7 @@ where
         // Boxed, so that the task holds only what waiting for the first
         // byte needs while the connection is idle (the pump's own state is
         // kilobytes).
-        Box::pin(run(ws, options, incoming, outgoing, Some(meter), start)).await
+        Box::pin(run(ws, options, incoming, outgoing, Some(meter), (opened, start))).await
     })
 }
 
@@ -181,7 +183,8 @@ where
     F: std::future::Future<Output = Result<(), tungstenite::Error>> + Send + 'static,
 {
     let (in_tx, in_rx) = mpsc::channel(32);
-    let (out_tx, out_rx) = mpsc::channel(32);
+    // Batches of up to FRAMES_PER_BATCH frames: at most 128 frames wait.
+    let (out_tx, out_rx) = mpsc::channel(4);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let pumping = run(in_tx, out_rx);
     tokio::spawn(async move {
@@ -284,24 +287,21 @@ async fn run<S>(
     incoming: mpsc::Sender<io::Result<Inbound>>,
     mut outgoing: mpsc::Receiver<Vec<Bytes>>,
     meter: Option<Arc<ReadMeter>>,
-    start: Start,
+    (opened, start): (Instant, Start),
 ) -> Result<(), tungstenite::Error>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let idle = options.idle_timeout;
-    let mut last_heard = Instant::now();
     let mut ping = tokio::time::interval(options.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Nothing heard since the connection opened, unless data woke it.
+    let mut last_heard = opened;
     match start {
         // The interval's first tick is at once: the loop pings.
-        // Silent since the upgrade, a ping interval ago.
-        Start::PingDue => {
-            last_heard = last_heard
-                .checked_sub(options.ping_interval)
-                .unwrap_or(last_heard)
-        }
+        Start::PingDue => {}
         Start::Now => {
+            last_heard = Instant::now();
             ping.tick().await;
         }
         Start::Send(frames) => {
