@@ -31,15 +31,12 @@ pub struct CallLogWriter;
 impl CallLogWriter {
     /// Starts the thread that writes batches out.
     pub fn start() {
-        let mut started = false;
-        BATCH.get_or_init(|| {
-            started = true;
-            Batch {
-                lines: Mutex::new(Vec::new()),
-                started: Condvar::new(),
-            }
-        });
-        if !started {
+        let batch = Batch {
+            lines: Mutex::new(Vec::new()),
+            started: Condvar::new(),
+        };
+        if BATCH.set(batch).is_err() {
+            // Started already.
             return;
         }
         let spawned = std::thread::Builder::new()

@@ -79,17 +79,15 @@ impl Stream for Frames {
     }
 }
 
+/// The ends of a pump a peer runs on: the frames that come in, and the sink
+/// for the frames that go out.
+pub(crate) type Pumped = (Frames, ClosingSink);
+
 /// Splits a WebSocket into the frame stream and sink a peer runs on, and
 /// starts the pump between them.
 // Only a client opens its WebSocket before the pump starts.
 #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
-pub(crate) fn pump<S>(
-    ws: WebSocketStream<S>,
-    options: WsOptions,
-) -> (
-    Frames,
-    impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
-)
+pub(crate) fn pump<S>(ws: WebSocketStream<S>, options: WsOptions) -> Pumped
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
@@ -103,14 +101,7 @@ where
 /// idle connection holds only the socket until then.
 // Only a server accepts upgraded connections.
 #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-pub(crate) fn pump_accepted<S>(
-    io: S,
-    options: WsOptions,
-    meter: Arc<ReadMeter>,
-) -> (
-    Frames,
-    impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
-)
+pub(crate) fn pump_accepted<S>(io: S, options: WsOptions, meter: Arc<ReadMeter>) -> Pumped
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
@@ -172,12 +163,7 @@ where
 
 /// Spawns the pump task `run(incoming, outgoing)` and returns the peer's
 /// ends of its queues.
-fn spawn_pump<R, F>(
-    run: R,
-) -> (
-    Frames,
-    impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
-)
+fn spawn_pump<R, F>(run: R) -> Pumped
 where
     R: FnOnce(mpsc::Sender<io::Result<Inbound>>, mpsc::Receiver<Vec<Bytes>>) -> F,
     F: std::future::Future<Output = Result<(), tungstenite::Error>> + Send + 'static,
@@ -206,7 +192,7 @@ where
 /// together). Closing it ends only once the pump has written everything and
 /// gone through the closing handshake, so that a process that closes its
 /// connection and exits loses nothing.
-struct ClosingSink {
+pub(crate) struct ClosingSink {
     frames: PollSender<Vec<Bytes>>,
     /// Frames fed since the last flush.
     pending: Vec<Bytes>,
