@@ -28,12 +28,25 @@ pub struct Extensions {
     // A handful of entries at most (connection info, headers): a vector
     // beats hashing, and an empty one allocates nothing.
     map: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
+    /// Facts shared by many maps (an HTTP connection's, under each of its
+    /// requests' maps), read after this map's own values.
+    shared: Option<Arc<Extensions>>,
 }
 
 impl Extensions {
     /// An empty map.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty map over `shared`: a value of this map hides one of the
+    /// same type there. Saves copying a connection's facts into each of its
+    /// requests' maps.
+    pub(crate) fn over(shared: Arc<Extensions>) -> Self {
+        Extensions {
+            map: Vec::new(),
+            shared: Some(shared),
+        }
     }
 
     /// Inserts `value`, returning the value of the same type it replaces.
@@ -43,8 +56,13 @@ impl Extensions {
         match self.map.iter_mut().find(|(k, _)| *k == key) {
             Some((_, slot)) => std::mem::replace(slot, value).downcast().ok().map(|b| *b),
             None => {
-                // Connection info and headers, typically: room for both.
-                self.map.reserve_exact(2);
+                // Connection info and headers, typically: room for both
+                // at the first insert (and no more: `reserve_exact` asks
+                // for room beyond what is in use, and would grow the
+                // vector again at the second).
+                if self.map.capacity() == 0 {
+                    self.map.reserve_exact(2);
+                }
                 self.map.push((key, value));
                 None
             }
@@ -53,7 +71,7 @@ impl Extensions {
 
     /// Whether the map holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && self.shared.as_ref().map_or(true, |shared| shared.is_empty())
     }
 
     /// The value of type `T`, if any.
@@ -63,6 +81,7 @@ impl Extensions {
             .iter()
             .find(|(k, _)| *k == key)
             .and_then(|(_, b)| b.downcast_ref())
+            .or_else(|| self.shared.as_ref()?.get())
     }
 }
 
@@ -70,6 +89,7 @@ impl fmt::Debug for Extensions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Extensions")
             .field("len", &self.map.len())
+            .field("shared", &self.shared)
             .finish()
     }
 }
@@ -164,5 +184,31 @@ impl RequestContext {
     /// Everything the transport recorded about the connection.
     pub fn connection(&self) -> &Extensions {
         &self.connection
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_over_shared_facts_reads_its_own_first() {
+        let mut connection = Extensions::new();
+        connection.insert(ConnectionInfo {
+            transport: "http",
+            peer_addr: Some("127.0.0.1:9".into()),
+            local_addr: None,
+        });
+        connection.insert(Identity::new("connection"));
+        let connection = Arc::new(connection);
+
+        let mut request = Extensions::over(Arc::clone(&connection));
+        assert!(!request.is_empty(), "the shared facts count");
+        assert_eq!(request.get::<ConnectionInfo>().unwrap().transport, "http");
+        request.insert(Identity::new("request"));
+        assert_eq!(request.get::<Identity>().unwrap().name(), "request");
+        assert_eq!(connection.get::<Identity>().unwrap().name(), "connection");
+        assert!(request.get::<u8>().is_none());
+        assert!(Extensions::over(Arc::new(Extensions::new())).is_empty());
     }
 }

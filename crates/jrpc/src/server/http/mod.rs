@@ -38,6 +38,7 @@
 //! # Ok(()) }
 //! ```
 
+mod head_timer;
 mod layers;
 #[cfg(feature = "metrics")]
 mod metrics_server;
@@ -45,6 +46,7 @@ mod playground;
 pub mod route;
 mod service;
 pub mod sse;
+mod when_woken;
 
 use std::convert::Infallible;
 use std::io;
@@ -81,6 +83,7 @@ use crate::peer::ConnectionConfig;
 use crate::server::{Server, Serving};
 use crate::transport::ws::WsOptions;
 use crate::Router;
+use when_woken::WhenWoken;
 
 /// How long a client may take to send a request's headers (and, on an idle
 /// keep-alive connection, to start the next request).
@@ -614,6 +617,8 @@ async fn serve_connection<I>(
     } = limits;
     let activity = Arc::new(Activity::new());
     let watched = Arc::clone(&activity);
+    // What handlers learn of this connection, made once for its requests.
+    let facts = Arc::new(service::connection_facts(info.peer_addr.clone()));
     let client = ClientAddr(info.peer_addr);
     // The full stack (compression both ways, CORS) costs a few microseconds
     // and several future moves per request even when it does nothing, so
@@ -658,7 +663,6 @@ async fn serve_connection<I>(
             }));
             return reply;
         }
-        request.extensions_mut().insert(client.clone());
         let headers = request.headers();
         // An encoded body always goes through the decompression layer: it
         // decodes it, or refuses it (415) when compression is off.
@@ -667,6 +671,19 @@ async fn serve_connection<I>(
             || (cors.is_some() && headers.contains_key(http::header::ORIGIN));
         // One small boxed future per request: hyper moves the future it
         // holds several times, and the layered one is kilobytes large.
+        if let (Stack::Bare(service), false) = (&rpc, needs_layers) {
+            // Straight to the service: hyper's body as it is, the client's
+            // address as an argument (no extension map, no boxed body).
+            let settings = Arc::clone(&service.settings);
+            let facts = Arc::clone(&facts);
+            let reply: BoxFuture<Response<ReplyBody>> = Box::pin(async move {
+                let response = service::serve(&settings, request, facts).await;
+                drop(answering);
+                Ok(response.map(ReplyBody::Plain))
+            });
+            return reply;
+        }
+        request.extensions_mut().insert(client.clone());
         let reply: BoxFuture<Response<ReplyBody>> = if needs_layers {
             let reply = layered.clone().oneshot(request);
             Box::pin(reply.map(move |r| {
@@ -687,7 +704,7 @@ async fn serve_connection<I>(
     // opens a connection and sends nothing would hold its slot forever.
     builder
         .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
+        .timer(head_timer::HeadTimer::default())
         .header_read_timeout(HEADER_READ_TIMEOUT);
     builder
         .http2()
@@ -699,19 +716,23 @@ async fn serve_connection<I>(
     let io = FirstRequest::new(io, first_request);
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(connection);
-    let idle = async {
+    // Both are polled only when they wake, not on each of the connection's
+    // wake-ups (see `when_woken`).
+    let idle = WhenWoken::new(async {
         match idle {
             Some(limit) => activity.idle(limit).await,
             None => std::future::pending().await,
         }
-    };
+    });
+    let stopped = WhenWoken::new(stop.cancelled());
     tokio::select! {
+        biased;
         result = connection.as_mut() => {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "HTTP connection ended with an error");
             }
         }
-        () = stop.cancelled() => {
+        () = stopped => {
             connection.as_mut().graceful_shutdown();
             if tokio::time::timeout(grace, connection).await.is_err() {
                 tracing::warn!("HTTP connection still busy after the shutdown grace period; dropping it");

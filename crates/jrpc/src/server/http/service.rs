@@ -77,9 +77,11 @@ impl tower::Service<Request<HttpBody>> for RpcService {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<HttpBody>) -> Self::Future {
+    fn call(&mut self, mut request: Request<HttpBody>) -> Self::Future {
         let settings = Arc::clone(&self.settings);
-        Box::pin(async move { Ok(serve(&settings, request).await) })
+        let peer_addr = request.extensions_mut().remove::<ClientAddr>().and_then(|a| a.0);
+        let connection = Arc::new(connection_facts(peer_addr));
+        Box::pin(async move { Ok(serve(&settings, request, connection).await) })
     }
 }
 
@@ -109,11 +111,19 @@ pub fn error_response(status: StatusCode, error: Error) -> Response<Full<Bytes>>
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+    let Some(value) = headers.get(header::CONTENT_TYPE).map(HeaderValue::as_bytes) else {
         return false;
     };
-    // Compared without lowercasing a copy: this runs on every request.
-    let essence = value.split(';').next().unwrap_or("").trim().as_bytes();
+    // What nearly every client sends, first; then compared without
+    // lowercasing a copy: this runs on every request.
+    if value == b"application/json" {
+        return true;
+    }
+    let essence = value
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii();
     let json_types: [&[u8]; 3] = [
         b"application/json",
         b"application/json-rpc",
@@ -216,7 +226,29 @@ fn method_not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
     response
 }
 
-async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<Full<Bytes>> {
+/// What a handler learns of an HTTP connection: its [`ConnectionInfo`].
+pub(crate) fn connection_facts(peer_addr: Option<String>) -> Extensions {
+    let mut facts = Extensions::new();
+    facts.insert(ConnectionInfo {
+        transport: "http",
+        peer_addr,
+        local_addr: None,
+    });
+    facts
+}
+
+/// Answers one request. `connection` holds the facts of the connection it
+/// came on ([`connection_facts`]); the body is any body, so that the server
+/// can hand hyper's own straight in.
+pub(crate) async fn serve<B>(
+    settings: &Settings,
+    mut request: Request<B>,
+    connection: Arc<Extensions>,
+) -> Response<Full<Bytes>>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     let path = request.uri().path();
     #[cfg(feature = "metrics")]
     if let Some(metrics) = settings.metrics.as_ref().filter(|_| path == METRICS_PATH) {
@@ -249,7 +281,10 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
     match *request.method() {
         Method::POST => {}
         Method::GET if settings.websocket.is_some() && is_websocket_upgrade(request.headers()) => {
-            return upgrade(settings, &mut request);
+            let peer_addr = connection
+                .get::<ConnectionInfo>()
+                .and_then(|info| info.peer_addr.clone());
+            return upgrade(settings, &mut request, peer_addr);
         }
         _ => return method_not_allowed(allow),
     }
@@ -278,13 +313,13 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
         return too_large();
     }
     let (parts, body) = request.into_parts();
-    let mut connection = request_extensions(parts);
+    let mut connection = request_extensions(parts, connection);
     if settings.router.has_layers() {
         // A rate limit among the layers counts here what it refuses.
         connection.insert(Refusals::default());
     }
-    let reading = tokio::time::timeout(BODY_READ_TIMEOUT, read_body(body, limit, &settings.body_budget));
-    let Ok(body) = reading.await else {
+    let reading = within(BODY_READ_TIMEOUT, read_body(body, limit, &settings.body_budget));
+    let Some(body) = reading.await else {
         return error_response(
             StatusCode::REQUEST_TIMEOUT,
             Error::invalid_request().with_data("the request body did not arrive in time"),
@@ -322,6 +357,28 @@ async fn serve(settings: &Settings, mut request: Request<HttpBody>) -> Response<
 /// How long a client may take to send a request body.
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// `future`'s output, or `None` if it takes longer than `limit` once it
+/// has had to wait. The timer is set only then: a small body is usually
+/// in by the time its request is served, and a timer costs a clock read
+/// and a timer-wheel entry per request.
+pub(crate) async fn within<F: Future>(limit: std::time::Duration, future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    let mut deadline = std::pin::pin!(None::<tokio::time::Sleep>);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        if deadline.is_none() {
+            deadline.set(Some(tokio::time::sleep(limit)));
+        }
+        match deadline.as_mut().as_pin_mut() {
+            Some(sleep) => sleep.poll(cx).map(|()| None),
+            None => Poll::Pending,
+        }
+    })
+    .await
+}
+
 pub(crate) enum BodyError {
     TooLarge,
     /// The server-wide budget for bodies being read is spent.
@@ -332,11 +389,11 @@ pub(crate) enum BodyError {
 /// Reads a whole body of at most `limit` bytes, stopping as soon as it is
 /// known to be larger, within the server's budget for bodies in progress.
 /// A body that arrives in one piece is not copied.
-pub(crate) async fn read_body(
-    mut body: HttpBody,
-    limit: usize,
-    budget: &BufferBudget,
-) -> Result<Bytes, BodyError> {
+pub(crate) async fn read_body<B>(mut body: B, limit: usize, budget: &BufferBudget) -> Result<Bytes, BodyError>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     let mut first: Option<Bytes> = None;
     let mut joined = bytes::BytesMut::new();
     let mut charge = budget.charge();
@@ -362,16 +419,10 @@ pub(crate) async fn read_body(
     Ok(first.unwrap_or_else(|| joined.freeze()))
 }
 
-/// What a handler can learn about an HTTP request: the connection info and
-/// the request headers.
-fn request_extensions(mut request: http::request::Parts) -> Extensions {
-    let mut extensions = Extensions::new();
-    let peer_addr = request.extensions.remove::<ClientAddr>().and_then(|a| a.0);
-    extensions.insert(ConnectionInfo {
-        transport: "http",
-        peer_addr,
-        local_addr: None,
-    });
+/// What a handler can learn about an HTTP request: the connection's facts
+/// and the request headers.
+fn request_extensions(mut request: http::request::Parts, connection: Arc<Extensions>) -> Extensions {
+    let mut extensions = Extensions::over(connection);
     if let Some(identity) = request.extensions.remove::<Identity>() {
         extensions.insert(identity);
     }
@@ -393,7 +444,11 @@ fn owned_headers(headers: &HeaderMap) -> HeaderMap {
     owned
 }
 
-fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Full<Bytes>> {
+fn upgrade<B>(
+    settings: &Settings,
+    request: &mut Request<B>,
+    peer_addr: Option<String>,
+) -> Response<Full<Bytes>> {
     let headers = request.headers();
     let version_ok = headers
         .get(header::SEC_WEBSOCKET_VERSION)
@@ -420,7 +475,7 @@ fn upgrade(settings: &Settings, request: &mut Request<HttpBody>) -> Response<Ful
     extensions.insert(owned_headers(request.headers()));
     extensions.insert(ConnectionInfo {
         transport: "websocket",
-        peer_addr: request.extensions().get::<ClientAddr>().and_then(|a| a.0.clone()),
+        peer_addr,
         local_addr: None,
     });
     if let Some(identity) = request.extensions_mut().remove::<Identity>() {
