@@ -95,9 +95,11 @@ impl fmt::Debug for Extensions {
 }
 
 /// The facts of a connection nobody recorded anything about.
-pub(crate) fn empty_connection() -> Arc<Extensions> {
+/// (A reference: counting a shared `Arc` up and down on every call is two
+/// atomic operations that most calls never need.)
+pub(crate) fn empty_connection() -> &'static Arc<Extensions> {
     static EMPTY: std::sync::OnceLock<Arc<Extensions>> = std::sync::OnceLock::new();
-    Arc::clone(EMPTY.get_or_init(|| Arc::new(Extensions::new())))
+    EMPTY.get_or_init(|| Arc::new(Extensions::new()))
 }
 
 /// What is known about a connection: recorded by its transport, read by

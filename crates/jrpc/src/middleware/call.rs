@@ -29,12 +29,12 @@ pub struct Call {
 impl Call {
     /// A request (a call with an id), on no connection in particular.
     pub fn request(id: impl Into<Id>, method: impl Into<Arc<str>>, params: Option<Box<RawValue>>) -> Self {
-        Call::new(Some(id.into()), method.into(), params, empty_connection())
+        Call::new(Some(id.into()), method.into(), params, empty_connection().clone())
     }
 
     /// A notification (a call without an id).
     pub fn notification(method: impl Into<Arc<str>>, params: Option<Box<RawValue>>) -> Self {
-        Call::new(None, method.into(), params, empty_connection())
+        Call::new(None, method.into(), params, empty_connection().clone())
     }
 
     pub(crate) fn new(

@@ -29,7 +29,7 @@ impl Router {
     /// [`batch_concurrency`](Self::batch_concurrency) at a time, and their
     /// replies come in request order.
     pub async fn handle(&self, frame: &[u8]) -> Option<Bytes> {
-        self.handle_with(frame, &crate::context::empty_connection()).await
+        self.handle_with(frame, crate::context::empty_connection()).await
     }
 
     /// As [`handle`](Self::handle), with what the transport knows about the
