@@ -89,6 +89,9 @@ pub struct Load {
     pub payload: Payload,
     /// The server's process, sampled for CPU time over the measured window.
     pub server_pid: u32,
+    /// The cores the server and the load generator are pinned to, if they
+    /// are: each core's busy share is sampled over the window too.
+    pub cores: Option<(usize, usize)>,
 }
 
 #[derive(Debug)]
@@ -105,6 +108,11 @@ pub struct Outcome {
     /// This process's (the load generator's) CPU seconds over the window:
     /// near the window's length, the load generator is the bottleneck.
     pub load_cpu: f64,
+    /// The busy share of the server's and the load generator's cores over
+    /// the window, from /proc/stat. Unlike the processes' CPU times these
+    /// include the kernel's network work done in interrupt context
+    /// (softirq), which is charged to no process.
+    pub cores_busy: Option<(f64, f64)>,
     /// The last reply of the first connection, for a correctness check.
     pub sample: Vec<u8>,
 }
@@ -172,17 +180,22 @@ pub async fn run(load: Load) -> io::Result<Outcome> {
     }
     let pid = load.server_pid;
     let this = std::process::id();
-    let (cpu, load_cpu, results) = local
+    let cores = load.cores;
+    let (cpu, load_cpu, cores_busy, results) = local
         .run_until(async move {
             tokio::time::sleep_until(window_start.into()).await;
             let (cpu_start, load_start) = (cpu_seconds(pid), cpu_seconds(this));
+            let cores_start = cores.map(|(server, load)| (core_ticks(server), core_ticks(load)));
             tokio::time::sleep_until(window_end.into()).await;
             let (cpu_end, load_end) = (cpu_seconds(pid), cpu_seconds(this));
+            let cores_busy = cores.zip(cores_start).map(|((server, load), (server_start, load_start))| {
+                (busy_share(server_start, core_ticks(server)), busy_share(load_start, core_ticks(load)))
+            });
             let mut results = Vec::new();
             for task in tasks {
                 results.push(task.await.map_err(io::Error::other)?);
             }
-            Ok::<_, io::Error>((cpu_end - cpu_start, load_end - load_start, results))
+            Ok::<_, io::Error>((cpu_end - cpu_start, load_end - load_start, cores_busy, results))
         })
         .await?;
     let mut per_connection = Vec::new();
@@ -206,6 +219,7 @@ pub async fn run(load: Load) -> io::Result<Outcome> {
         per_connection,
         server_cpu: cpu,
         load_cpu,
+        cores_busy,
         sample,
     })
 }
@@ -473,6 +487,38 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     ticks / hz
+}
+
+/// A core's (busy, total) clock ticks so far, from /proc/stat: busy is
+/// everything but idle and I/O wait, interrupts and softirq included.
+pub fn core_ticks(cpu: usize) -> (u64, u64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/stat") else {
+        return (0, 0);
+    };
+    let name = format!("cpu{cpu}");
+    let Some(line) = stat.lines().find(|line| line.split_whitespace().next() == Some(name.as_str())) else {
+        return (0, 0);
+    };
+    // user nice system idle iowait irq softirq steal (guest time is
+    // already counted in user).
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let total: u64 = ticks.iter().sum();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+/// The busy share of a core between two readings of [`core_ticks`].
+fn busy_share((busy_start, total_start): (u64, u64), (busy_end, total_end): (u64, u64)) -> f64 {
+    let total = total_end.saturating_sub(total_start);
+    if total == 0 {
+        return 0.0;
+    }
+    busy_end.saturating_sub(busy_start) as f64 / total as f64
 }
 
 /// A memory figure (`VmRSS`, `VmHWM`) of a process, in bytes.

@@ -59,6 +59,7 @@ fn main() -> io::Result<()> {
             duration: Duration::from_secs(number(5)?),
             payload: Payload::single("add", "[1,2]"),
             server_pid: 0,
+            cores: None,
         };
         pin(LOAD_CPU);
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -72,8 +73,9 @@ fn main() -> io::Result<()> {
         );
         return Ok(());
     }
-    let options = Options::parse(&args)?;
+    let mut options = Options::parse(&args)?;
     let pinned = pin(LOAD_CPU);
+    options.pinned = pinned;
     raise_fd_limit();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -87,6 +89,8 @@ struct Options {
     warmup: Duration,
     only: Vec<String>,
     idle_connections: usize,
+    /// Servers and the load generator run on cores of their own.
+    pinned: bool,
 }
 
 impl Options {
@@ -97,6 +101,7 @@ impl Options {
             warmup: Duration::from_secs(1),
             only: Vec::new(),
             idle_connections: 10_000,
+            pinned: false,
         };
         let mut args = args.iter();
         while let Some(arg) = args.next() {
@@ -271,6 +276,16 @@ struct Sample {
     /// The load generator's CPU over the window's length (1.0: its core
     /// was saturated, so the load generator may be the bottleneck).
     load_cpu: f64,
+    /// The busy share of the server's core (softirq included): near 1.0
+    /// the server's core is what bounds the case.
+    server_core: f64,
+    /// The busy share of the load generator's core: near 1.0 the load
+    /// generator is what bounds the case.
+    load_core: f64,
+    /// The server's core time per request (per item for batches): its
+    /// busy share of the window over the requests served. Counts the
+    /// kernel's network work that the process's CPU time leaves out.
+    core_us: f64,
 }
 
 async fn compare(options: Options, pinned: bool) -> io::Result<()> {
@@ -356,6 +371,7 @@ async fn run_case(case: &Case, kind: Kind, options: &Options) -> io::Result<Samp
         duration: options.duration,
         payload: case.payload.clone(),
         server_pid: child.id(),
+        cores: options.pinned.then_some((SERVER_CPU, LOAD_CPU)),
     })
     .await;
     let peak_rss = load::memory(child.id(), "VmHWM") as f64;
@@ -394,6 +410,12 @@ fn sample(outcome: &Outcome, case: &Case, peak_rss: f64) -> Sample {
         fairness: if median > 0.0 { least / median } else { 0.0 },
         errors: outcome.errors as f64,
         load_cpu: outcome.load_cpu / outcome.seconds,
+        server_core: outcome.cores_busy.map_or(0.0, |(server, _)| server),
+        load_core: outcome.cores_busy.map_or(0.0, |(_, load)| load),
+        core_us: match outcome.cores_busy {
+            Some((server, _)) if items > 0.0 => server * outcome.seconds * 1e6 / items,
+            _ => 0.0,
+        },
     }
 }
 
@@ -555,6 +577,9 @@ fn median_sample(runs: &[Sample]) -> Sample {
         fairness: of(|s| s.fairness),
         errors: of(|s| s.errors),
         load_cpu: of(|s| s.load_cpu),
+        server_core: of(|s| s.server_core),
+        load_core: of(|s| s.load_core),
+        core_us: of(|s| s.core_us),
     }
 }
 
@@ -668,20 +693,23 @@ fn print_case_tables(rows: &[(String, Kind, Unit, Sample)]) {
             );
         }
     }
-    println!("\n| case | server | throughput | p50 | p99 | server CPU/op | peak RSS | least-served conn / median | errors | load generator busy |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("\n| case | server | throughput | p50 | p99 | server CPU/op | server core/op | peak RSS | least-served conn / median | errors | load generator busy | server core busy | load core busy |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (name, kind, unit, s) in rows {
         println!(
-            "| {name} | {} | {} | {} | {} | {:.2} µs | {:.1} MB | {:.2} | {:.0} | {:.0}% |",
+            "| {name} | {} | {} | {} | {} | {:.2} µs | {:.2} µs | {:.1} MB | {:.2} | {:.0} | {:.0}% | {:.0}% | {:.0}% |",
             kind.name(),
             format_rate(s.rate, *unit),
             format_latency(s.p50_us),
             format_latency(s.p99_us),
             s.cpu_us,
+            s.core_us,
             s.peak_rss / 1e6,
             s.fairness,
             s.errors,
-            s.load_cpu * 100.0
+            s.load_cpu * 100.0,
+            s.server_core * 100.0,
+            s.load_core * 100.0
         );
     }
 }
@@ -723,18 +751,22 @@ fn print_other_tables(
 }
 
 /// Pins this process (and the threads it starts later) to one CPU, if the
-/// machine has more than one. Returns whether it did.
+/// machine has more than one online. Returns whether it did.
+///
+/// It asks the machine, not this process's current affinity: a server is
+/// started by the runner, which is already pinned to the load generator's
+/// core, and must still move to its own. (Until 2026-11-24 it checked the
+/// inherited affinity, found one core, and left every `serve KIND` server
+/// on the load generator's core.)
 fn pin(cpu: usize) -> bool {
-    // SAFETY: cpu_set_t is plain data; the calls only read and write it.
+    // SAFETY: sysconf has no preconditions; cpu_set_t is plain data and the
+    // affinity call only reads it.
     unsafe {
+        let online = libc::sysconf(libc::_SC_NPROCESSORS_ONLN);
+        if online < 2 || cpu >= online as usize {
+            return false;
+        }
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return false;
-        }
-        if libc::CPU_COUNT(&set) < 2 || !libc::CPU_ISSET(cpu, &set) {
-            return false;
-        }
-        libc::CPU_ZERO(&mut set);
         libc::CPU_SET(cpu, &mut set);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
     }
