@@ -888,3 +888,67 @@ async fn requests_held_behind_a_notification_start_in_arrival_order() {
     }
     serving.shutdown().await;
 }
+
+/// Replies answered at once share one buffer per burst of reading (sliced
+/// into frames at the end): in a burst that mixes them with error replies,
+/// batch replies and notifications, every reply must still come whole and
+/// in the order its request was read.
+#[tokio::test]
+async fn a_burst_of_mixed_frames_is_answered_whole_and_in_order() {
+    let (serving, addr) = tcp_server(jrpc::demo::router()).await;
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let mut burst = String::new();
+    let mut expected = Vec::new();
+    for round in 0..40 {
+        burst.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","method":"subtract","params":[{round},1],"id":{round}}}"#
+        ));
+        burst.push('\n');
+        expected.push(format!(
+            r#"{{"jsonrpc":"2.0","result":{},"id":{round}}}"#,
+            round - 1
+        ));
+        match round % 4 {
+            0 => {
+                burst.push_str("{not json\n");
+                expected.push(
+                    r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#.into(),
+                );
+            }
+            1 => {
+                burst.push_str(r#"{"jsonrpc":"2.0","method":"update","params":[1]}"#);
+                burst.push('\n');
+            }
+            2 => {
+                burst.push_str(&format!(
+                    r#"[{{"jsonrpc":"2.0","method":"update","params":[1]}},{{"jsonrpc":"2.0","method":"sum","params":[{round},2],"id":"b{round}"}}]"#
+                ));
+                burst.push('\n');
+                expected.push(format!(
+                    r#"[{{"jsonrpc":"2.0","result":{},"id":"b{round}"}}]"#,
+                    round + 2
+                ));
+            }
+            _ => {
+                burst.push_str(&format!(r#"{{"jsonrpc":"2.0","method":"nope","id":"n{round}"}}"#));
+                burst.push('\n');
+                expected.push(format!(
+                    r#"{{"jsonrpc":"2.0","error":{{"code":-32601,"message":"Method not found"}},"id":"n{round}"}}"#
+                ));
+            }
+        }
+    }
+    // One write: the server reads it in as few bursts as it can.
+    stream.write_all(burst.as_bytes()).await.unwrap();
+    let mut lines = BufReader::new(stream).lines();
+    let mut got = Vec::new();
+    while got.len() < expected.len() {
+        let line = bounded("the replies", lines.next_line())
+            .await
+            .unwrap()
+            .expect("a reply line");
+        got.push(line);
+    }
+    assert_eq!(got, expected);
+    drop(serving);
+}
