@@ -42,6 +42,8 @@ impl Extensions {
     /// An empty map over `shared`: a value of this map hides one of the
     /// same type there. Saves copying a connection's facts into each of its
     /// requests' maps.
+    // Only the HTTP server shares a connection's facts this way.
+    #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
     pub(crate) fn over(shared: Arc<Extensions>) -> Self {
         Extensions {
             map: Vec::new(),
