@@ -51,7 +51,8 @@ impl Extensions {
         }
     }
 
-    /// Inserts `value`, returning the value of the same type it replaces.
+    /// Inserts `value`, returning the value of the same type it replaces
+    /// in this map (a value of a map it is over is hidden, not replaced).
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
         let key = TypeId::of::<T>();
         let value: Box<dyn Any + Send + Sync> = Box::new(value);

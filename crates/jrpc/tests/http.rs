@@ -1021,6 +1021,65 @@ async fn an_oversized_websocket_message_gets_its_error_before_the_close() {
     serving.shutdown().await;
 }
 
+/// The same behind a window of pipelined calls: the -32001 reply comes a
+/// batch or two after the first replies, and must still go out before the
+/// close, with every earlier call answered.
+#[tokio::test]
+async fn an_oversized_websocket_message_behind_many_calls_still_gets_its_error() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let options = WsOptions {
+        max_message_len: 1024,
+        ..WsOptions::default()
+    };
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).websocket(Some(options))).await;
+    let stream = TcpStream::connect(url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    let (mut socket, _) = tokio_tungstenite::client_async(url.replacen("http", "ws", 1), stream)
+        .await
+        .unwrap();
+    const CALLS: usize = 200;
+    for id in 0..CALLS {
+        let call = format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{id},1],"id":{id}}}"#);
+        socket.feed(Message::text(call)).await.unwrap();
+    }
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":"big"}}"#,
+        "x".repeat(4096)
+    );
+    socket.send(Message::text(big)).await.unwrap();
+    let mut answered = std::collections::HashSet::new();
+    let mut oversized = 0;
+    while let Some(message) = bounded("messages", socket.next()).await {
+        match message {
+            Ok(Message::Text(text)) => {
+                let reply: Value = serde_json::from_str(&text).unwrap();
+                if reply["error"]["code"] == -32001 {
+                    oversized += 1;
+                } else {
+                    assert_eq!(reply["result"], reply["id"].as_i64().unwrap() - 1, "{reply}");
+                    answered.insert(reply["id"].as_i64().unwrap());
+                }
+            }
+            Ok(Message::Close(frame)) => {
+                let code: u16 = frame.expect("a close code").code.into();
+                assert_eq!(code, 1009);
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => panic!("the connection failed before a close frame: {e}"),
+        }
+    }
+    assert_eq!(
+        answered.len(),
+        CALLS,
+        "every call before the oversized message is answered"
+    );
+    assert_eq!(oversized, 1, "the oversized message gets its -32001");
+    serving.shutdown().await;
+}
+
 /// Issue 11: the server answers a client's Close with its own (RFC 6455
 /// §5.5.1), after the replies to requests that came before the Close, even
 /// when the request and the Close arrive in one write.

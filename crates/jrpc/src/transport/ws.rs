@@ -171,7 +171,10 @@ where
     // Room for a client's whole window of 64 pipelined calls: with 32, the
     // pump stopped halfway through each such burst and waited for the peer
     // (16 connections x 64 in flight: 0.85 M -> 1.10 M msg/s). The peer's
-    // own bound on calls in flight (128 by default) is the larger one.
+    // own bound on calls in flight (128 by default) is the larger one: a
+    // client that stops reading its replies can already make a connection
+    // hold that many messages. Queued messages are no longer counted in the
+    // read budget (only messages still arriving are).
     let (in_tx, in_rx) = mpsc::channel(64);
     // Batches of up to FRAMES_PER_BATCH frames: at most 128 frames wait.
     let (out_tx, out_rx) = mpsc::channel(4);
@@ -451,15 +454,25 @@ fn text_frame_header(len: usize) -> Vec<u8> {
 }
 
 /// Writes out the replies the peer has for what it was handed, before the
-/// connection closes: waits up to a second for the first, then takes what
-/// else is queued.
+/// connection closes: within a second, batch after batch until none has
+/// come for a moment. The peer answers the report that ends the connection
+/// (-32001, -32007) after the up to 64 messages queued before it, so that
+/// reply may come a batch or two after the first.
 async fn drain<S>(outgoing: &mut mpsc::Receiver<Vec<Bytes>>, ws: &mut WebSocketStream<S>, idle: Duration)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let first = tokio::time::timeout(Duration::from_secs(1), outgoing.recv()).await;
-    let Ok(Some(first)) = first else { return };
-    let _ = timed(idle, write_frames(ws, first, outgoing)).await;
+    /// How long to wait for a further batch: the peer sends the replies of
+    /// one read burst together, and the next burst follows at once.
+    const QUIET: Duration = Duration::from_millis(100);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    let mut wait_until = deadline;
+    while let Ok(Some(frames)) = tokio::time::timeout_at(wait_until, outgoing.recv()).await {
+        if timed(idle, write_frames(ws, frames, outgoing)).await.is_err() {
+            return;
+        }
+        wait_until = deadline.min(tokio::time::Instant::now() + QUIET);
+    }
 }
 
 /// Writes `frames` and every batch already queued after them, then flushes

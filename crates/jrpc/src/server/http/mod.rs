@@ -678,8 +678,9 @@ async fn serve_connection<I>(
         // One small boxed future per request: hyper moves the future it
         // holds several times, and the layered one is kilobytes large.
         if let (Stack::Bare(service), false) = (&rpc, needs_layers) {
-            // Straight to the service: hyper's body as it is, the client's
-            // address as an argument (no extension map, no boxed body).
+            // Straight to the service: hyper's body as it is, the
+            // connection's facts as an argument (no `ClientAddr` in the
+            // request's extension map, no boxed body).
             let settings = Arc::clone(&service.settings);
             let facts = Arc::clone(&facts);
             let reply: BoxFuture<Response<ReplyBody>> = Box::pin(async move {

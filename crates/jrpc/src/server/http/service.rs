@@ -57,7 +57,8 @@ pub(crate) struct Settings {
 pub(crate) const METRICS_PATH: &str = "/metrics";
 
 /// The peer address of the connection a request came on, put in the
-/// request's extensions by the server.
+/// request's extensions by the server for its layers (a request served
+/// without layers gets its connection's facts directly).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientAddr(pub Option<String>);
 
