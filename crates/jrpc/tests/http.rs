@@ -981,12 +981,9 @@ async fn refused_tokens_spend_the_rate_budget() {
     serving.shutdown().await;
 }
 
-/// Issue 11: a WebSocket message over the limit is answered -32001 before
-/// the connection is closed with 1009, so the client learns why.
-#[tokio::test]
-async fn an_oversized_websocket_message_gets_its_error_before_the_close() {
-    use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::Message;
+/// A demo server whose WebSocket messages may be at most 1 KiB, and a
+/// client connected to it.
+async fn websocket_with_small_messages() -> (Serving, tokio_tungstenite::WebSocketStream<TcpStream>) {
     let options = WsOptions {
         max_message_len: 1024,
         ..WsOptions::default()
@@ -995,9 +992,19 @@ async fn an_oversized_websocket_message_gets_its_error_before_the_close() {
     let stream = TcpStream::connect(url.trim_start_matches("http://"))
         .await
         .unwrap();
-    let (mut socket, _) = tokio_tungstenite::client_async(url.replacen("http", "ws", 1), stream)
+    let (socket, _) = tokio_tungstenite::client_async(url.replacen("http", "ws", 1), stream)
         .await
         .unwrap();
+    (serving, socket)
+}
+
+/// Issue 11: a WebSocket message over the limit is answered -32001 before
+/// the connection is closed with 1009, so the client learns why.
+#[tokio::test]
+async fn an_oversized_websocket_message_gets_its_error_before_the_close() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let (serving, mut socket) = websocket_with_small_messages().await;
     let big = format!(
         r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#,
         "x".repeat(4096)
@@ -1028,17 +1035,7 @@ async fn an_oversized_websocket_message_gets_its_error_before_the_close() {
 async fn an_oversized_websocket_message_behind_many_calls_still_gets_its_error() {
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
-    let options = WsOptions {
-        max_message_len: 1024,
-        ..WsOptions::default()
-    };
-    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).websocket(Some(options))).await;
-    let stream = TcpStream::connect(url.trim_start_matches("http://"))
-        .await
-        .unwrap();
-    let (mut socket, _) = tokio_tungstenite::client_async(url.replacen("http", "ws", 1), stream)
-        .await
-        .unwrap();
+    let (serving, mut socket) = websocket_with_small_messages().await;
     const CALLS: usize = 200;
     for id in 0..CALLS {
         let call = format!(r#"{{"jsonrpc":"2.0","method":"subtract","params":[{id},1],"id":{id}}}"#);
