@@ -278,7 +278,8 @@ struct Reader {
 /// about 40 bytes, a window of 64 calls about 2.5 KiB.
 const JOINED_CAPACITY: usize = 1024;
 
-/// Room for a reply written inline: a small result fits without growing.
+/// Room for a batch entry's reply written inline (other inline replies go
+/// into the burst's joined buffer): a small result fits without growing.
 const REPLY_CAPACITY: usize = 128;
 
 /// Frames taken from the read buffer per wake-up of the reader.
