@@ -575,6 +575,87 @@ async fn silent_websocket_clients_are_closed_after_the_idle_limit() {
     serving.shutdown().await;
 }
 
+/// A masked client control frame (Pong is 0xA) carrying `payload`.
+fn control_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut frame = text_frame(payload);
+    frame[0] = 0x80 | opcode;
+    frame
+}
+
+/// An unused connection is kept by a small waiter (no WebSocket state yet)
+/// that pings and takes pongs itself: a client that only answers pings must
+/// stay connected past the idle limit, and its first call, even when it
+/// comes in the same write as a pong, must then be served as usual.
+#[tokio::test]
+async fn an_unused_websocket_that_answers_pings_stays_open_and_is_served() {
+    let options = WsOptions {
+        ping_interval: Duration::from_millis(50),
+        idle_timeout: Duration::from_millis(200),
+        ..WsOptions::default()
+    };
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).websocket(Some(options))).await;
+    let mut socket = raw_websocket(&url).await;
+    bounded("pings answered past the idle limit", async {
+        let started = std::time::Instant::now();
+        let mut pings = 0;
+        while started.elapsed() < Duration::from_millis(600) {
+            let (opcode, payload) = read_ws_frame(&mut socket).await;
+            assert_eq!(opcode, 0x9, "only pings before the client says anything");
+            pings += 1;
+            // Pongs of every shape a client may send: empty, echoing the
+            // ping, and one with the longest payload a control frame may
+            // carry, written a byte at a time.
+            match pings % 3 {
+                0 => socket.write_all(&control_frame(0xA, &payload)).await.unwrap(),
+                1 => socket.write_all(&control_frame(0xA, b"")).await.unwrap(),
+                _ => {
+                    for byte in control_frame(0xA, &[7u8; 125]) {
+                        socket.write_all(&[byte]).await.unwrap();
+                    }
+                }
+            }
+        }
+        assert!(pings >= 8, "pinged every 50 ms: {pings} pings");
+    })
+    .await;
+    // A pong and the first call in one write.
+    let mut both = control_frame(0xA, b"late");
+    both.extend(text_frame(
+        br#"{"jsonrpc":"2.0","method":"add","params":[2,3],"id":7}"#,
+    ));
+    socket.write_all(&both).await.unwrap();
+    let reply = bounded("the first call's reply", async {
+        loop {
+            match read_ws_frame(&mut socket).await {
+                (0x9, _) => {
+                    socket.write_all(&control_frame(0xA, b"")).await.unwrap();
+                }
+                (opcode, payload) => {
+                    assert_eq!(opcode, 0x1, "a text frame");
+                    return serde_json::from_slice::<Value>(&payload).unwrap();
+                }
+            }
+        }
+    })
+    .await;
+    assert_eq!(reply, json!({"jsonrpc": "2.0", "result": 5, "id": 7}));
+    serving.shutdown().await;
+}
+
+/// Shutting the server down closes an unused WebSocket with a Close frame,
+/// as it does a used one.
+#[tokio::test]
+async fn shutdown_closes_an_unused_websocket_with_a_close_frame() {
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router())).await;
+    let mut socket = raw_websocket(&url).await;
+    let shutdown = tokio::spawn(serving.shutdown());
+    let (opcode, _) = bounded("the close frame", read_ws_frame(&mut socket)).await;
+    assert_eq!(opcode, 0x8, "a Close frame");
+    // Answer it, as a client does, so the server's handshake completes.
+    socket.write_all(&control_frame(0x8, b"")).await.unwrap();
+    bounded("the shutdown", shutdown).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_websocket_client_that_stops_reading_cannot_grow_server_memory() {
     let handled = Arc::new(AtomicUsize::new(0));
@@ -590,7 +671,10 @@ async fn a_websocket_client_that_stops_reading_cannot_grow_server_memory() {
     let (serving, url) = serve(HttpServer::new(router).websocket(Some(options))).await;
     let socket = raw_websocket(&url).await;
     let (_read, mut write) = socket.into_split();
-    let sent = 3000usize;
+    // Far more than fit anywhere: the kernel alone may hold hundreds of the
+    // 64 KiB replies (loopback receive buffers grow to tcp_rmem's maximum,
+    // 32 MiB on some machines), and 1 100-1 800 were served here.
+    let sent = 6000usize;
     let writer = tokio::spawn(async move {
         let frame = text_frame(br#"{"jsonrpc":"2.0","method":"blob","id":1}"#);
         for _ in 0..sent {

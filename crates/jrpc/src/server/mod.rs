@@ -14,6 +14,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt as _;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -442,11 +443,13 @@ async fn accept_loop<L, F, Fut>(
         tracing::debug!(peer = ?info.peer_addr, "connection accepted");
         let serving = serve(conn, shutdown.clone());
         let open = memory::OpenConnection::new();
-        connections.spawn(async move {
-            let _slot = permit;
-            let _open = open;
-            serving.await;
-        });
+        // `map`, not an async block awaiting `serving`: that would hold the
+        // connection's state twice (rustc keeps the moved-from capture's
+        // room), 8.5 KB instead of 4.3 KB for an HTTP connection.
+        connections.spawn(serving.map(move |()| {
+            drop(permit);
+            drop(open);
+        }));
     }
     // Refuse new connections at once while the open ones finish.
     drop(listener);

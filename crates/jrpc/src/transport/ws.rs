@@ -6,6 +6,10 @@
 //! written to it) for the inactivity limit. Every queue is bounded, so a
 //! client that stops reading cannot grow the server's memory: its frames
 //! wait, then the handlers wait, then reading stops.
+//!
+//! A server's connection is cheap until it is used: [`until_used`] keeps it
+//! alive (pings and pongs) with nothing but its socket, and the pump and the
+//! peer start with the first message.
 
 use std::io;
 use std::pin::Pin;
@@ -15,7 +19,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use std::future::Future as _;
 
-use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use futures_util::{FutureExt as _, Sink, SinkExt, Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -91,74 +95,160 @@ pub(crate) fn pump<S>(ws: WebSocketStream<S>, options: WsOptions) -> Pumped
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let opened = Instant::now();
-    spawn_pump(move |incoming, outgoing| run(ws, options, incoming, outgoing, None, (opened, Start::Now)))
+    spawn_pump(move |incoming, outgoing| run(ws, options, incoming, outgoing, None))
 }
 
 /// A pump for a server's upgraded connection `io`, whose reads `meter`
-/// counts. The WebSocket state (its read buffer above all) is made when
-/// the first byte arrives, something is to be sent or a ping is due: an
-/// idle connection holds only the socket until then.
+/// counts, once [`until_used`] has returned it with the bytes it read
+/// (`part`).
 // Only a server accepts upgraded connections.
 #[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-pub(crate) fn pump_accepted<S>(io: S, options: WsOptions, meter: Arc<ReadMeter>) -> Pumped
+pub(crate) fn pump_accepted<S>(
+    io: S,
+    part: Vec<u8>,
+    options: WsOptions,
+    meter: Arc<ReadMeter>,
+) -> io::Result<Pumped>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let opened = Instant::now();
-    spawn_pump(move |incoming, mut outgoing| async move {
-        let Some((ws, start)) = open_on_first_use(io, &options, &mut outgoing).await? else {
-            return Ok(());
-        };
-        // Boxed, so that the task holds only what waiting for the first
-        // byte needs while the connection is idle (the pump's own state is
-        // kilobytes).
-        Box::pin(run(ws, options, incoming, outgoing, Some(meter), (opened, start))).await
-    })
+    let ws = accepted(io, part, &options)?;
+    Ok(spawn_pump(move |incoming, outgoing| {
+        run(ws, options, incoming, outgoing, Some(meter))
+    }))
 }
 
-/// What woke a server's socket before its WebSocket state existed.
-enum Start {
-    /// Data arrived (or the peer is closing): carry on as usual.
-    Now,
-    /// The peer has frames to send.
-    Send(Vec<Bytes>),
-    /// Nothing happened for a ping interval: ping now.
-    PingDue,
-}
-
-/// Waits for the first byte, the first frame to send or the first ping, then
-/// makes the WebSocket state; `None` when the other side closed first.
-async fn open_on_first_use<S>(
-    mut io: S,
-    options: &WsOptions,
-    outgoing: &mut mpsc::Receiver<Vec<Bytes>>,
-) -> io::Result<Option<(WebSocketStream<S>, Start)>>
+/// The WebSocket state over a server's connection `io`, whose first bytes
+/// `part` were read already. tokio-tungstenite's constructor is async, but
+/// it completes at its first poll (it only stores the waker, which every
+/// later poll replaces), so it is made here, not in the pump task: the
+/// task would keep the constructor's future (2 KB) beside the pump's
+/// state for the connection's whole life.
+fn accepted<S>(io: S, part: Vec<u8>, options: &WsOptions) -> io::Result<WebSocketStream<S>>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    use tokio::io::AsyncReadExt;
-    let mut first = [0u8; 1];
-    let (part, start) = tokio::select! {
-        read = io.read(&mut first) => match read? {
-            0 => return Ok(None),
-            _ => (first.to_vec(), Start::Now),
-        },
-        frame = outgoing.recv() => match frame {
-            Some(frames) => (Vec::new(), Start::Send(frames)),
-            // The pump's loop sees the end of the peer's frames again.
-            None => (Vec::new(), Start::Now),
-        },
-        () = tokio::time::sleep(options.ping_interval) => (Vec::new(), Start::PingDue),
-    };
-    let ws = WebSocketStream::from_partially_read(
+    WebSocketStream::from_partially_read(
         io,
         part,
         tungstenite::protocol::Role::Server,
         Some(options.config()),
     )
-    .await;
-    Ok(Some((ws, start)))
+    .now_or_never()
+    .ok_or_else(|| io::Error::other("the WebSocket state was not made at its first poll"))
+}
+
+/// Keeps a server's upgraded connection `io` alive while it is unused,
+/// holding nothing but the socket: it pings the other side every ping
+/// interval (raw frames) and takes its pongs, and returns the connection
+/// with the bytes read so far once anything else arrives. The WebSocket
+/// state, the pump and the peer (tens of kilobytes with their buffers,
+/// tasks and queues) are made only then. Returns `None` when the
+/// connection ended instead: the other side closed it, nothing was heard
+/// from it for the idle limit (closed with 1001), `shutdown` came (closed
+/// with a Close frame), or a ping could not be written.
+// Only a server accepts upgraded connections.
+#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
+pub(crate) async fn until_used<S>(
+    mut io: S,
+    options: &WsOptions,
+    meter: &ReadMeter,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Option<(S, Vec<u8>)>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let idle = options.idle_timeout;
+    let mut last_heard = Instant::now();
+    let mut ping = tokio::time::interval_at(last_heard + options.ping_interval, options.ping_interval);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Room for the largest pong a client may send (a masked control frame
+    // carries at most 125 bytes).
+    let mut bytes = [0u8; 2 + 4 + 125];
+    let mut filled = 0;
+    let close = loop {
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => break None,
+            read = io.read(&mut bytes[filled..]) => {
+                match read {
+                    Ok(0) | Err(_) => return None,
+                    Ok(n) => filled += n,
+                }
+                last_heard = Instant::now();
+                loop {
+                    match opening(&bytes[..filled]) {
+                        Opening::Pong(len) => {
+                            bytes.copy_within(len..filled, 0);
+                            filled -= len;
+                            meter.message_done();
+                        }
+                        Opening::PartOfPong => break,
+                        Opening::Other => return Some((io, bytes[..filled].to_vec())),
+                    }
+                }
+            }
+            _ = ping.tick() => {
+                if last_heard.elapsed() > idle {
+                    tracing::debug!("websocket idle; closing");
+                    break Some(close_frame(CloseCode::Away, "idle timeout"));
+                }
+                // An empty, final, unmasked Ping (RFC 6455 §5.5.2).
+                let sent = async {
+                    io.write_all(&[0x89, 0x00]).await?;
+                    io.flush().await
+                };
+                if !matches!(tokio::time::timeout(idle, sent).await, Ok(Ok(()))) {
+                    return None;
+                }
+            }
+        }
+    };
+    // Closing needs the WebSocket state after all (boxed: it is ten times
+    // the size of what waiting needs, and only a few connections close at a
+    // time).
+    Box::pin(close_unused(io, bytes[..filled].to_vec(), close, options)).await;
+    None
+}
+
+/// Closes a server's connection `io` (which has read `part`) before its pump
+/// started: the closing handshake, with `frame`'s code and reason.
+async fn close_unused<S>(io: S, part: Vec<u8>, frame: Option<CloseFrame>, options: &WsOptions)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    if let Ok(mut ws) = accepted(io, part, options) {
+        close_handshake(&mut ws, frame, options.idle_timeout).await;
+    }
+}
+
+/// What an unused connection's first bytes are.
+#[derive(Debug, PartialEq)]
+enum Opening {
+    /// A whole Pong frame, this many bytes long.
+    Pong(usize),
+    /// The start of a Pong frame (or nothing yet).
+    PartOfPong,
+    /// Anything else: the connection is being used.
+    Other,
+}
+
+fn opening(bytes: &[u8]) -> Opening {
+    match bytes {
+        [] | [0x8A] => Opening::PartOfPong,
+        // Final, opcode Pong; masked (as a client's frames must be), with a
+        // payload of at most 125 bytes (as a control frame's must be).
+        [0x8A, second, ..] if second & 0x80 != 0 && second & 0x7F <= 125 => {
+            let len = 2 + 4 + usize::from(second & 0x7F);
+            if bytes.len() >= len {
+                Opening::Pong(len)
+            } else {
+                Opening::PartOfPong
+            }
+        }
+        _ => Opening::Other,
+    }
 }
 
 /// Spawns the pump task `run(incoming, outgoing)` and returns the peer's
@@ -180,12 +270,14 @@ where
     let (out_tx, out_rx) = mpsc::channel(4);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let pumping = run(in_tx, out_rx);
-    tokio::spawn(async move {
-        if let Err(e) = pumping.await {
+    // `map`, not an async block awaiting `pumping`: that would hold the
+    // pump's state twice (rustc keeps the moved-from capture's room).
+    tokio::spawn(pumping.map(move |ended| {
+        if let Err(e) = ended {
             tracing::debug!(error = %e, "websocket closed with an error");
         }
         let _ = done_tx.send(());
-    });
+    }));
     let sink = ClosingSink {
         frames: PollSender::new(out_tx),
         pending: Vec::new(),
@@ -280,7 +372,6 @@ async fn run<S>(
     incoming: mpsc::Sender<io::Result<Inbound>>,
     mut outgoing: mpsc::Receiver<Vec<Bytes>>,
     meter: Option<Arc<ReadMeter>>,
-    (opened, start): (Instant, Start),
 ) -> Result<(), tungstenite::Error>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -288,20 +379,10 @@ where
     let idle = options.idle_timeout;
     let mut ping = tokio::time::interval(options.ping_interval);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // Nothing heard since the connection opened, unless data woke it.
-    let mut last_heard = opened;
-    match start {
-        // The interval's first tick is at once: the loop pings.
-        Start::PingDue => {}
-        Start::Now => {
-            last_heard = Instant::now();
-            ping.tick().await;
-        }
-        Start::Send(frames) => {
-            ping.tick().await;
-            timed(idle, write_frames(&mut ws, frames, &mut outgoing)).await?;
-        }
-    }
+    // The interval's first tick is at once: the first ping is due one
+    // interval from now.
+    ping.tick().await;
+    let mut last_heard = Instant::now();
     // A frame read but not yet taken by the peer: until it is, read no more
     // (but keep writing, so the peer is never stuck behind us).
     let mut held: Option<Inbound> = None;
@@ -801,5 +882,46 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Metered<I> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<io::Result<()>> {
         std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unused_connection_tells_pongs_from_use() {
+        let pong = |payload: &[u8]| {
+            let mut frame = vec![0x8A, 0x80 | payload.len() as u8, 1, 2, 3, 4];
+            frame.extend_from_slice(payload);
+            frame
+        };
+        let long = pong(&[0u8; 125]);
+        let mut two = pong(b"");
+        two.extend(pong(b"ab"));
+        let cases: &[(&[u8], Opening)] = &[
+            (b"", Opening::PartOfPong),
+            (&[0x8A], Opening::PartOfPong),
+            (&[0x8A, 0x80, 1, 2, 3], Opening::PartOfPong),
+            (&pong(b""), Opening::Pong(6)),
+            (&pong(b"ping"), Opening::Pong(10)),
+            (&long, Opening::Pong(131)),
+            (&long[..130], Opening::PartOfPong),
+            // The first of two pongs read together.
+            (&two, Opening::Pong(6)),
+            // Unmasked: tungstenite refuses it (a client must mask).
+            (&[0x8A, 0x00], Opening::Other),
+            // A control frame cannot carry 126 bytes or more.
+            (&[0x8A, 0x80 | 126, 0, 126], Opening::Other),
+            // A fragment of a Pong (FIN clear) is a protocol error.
+            (&[0x0A, 0x80], Opening::Other),
+            // Text, Ping, Close: the connection is used.
+            (&[0x81, 0x85], Opening::Other),
+            (&[0x89, 0x80, 1, 2, 3, 4], Opening::Other),
+            (&[0x88, 0x80, 1, 2, 3, 4], Opening::Other),
+        ];
+        for (bytes, expected) in cases {
+            assert_eq!(&opening(bytes), expected, "{bytes:?}");
+        }
     }
 }

@@ -504,16 +504,29 @@ fn upgrade<B>(
         // request bodies are.
         let meter = ws::ReadMeter::new(&budget);
         let io = meter.wrap(hyper_util::rt::TokioIo::new(upgraded));
-        let (frames_in, frames_out) = ws::pump_accepted(io, options, meter);
-        let peer: Peer = Peer::builder()
-            .router(router)
-            .config(config)
-            .extensions(extensions)
-            .start_framed(frames_in, frames_out);
-        tokio::select! {
-            reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),
-            () = shutdown.cancelled() => crate::server::close_gracefully(&peer, grace).await,
-        }
+        // Nothing can be sent to the client before it has sent something
+        // (no handler has its peer yet), so an idle connection holds only
+        // its socket, its facts and this task until then.
+        let Some((io, part)) = ws::until_used(io, &options, &meter, &shutdown).await else {
+            return;
+        };
+        // Boxed, so that waiting above holds only what waiting needs.
+        Box::pin(async move {
+            let (frames_in, frames_out) = match ws::pump_accepted(io, part, options, meter) {
+                Ok(pumped) => pumped,
+                Err(e) => return tracing::warn!(error = %e, "websocket not started"),
+            };
+            let peer: Peer = Peer::builder()
+                .router(router)
+                .config(config)
+                .extensions(extensions)
+                .start_framed(frames_in, frames_out);
+            tokio::select! {
+                reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),
+                () = shutdown.cancelled() => crate::server::close_gracefully(&peer, grace).await,
+            }
+        })
+        .await;
     });
     let mut response = Response::new(Full::new(Bytes::new()));
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
