@@ -24,8 +24,8 @@ struct Batch {
 
 static BATCH: OnceLock<Batch> = OnceLock::new();
 
-/// A writer of call log lines, for `tracing_subscriber::fmt`'s
-/// `with_writer(|| CallLogWriter)`.
+/// Where call log lines are gathered ([`crate::call_line::CallLines`]
+/// writes them).
 pub struct CallLogWriter;
 
 impl CallLogWriter {
@@ -76,23 +76,23 @@ fn write_out(lines: &mut Vec<u8>) {
     }
 }
 
-impl Write for CallLogWriter {
-    fn write(&mut self, line: &[u8]) -> io::Result<usize> {
+impl CallLogWriter {
+    /// Adds the line(s) `write` appends to the batch (written into it in
+    /// place, under its lock).
+    pub fn append(write: impl FnOnce(&mut Vec<u8>)) {
         let Some(batch) = BATCH.get() else {
-            return io::stderr().write(line);
+            let mut line = Vec::new();
+            write(&mut line);
+            let _ = io::stderr().write_all(&line);
+            return;
         };
         let mut lines = batch.lines.lock().unwrap_or_else(|p| p.into_inner());
         let first = lines.is_empty();
-        lines.extend_from_slice(line);
+        write(&mut lines);
         if lines.len() >= BATCH_BYTES {
             write_out(&mut lines);
         } else if first {
             batch.started.notify_one();
         }
-        Ok(line.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }

@@ -3,6 +3,7 @@
 mod bench;
 mod bridge;
 mod call;
+mod call_line;
 mod call_log;
 mod check;
 mod connect;
@@ -91,13 +92,10 @@ fn main() -> ExitCode {
     // Call log lines, many per second under load, are written in batches.
     let call_log = logs_calls.then(|| {
         call_log::CallLogWriter::start();
-        tracing_subscriber::fmt::layer()
-            .with_writer(|| call_log::CallLogWriter)
-            .with_ansi(false)
-            .with_filter(Targets::new().with_target(
-                jrpc::middleware::CALL_LOG_TARGET,
-                tracing::Level::INFO.max(cli.log_level),
-            ))
+        call_line::CallLines.with_filter(Targets::new().with_target(
+            jrpc::middleware::CALL_LOG_TARGET,
+            tracing::Level::INFO.max(cli.log_level),
+        ))
     });
     let filter = filter.with_target(
         jrpc::middleware::CALL_LOG_TARGET,
