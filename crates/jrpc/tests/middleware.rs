@@ -737,3 +737,91 @@ async fn an_outgoing_layer_can_retry_a_call() {
     drop(client);
     serving.shutdown().await;
 }
+
+/// A layer that is ready only with one of `slots` in hand, as tower's
+/// `ConcurrencyLimit` is: `poll_ready` waits for a permit (holding a place
+/// in the semaphore's queue meanwhile) and `call` moves it into the call.
+struct Slots {
+    semaphore: tokio_util::sync::PollSemaphore,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    inner: BoxCallService,
+}
+
+impl Clone for Slots {
+    fn clone(&self) -> Self {
+        Slots {
+            semaphore: self.semaphore.clone(),
+            permit: None,
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl tower::Service<Call> for Slots {
+    type Response = jrpc::middleware::RawResult;
+    type Error = Error;
+    type Future = jrpc::middleware::CallFuture;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Error>> {
+        if self.permit.is_none() {
+            let permit = std::task::ready!(self.semaphore.poll_acquire(cx));
+            self.permit = Some(permit.expect("never closed"));
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        let permit = self.permit.take();
+        let served = self.inner.call(call);
+        Box::pin(async move {
+            let outcome = served.await;
+            drop(permit);
+            outcome
+        })
+    }
+}
+
+/// Calls share one instance of the stack while it is ready at once. One
+/// that finds it not ready must not leave it waiting in the semaphore's
+/// queue: the permit would go to that instance, for nobody, when the call
+/// holding it ended, and the call waiting on its own copy would wait for a
+/// call that might never come.
+#[tokio::test]
+async fn a_stack_that_is_not_ready_at_once_serves_every_call() {
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(1));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let waiting = Arc::clone(&gate);
+    let router = Router::new()
+        .method("wait", move |(): ()| {
+            let gate = Arc::clone(&waiting);
+            async move {
+                gate.acquire().await.expect("never closed").forget();
+                Ok(())
+            }
+        })
+        .layer(layer_fn(move |inner: BoxCallService| Slots {
+            semaphore: tokio_util::sync::PollSemaphore::new(Arc::clone(&semaphore)),
+            permit: None,
+            inner,
+        }));
+    let call = |id: u32| {
+        let router = router.clone();
+        tokio::spawn(async move {
+            let frame = format!(r#"{{"jsonrpc":"2.0","method":"wait","id":{id}}}"#);
+            router.handle(frame.as_bytes()).await
+        })
+    };
+    // The first takes the only slot; the second finds the stack not ready.
+    let first = call(1);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = call(2);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Only the first runs: let it end. The second must get the slot now.
+    gate.add_permits(1);
+    bounded("the first call", first).await.unwrap();
+    gate.add_permits(1);
+    bounded("the second call", second).await.unwrap();
+    // And the shared instance still serves.
+    gate.add_permits(1);
+    bounded("a third call", call(3)).await.unwrap();
+}

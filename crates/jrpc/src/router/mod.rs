@@ -26,10 +26,13 @@
 mod dispatch;
 mod handler;
 mod params;
+mod stack;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
+
+use stack::Stack;
 
 pub use crate::context::{ConnectionInfo, Extensions, Identity, RequestContext};
 use handler::marker::Signature;
@@ -79,7 +82,7 @@ struct Inner {
     layers: Vec<LayerFn>,
     /// The handlers wrapped in `layers`, built on first use (and built
     /// again after any change).
-    stack: OnceLock<BoxCallService>,
+    stack: OnceLock<Stack>,
 }
 
 /// How the handler tables hash method names: every call looks its method
@@ -303,7 +306,7 @@ impl Router {
     }
 
     /// The call stack: the handlers inside every layer.
-    pub(crate) fn stack(&self) -> &BoxCallService {
+    fn stack(&self) -> &Stack {
         self.inner.stack.get_or_init(|| {
             let table = Arc::clone(&self.inner.table);
             let dispatch = tower::service_fn(move |call: Call| table.dispatch(call));
@@ -311,7 +314,7 @@ impl Router {
             for wrap in &self.inner.layers {
                 stack = wrap(stack);
             }
-            stack
+            Stack::new(stack)
         })
     }
 
@@ -319,7 +322,7 @@ impl Router {
     /// its handler.
     pub async fn call(&self, call: Call) -> Result<RawResult, crate::Error> {
         if self.has_layers() {
-            self.stack().clone().oneshot(call).await
+            self.stack().call(call).await
         } else {
             self.inner.table.dispatch(call).await
         }
