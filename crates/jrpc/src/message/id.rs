@@ -23,11 +23,14 @@ use serde_json::value::RawValue;
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id(Repr);
 
+// Shared text: a request's id is cloned several times on its way (the
+// reply, the call log's line, a cancellation entry), and a clone of an
+// `Arc` allocates nothing.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Repr {
     Null,
-    Number(Box<str>),
-    String(Box<str>),
+    Number(std::sync::Arc<str>),
+    String(std::sync::Arc<str>),
 }
 
 impl Id {
@@ -126,7 +129,7 @@ impl From<&str> for Id {
 
 impl From<String> for Id {
     fn from(s: String) -> Self {
-        Id(Repr::String(s.into_boxed_str()))
+        Id(Repr::String(s.into()))
     }
 }
 
