@@ -23,14 +23,97 @@ use serde_json::value::RawValue;
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id(Repr);
 
-// Shared text: a request's id is cloned several times on its way (the
-// reply, the call log's line, a cancellation entry), and a clone of an
-// `Arc` allocates nothing.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Repr {
     Null,
-    Number(std::sync::Arc<str>),
-    String(std::sync::Arc<str>),
+    Number(Text),
+    String(Text),
+}
+
+/// An id's text, kept inline up to [`INLINE`] bytes: numbers and short
+/// strings (nearly every id) cost no allocation, neither when read nor
+/// when cloned, and a request's id is cloned several times on its way (the
+/// reply, the call log's line, a cancellation entry). Compared, hashed and
+/// ordered as the `str` it holds.
+#[derive(Clone)]
+enum Text {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<str>),
+}
+
+/// The longest text kept inline (a `Text` is then 24 bytes, as big as its
+/// boxed form with its tag; an `Id` is 32).
+const INLINE: usize = 22;
+
+impl Text {
+    fn as_str(&self) -> &str {
+        match self {
+            // Always whole UTF-8: only a `&str` is ever copied in.
+            Text::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            Text::Heap(text) => text,
+        }
+    }
+}
+
+impl From<&str> for Text {
+    fn from(text: &str) -> Self {
+        if text.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            Text::Inline {
+                len: text.len() as u8,
+                bytes,
+            }
+        } else {
+            Text::Heap(text.into())
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Self {
+        if text.len() <= INLINE {
+            Text::from(text.as_str())
+        } else {
+            Text::Heap(text.into_boxed_str())
+        }
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Text {}
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialOrd for Text {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Text {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
 }
 
 impl Id {
@@ -48,7 +131,7 @@ impl Id {
     pub fn from_raw(raw: &RawValue) -> Option<Id> {
         let text = raw.get();
         match text.as_bytes().first()? {
-            b'"' => Some(Id(Repr::String(decode_json_str(text)?.into()))),
+            b'"' => Some(Id(Repr::String(decode_json_str(text)?))),
             b'-' | b'0'..=b'9' => Some(Id(Repr::Number(text.into()))),
             b'n' => Some(Id::NULL),
             _ => None,
@@ -208,12 +291,12 @@ impl<'de> Deserialize<'de> for Id {
 }
 
 /// Decodes JSON string text (with its quotes), borrowing nothing.
-fn decode_json_str(text: &str) -> Option<String> {
+fn decode_json_str(text: &str) -> Option<Text> {
     let inner = text.strip_prefix('"')?.strip_suffix('"')?;
     if !inner.contains('\\') {
-        return Some(inner.to_owned());
+        return Some(inner.into());
     }
-    serde_json::from_str(text).ok()
+    serde_json::from_str::<String>(text).ok().map(Text::from)
 }
 
 /// Whether `text` is a JSON number per RFC 8259:
@@ -279,6 +362,33 @@ mod tests {
             let got = Id::from_raw(&raw(input)).map(|id| id.to_string());
             assert_eq!(got.as_deref(), *expected, "input {input}");
         }
+    }
+
+    #[test]
+    fn ids_compare_by_their_text_inline_or_not() {
+        use std::collections::HashSet;
+        // Around the longest text kept inline, both ways of making an id.
+        let texts: Vec<String> = (20..=24).flat_map(|n| ["a".repeat(n), "b".repeat(n)]).collect();
+        let made: Vec<Id> = texts.iter().map(|t| Id::from(t.as_str())).collect();
+        let read: Vec<Id> = texts
+            .iter()
+            .map(|t| Id::from_raw(&raw(&format!("\"{t}\""))).unwrap())
+            .collect();
+        assert_eq!(made, read);
+        let set: HashSet<&Id> = made.iter().collect();
+        assert!(read.iter().all(|id| set.contains(id)));
+        for (a, x) in texts.iter().zip(&made) {
+            assert_eq!(x.as_str(), Some(a.as_str()));
+            for (b, y) in texts.iter().zip(&made) {
+                assert_eq!(x.cmp(y), a.cmp(b), "{a} against {b}");
+            }
+        }
+        let long = "9".repeat(40);
+        assert_eq!(
+            Id::from_number_text(&long).unwrap().as_number_text(),
+            Some(long.as_str())
+        );
+        assert_eq!(Id::from(String::from("é")).to_string(), "\"é\"");
     }
 
     #[test]
