@@ -59,24 +59,6 @@ impl CallLogWriter {
         }
     }
 
-    /// Writes out the lines gathered so far.
-    pub fn flush() {
-        if let Some(batch) = BATCH.get() {
-            let mut lines = batch.lines.lock().unwrap_or_else(|p| p.into_inner());
-            write_out(&mut lines);
-        }
-    }
-}
-
-fn write_out(lines: &mut Vec<u8>) {
-    if !lines.is_empty() {
-        // stderr gone: nothing to be done about it.
-        let _ = io::stderr().lock().write_all(lines);
-        lines.clear();
-    }
-}
-
-impl CallLogWriter {
     /// Adds the line(s) `write` appends to the batch (written into it in
     /// place, under its lock).
     pub fn append(write: impl FnOnce(&mut Vec<u8>)) {
@@ -94,5 +76,21 @@ impl CallLogWriter {
         } else if first {
             batch.started.notify_one();
         }
+    }
+
+    /// Writes out the lines gathered so far.
+    pub fn flush() {
+        if let Some(batch) = BATCH.get() {
+            let mut lines = batch.lines.lock().unwrap_or_else(|p| p.into_inner());
+            write_out(&mut lines);
+        }
+    }
+}
+
+fn write_out(lines: &mut Vec<u8>) {
+    if !lines.is_empty() {
+        // stderr gone: nothing to be done about it.
+        let _ = io::stderr().lock().write_all(lines);
+        lines.clear();
     }
 }

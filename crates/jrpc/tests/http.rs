@@ -545,15 +545,21 @@ fn text_frame(payload: &[u8]) -> Vec<u8> {
     frame
 }
 
-#[tokio::test]
-async fn silent_websocket_clients_are_closed_after_the_idle_limit() {
+/// A demo server whose WebSocket pings every `ping_ms` and gives up after
+/// `idle_ms` of silence, and a raw WebSocket to it.
+async fn pinging_websocket(ping_ms: u64, idle_ms: u64) -> (Serving, TcpStream) {
     let options = WsOptions {
-        ping_interval: Duration::from_millis(100),
-        idle_timeout: Duration::from_millis(300),
+        ping_interval: Duration::from_millis(ping_ms),
+        idle_timeout: Duration::from_millis(idle_ms),
         ..WsOptions::default()
     };
     let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).websocket(Some(options))).await;
-    let mut socket = raw_websocket(&url).await;
+    (serving, raw_websocket(&url).await)
+}
+
+#[tokio::test]
+async fn silent_websocket_clients_are_closed_after_the_idle_limit() {
+    let (serving, mut socket) = pinging_websocket(100, 300).await;
     // Never answer the pings: the server must hang up.
     let mut seen = Vec::new();
     let closed = bounded("idle close", async {
@@ -588,13 +594,7 @@ fn control_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
 /// comes in the same write as a pong, must then be served as usual.
 #[tokio::test]
 async fn an_unused_websocket_that_answers_pings_stays_open_and_is_served() {
-    let options = WsOptions {
-        ping_interval: Duration::from_millis(50),
-        idle_timeout: Duration::from_millis(200),
-        ..WsOptions::default()
-    };
-    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).websocket(Some(options))).await;
-    let mut socket = raw_websocket(&url).await;
+    let (serving, mut socket) = pinging_websocket(50, 200).await;
     bounded("pings answered past the idle limit", async {
         let started = std::time::Instant::now();
         let mut pings = 0;
