@@ -195,7 +195,7 @@ fn mcp_serve_http_runs_until_sigterm() {
         .output()
         .unwrap();
     assert!(
-        String::from_utf8_lossy(&list.stdout).contains("tools (7):"),
+        String::from_utf8_lossy(&list.stdout).contains("tools (8):"),
         "{list:?}"
     );
     let read = Command::new(jrpc)
@@ -300,9 +300,10 @@ fn the_mcp_client_commands_over_stdio() {
     let (code, out, _) = mcp_client(&["list"]);
     assert_eq!(code, Some(0));
     for expected in [
-        "tools (7):",
+        "tools (8):",
         "add",
-        "resources (1):",
+        "resources (2):",
+        "demo://counter",
         "demo://greeting",
         "demo://echo/{text}",
         "prompts (1):",

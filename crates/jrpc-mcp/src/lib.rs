@@ -15,6 +15,7 @@
 pub mod client;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod headers;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod server;

@@ -52,7 +52,16 @@ async fn lists_calls_reads_and_prompts() {
         .collect();
     assert_eq!(
         tools,
-        ["add", "echo", "sleep", "sample", "elicit", "list_roots", "fail"]
+        [
+            "add",
+            "echo",
+            "sleep",
+            "sample",
+            "elicit",
+            "list_roots",
+            "fail",
+            "bump"
+        ]
     );
     let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await.unwrap();
     assert_eq!(sum.joined_text(), "42");

@@ -440,7 +440,21 @@ async fn refusals_have_their_statuses() {
             );
         }
     }
+    // GET and DELETE belong to legacy sessions: without one only POST is
+    // served (2026-07-28 has no other method).
     let put = endpoint.send("PUT", &with(&[]), "").await;
+    assert_eq!(put.header("allow"), Some("POST"));
+    for method in ["GET", "DELETE"] {
+        let refused = endpoint.send(method, &with(&[]), "").await;
+        assert_eq!(
+            (refused.status, refused.header("allow")),
+            (405, Some("POST")),
+            "{method}"
+        );
+    }
+    let put = endpoint
+        .send("PUT", &with(&[("Mcp-Session-Id", session_header)]), "")
+        .await;
     assert_eq!(put.header("allow"), Some("GET, POST, DELETE"));
     // A page from this machine may call; a notification gets 202.
     let origin: &'static str =
@@ -581,7 +595,7 @@ async fn the_client_over_streamable_http() {
         .await
         .expect("initialized over HTTP");
     assert_eq!(client.server_info().name, "jrpc-demo");
-    assert_eq!(client.list_tools().await.unwrap().len(), 7);
+    assert_eq!(client.list_tools().await.unwrap().len(), 8);
     let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await.unwrap();
     assert_eq!(sum.joined_text(), "42");
     client.call_tool("sleep", json!({"ms": 200})).await.unwrap();

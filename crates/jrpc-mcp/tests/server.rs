@@ -7,6 +7,7 @@ use std::time::Duration;
 use jrpc::codec::Framing;
 use jrpc::transport::Connection;
 use jrpc_mcp::server::{McpServer, NoArgs, ToolError};
+use jrpc_mcp::types::{Resource, ResourceContents};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
@@ -132,9 +133,17 @@ async fn nothing_but_ping_before_initialize() {
         let refused = wire.request(method, json!({})).await;
         assert_eq!(refused["error"]["code"], -32600, "{method}: {refused}");
     }
-    // The 2026-07-28 entry point is unknown: clients fall back to initialize.
+    // server/discover belongs to 2026-07-28: without its envelope it is
+    // malformed; with it, it is served statelessly, initialize or not.
     let discover = wire.request("server/discover", json!({})).await;
-    assert_eq!(discover["error"]["code"], -32601, "{discover}");
+    assert_eq!(discover["error"]["code"], -32602, "{discover}");
+    let envelope = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                    "io.modelcontextprotocol/clientCapabilities": {}}});
+    let discover = wire.request("server/discover", envelope).await;
+    assert_eq!(
+        discover["result"]["supportedVersions"][0], "2026-07-28",
+        "{discover}"
+    );
 
     let init = wire.initialize().await;
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
@@ -185,7 +194,16 @@ async fn the_demo_tools_answer_as_the_contract_says() {
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["add", "echo", "sleep", "sample", "elicit", "list_roots", "fail"]
+        [
+            "add",
+            "echo",
+            "sleep",
+            "sample",
+            "elicit",
+            "list_roots",
+            "fail",
+            "bump"
+        ]
     );
     for tool in tools {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
@@ -437,7 +455,9 @@ async fn resources_templates_and_prompts() {
     let resources = wire.request("resources/list", json!({})).await;
     assert_eq!(
         resources["result"]["resources"],
-        json!([{"uri": "demo://greeting", "name": "greeting", "description": "A greeting", "mimeType": "text/plain"}])
+        json!([{"uri": "demo://greeting", "name": "greeting", "description": "A greeting", "mimeType": "text/plain"},
+               {"uri": "demo://counter", "name": "counter", "description": "How many times bump was called",
+                "mimeType": "text/plain"}])
     );
     let templates = wire.request("resources/templates/list", json!({})).await;
     assert_eq!(
@@ -666,12 +686,17 @@ async fn resource_subscriptions_when_offered() {
         .request("resources/subscribe", json!({"uri": "test://nothing"}))
         .await;
     assert_eq!(unknown["error"]["code"], -32002);
-    // The plain demo does not offer subscriptions.
-    let mut demo = Wire::start(&jrpc_mcp::demo::server());
-    let init = demo.initialize().await;
+    // A server that does not offer subscriptions has no such method.
+    let plain = McpServer::builder("plain", "1")
+        .resource(Resource::new("demo://r", "r"), |uri, _cx| async move {
+            Ok::<_, jrpc::Error>(ResourceContents::text(uri, None, "r"))
+        })
+        .build();
+    let mut plain = Wire::start(&plain);
+    let init = plain.initialize().await;
     assert_eq!(init["result"]["capabilities"]["resources"]["subscribe"], false);
-    let absent = demo
-        .request("resources/subscribe", json!({"uri": "demo://greeting"}))
+    let absent = plain
+        .request("resources/subscribe", json!({"uri": "demo://r"}))
         .await;
     assert_eq!(absent["error"]["code"], -32601);
 }

@@ -45,7 +45,7 @@ use crate::types::{
     InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListRootsResult, ListToolsResult, LoggingLevel, LoggingMessageParams, ProgressParams, ProgressToken,
     Prompt, ReadResourceResult, Resource, ResourceTemplate, Root, RootsCapability, ServerCapabilities, Tool,
-    LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
+    LATEST_LEGACY_VERSION, LEGACY_PROTOCOL_VERSIONS,
 };
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -180,6 +180,7 @@ impl McpClientBuilder {
                 url: None,
             }),
             experimental: None,
+            extensions: None,
         }
     }
 
@@ -287,12 +288,12 @@ impl McpClientBuilder {
 
     async fn initialize(self, client: Client) -> Result<McpClient, McpClientError> {
         let params = serde_json::json!({
-            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "protocolVersion": LATEST_LEGACY_VERSION,
             "capabilities": self.capabilities(),
             "clientInfo": self.info,
         });
         let result: InitializeResult = client.call("initialize", params).await?;
-        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&result.protocol_version.as_str()) {
+        if !LEGACY_PROTOCOL_VERSIONS.contains(&result.protocol_version.as_str()) {
             client.close().await;
             return Err(McpClientError::UnsupportedVersion(result.protocol_version));
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use jrpc::Error;
 
-use super::tools::BoxFuture;
+use super::run::BoxFuture;
 use super::uri_template::UriTemplate;
 use super::McpContext;
 use crate::types::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate};

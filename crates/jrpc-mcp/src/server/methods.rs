@@ -1,250 +1,184 @@
-//! The protocol's methods as JSON-RPC handlers: the lifecycle, the lists,
-//! and the calls into tools, resources and prompts.
+//! The protocol's methods as JSON-RPC handlers: the table, the legacy
+//! lifecycle (`initialize`, `ping`, `logging/setLevel`, subscriptions),
+//! `server/discover`, and the lists. Calls into tools, resources and prompts
+//! are in [`serve`](super::serve).
 
-use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use jrpc::message::codes::INVALID_PARAMS;
-use jrpc::middleware::{BoxCallService, Call, CallFuture, Layer, RawResult, Service, ServiceExt};
 use jrpc::{Error, RequestContext, Router};
 use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
 
-use super::context::{McpContext, RequestOutbound};
+use super::era::{Era, EraLayer};
 use super::session::{Phase, Session};
+use super::shape::Shaped;
 use super::McpServer;
 use crate::types::{
-    codes, negotiate_version, CallToolParams, CallToolResult, CompleteParams, CompleteResult,
-    GetPromptParams, GetPromptResult, InitializeParams, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedParams, ReadResourceParams,
-    ReadResourceResult, RequestMeta, SetLevelParams,
+    codes, negotiate_version, CallToolParams, CompleteParams, DiscoverResult, GetPromptParams,
+    InitializeParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, ListenParams, PaginatedParams, ReadResourceParams, ResultType, SetLevelParams,
+    TaskParams, TaskUpdateParams, SUPPORTED_PROTOCOL_VERSIONS,
 };
 
-/// Params that carry nothing but, perhaps, `_meta` (`ping`, notifications).
+/// Params that carry nothing but, perhaps, `_meta` (`ping`, notifications,
+/// `server/discover`).
 #[derive(Debug, Default, Deserialize)]
 struct MetaOnly {
     #[serde(rename = "_meta", default)]
-    _meta: Option<RequestMeta>,
+    _meta: Option<serde::de::IgnoredAny>,
 }
 
-/// The empty result: `{}`.
-#[derive(Debug, Serialize)]
-struct Empty {}
-
-/// Refuses the protocol's requests (but `initialize` and `ping`) until the
-/// session is initialized, before their params are even looked at. Methods
-/// the server does not have pass through, to be answered -32601.
-#[derive(Clone)]
-struct Lifecycle {
-    gated: Arc<HashSet<&'static str>>,
-}
-
-impl Layer<BoxCallService> for Lifecycle {
-    type Service = LifecycleService;
-
-    fn layer(&self, inner: BoxCallService) -> LifecycleService {
-        LifecycleService {
-            gated: Arc::clone(&self.gated),
-            inner,
-        }
-    }
-}
-
-#[derive(Clone)]
-struct LifecycleService {
-    gated: Arc<HashSet<&'static str>>,
-    inner: BoxCallService,
-}
-
-impl Service<Call> for LifecycleService {
-    type Response = RawResult;
-    type Error = Error;
-    type Future = CallFuture;
-
-    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, call: Call) -> CallFuture {
-        if let Some(refusal) = refuse_request(&call) {
-            return Box::pin(async move { Err(refusal) });
-        }
-        if !call.is_notification() && self.gated.contains(call.method()) {
-            let session = call.get::<Arc<Session>>();
-            if session.is_some_and(|s| s.state().phase == Phase::New) {
-                return Box::pin(async { Err(not_initialized()) });
-            }
-        }
-        let inner = self.inner.clone();
-        Box::pin(inner.oneshot(call))
-    }
-}
-
-/// What MCP forbids that JSON-RPC allows: a null or fractional request id
-/// (ids are strings or integers), and a notification's method called as a
-/// request (it has no result to give).
-fn refuse_request(call: &Call) -> Option<Error> {
-    let id = call.id()?;
-    if id.is_null() {
-        return Some(Error::invalid_request().with_data("MCP request ids must not be null"));
-    }
-    if id.as_number_text().is_some_and(|n| n.contains(['.', 'e', 'E'])) {
-        return Some(Error::invalid_request().with_data("MCP request ids are strings or integers"));
-    }
-    if call.method().starts_with("notifications/") {
-        return Some(Error::method_not_found().with_data("a notification's method, sent as a request"));
-    }
-    None
-}
-
-pub(crate) fn not_initialized() -> Error {
-    Error::invalid_request().with_data("the session is not initialized: send initialize first")
+/// The empty result: `{}` (legacy), `{"resultType": "complete"}` (modern).
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Empty {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_type: Option<ResultType>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<crate::types::Meta>,
 }
 
 pub(crate) fn router(server: &McpServer) -> Router {
     let router = methods(server);
-    let gated = router
-        .method_names()
-        .into_iter()
-        .filter_map(|name| GATED.iter().copied().find(|known| *known == name))
-        .collect();
-    router.layer(Lifecycle {
-        gated: Arc::new(gated),
-    })
+    let layer = EraLayer::new(router.method_names());
+    router.layer(layer)
 }
 
-/// Every request of the protocol that needs an initialized session.
-const GATED: &[&str] = &[
-    "logging/setLevel",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
+/// Registers `$name` as a method of `$server` that takes `$params` (and the
+/// request's context) and runs `$handler`.
+macro_rules! route {
+    ($router:ident, $server:ident, $name:literal, |$s:ident, $p:ident: $params:ty, $ctx:ident| $body:expr) => {{
+        let $s = $server.clone();
+        $router = $router.method($name, move |$p: $params, $ctx: RequestContext| {
+            let $s = $s.clone();
+            async move { $body }
+        });
+    }};
+}
 
 fn methods(server: &McpServer) -> Router {
-    let s = server.clone();
-    let mut router = Router::new()
-        .method("initialize", move |p: InitializeParams, ctx: RequestContext| {
-            let s = s.clone();
-            async move { s.initialize(p, &ctx) }
-        })
-        .method("ping", |_: Option<MetaOnly>| async { Ok(Empty {}) })
-        .notification(
-            "notifications/initialized",
-            |_: Option<MetaOnly>, ctx: RequestContext| async move {
-                if let Ok(session) = Session::of(&ctx) {
-                    // Only once initialize has been answered does it count.
-                    let initialized = session.state().phase == Phase::Initialized;
-                    if initialized {
-                        session.set_ready();
-                    }
+    let mut router = Router::new().notification(
+        "notifications/initialized",
+        |_: Option<MetaOnly>, ctx: RequestContext| async move {
+            if let Ok(session) = Session::of(&ctx) {
+                // Only once initialize has been answered does it count.
+                let initialized = session.state().phase == Phase::Initialized;
+                if initialized {
+                    session.set_ready();
                 }
-            },
-        )
-        .method(
-            "logging/setLevel",
-            |p: SetLevelParams, ctx: RequestContext| async move {
-                Session::ready(&ctx)?.state().log_level = p.level;
-                Ok(Empty {})
-            },
+            }
+        },
+    );
+    router = router.method("ping", |_: Option<MetaOnly>| async { Ok(Empty::default()) });
+    route!(router, server, "initialize", |s, p: InitializeParams, ctx| s
+        .initialize(p, &ctx));
+    route!(
+        router,
+        server,
+        "logging/setLevel",
+        |_s, p: SetLevelParams, ctx| {
+            Session::ready(&ctx)?.state().log_level = p.level;
+            Ok(Empty::default())
+        }
+    );
+    route!(
+        router,
+        server,
+        "server/discover",
+        |s, _p: Option<MetaOnly>, ctx| s.discover(&ctx)
+    );
+    let catalog = &server.inner;
+    if !catalog.tools.is_empty() {
+        route!(
+            router,
+            server,
+            "tools/list",
+            |s, p: Option<PaginatedParams>, ctx| s.list_tools(p.unwrap_or_default(), &ctx)
         );
-    let capabilities = server.capabilities();
-    if capabilities.tools.is_some() {
-        let (list, call) = (server.clone(), server.clone());
-        router = router
-            .method(
-                "tools/list",
-                move |p: Option<PaginatedParams>, ctx: RequestContext| {
-                    let s = list.clone();
-                    async move { s.list_tools(p.unwrap_or_default(), &ctx) }
-                },
-            )
-            .method("tools/call", move |p: CallToolParams, ctx: RequestContext| {
-                let s = call.clone();
-                async move { s.call_tool(p, ctx).await }
-            });
+        route!(router, server, "tools/call", |s, p: CallToolParams, ctx| s
+            .call_tool(p, ctx)
+            .await);
     }
-    if capabilities.resources.is_some() {
-        let (list, templates, read) = (server.clone(), server.clone(), server.clone());
-        router = router
-            .method(
-                "resources/list",
-                move |p: Option<PaginatedParams>, ctx: RequestContext| {
-                    let s = list.clone();
-                    async move { s.list_resources(p.unwrap_or_default(), &ctx) }
-                },
-            )
-            .method(
-                "resources/templates/list",
-                move |p: Option<PaginatedParams>, ctx: RequestContext| {
-                    let s = templates.clone();
-                    async move { s.list_templates(p.unwrap_or_default(), &ctx) }
-                },
-            )
-            .method(
-                "resources/read",
-                move |p: ReadResourceParams, ctx: RequestContext| {
-                    let s = read.clone();
-                    async move { s.read_resource(p, ctx).await }
-                },
-            );
+    if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
+        route!(
+            router,
+            server,
+            "resources/list",
+            |s, p: Option<PaginatedParams>, ctx| s.list_resources(p.unwrap_or_default(), &ctx)
+        );
+        route!(
+            router,
+            server,
+            "resources/templates/list",
+            |s, p: Option<PaginatedParams>, ctx| s.list_templates(p.unwrap_or_default(), &ctx)
+        );
+        route!(
+            router,
+            server,
+            "resources/read",
+            |s, p: ReadResourceParams, ctx| s.read_resource(p, ctx).await
+        );
     }
-    if capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true) {
-        let (subscribe, unsubscribe) = (server.clone(), server.clone());
-        router = router
-            .method(
-                "resources/subscribe",
-                move |p: ReadResourceParams, ctx: RequestContext| {
-                    let s = subscribe.clone();
-                    async move { s.subscribe(p, &ctx, true) }
-                },
-            )
-            .method(
-                "resources/unsubscribe",
-                move |p: ReadResourceParams, ctx: RequestContext| {
-                    let s = unsubscribe.clone();
-                    async move { s.subscribe(p, &ctx, false) }
-                },
-            );
+    if catalog.subscriptions {
+        route!(
+            router,
+            server,
+            "resources/subscribe",
+            |s, p: ReadResourceParams, ctx| s.subscribe(p, &ctx, true)
+        );
+        route!(
+            router,
+            server,
+            "resources/unsubscribe",
+            |s, p: ReadResourceParams, ctx| s.subscribe(p, &ctx, false)
+        );
     }
-    if capabilities.completions.is_some() {
-        let complete = server.clone();
-        router = router.method(
+    if catalog.completion.is_some() {
+        route!(
+            router,
+            server,
             "completion/complete",
-            move |p: CompleteParams, ctx: RequestContext| {
-                let s = complete.clone();
-                async move { s.complete(p, ctx).await }
-            },
+            |s, p: CompleteParams, ctx| s.complete(p, ctx).await
         );
     }
-    if capabilities.prompts.is_some() {
-        let (list, get) = (server.clone(), server.clone());
-        router = router
-            .method(
-                "prompts/list",
-                move |p: Option<PaginatedParams>, ctx: RequestContext| {
-                    let s = list.clone();
-                    async move { s.list_prompts(p.unwrap_or_default(), &ctx) }
-                },
-            )
-            .method("prompts/get", move |p: GetPromptParams, ctx: RequestContext| {
-                let s = get.clone();
-                async move { s.get_prompt(p, ctx).await }
-            });
+    if !catalog.prompts.is_empty() {
+        route!(
+            router,
+            server,
+            "prompts/list",
+            |s, p: Option<PaginatedParams>, ctx| s.list_prompts(p.unwrap_or_default(), &ctx)
+        );
+        route!(router, server, "prompts/get", |s, p: GetPromptParams, ctx| s
+            .get_prompt(p, ctx)
+            .await);
+    }
+    if server.announces_changes() {
+        route!(
+            router,
+            server,
+            "subscriptions/listen",
+            |s, p: ListenParams, ctx| s.listen(p, ctx).await
+        );
+    }
+    if catalog.tasks.is_some() {
+        route!(router, server, "tasks/get", |s, p: TaskParams, ctx| s
+            .task_get(p, &ctx));
+        route!(router, server, "tasks/update", |s, p: TaskUpdateParams, ctx| s
+            .task_update(p, &ctx));
+        route!(router, server, "tasks/cancel", |s, p: TaskParams, ctx| s
+            .task_cancel(p, &ctx));
     }
     router
 }
 
-/// `-32002`, naming the URI.
-fn resource_not_found(uri: &str) -> Error {
-    Error::new(codes::RESOURCE_NOT_FOUND, "Resource not found").with_data(&serde_json::json!({ "uri": uri }))
+/// The resource at a URI names no resource: `-32002` (legacy) or `-32602`
+/// (modern), naming the URI.
+pub(crate) fn resource_not_found(era: &Era, uri: &str) -> Error {
+    let code = match era {
+        Era::Legacy(_) => codes::RESOURCE_NOT_FOUND,
+        Era::Modern(_) => INVALID_PARAMS,
+    };
+    Error::new(code, "Resource not found").with_data(&serde_json::json!({ "uri": uri }))
 }
 
 /// Which items make the page that starts at `cursor` (an offset this
@@ -269,36 +203,16 @@ fn page(
     Ok((start..end, next))
 }
 
-/// Runs `work` with a token that is cancelled if the work is dropped before
-/// it finishes (the request was cancelled, or the connection closed).
-async fn cancellable<T>(mut guard: Unfinished, work: impl std::future::Future<Output = T>) -> T {
-    let out = work.await;
-    guard.finished = true;
-    out
-}
-
-/// A request being served: if it is dropped before it finishes (cancelled,
-/// or its connection closed), its token is cancelled and the transport is
-/// told no response will come.
-struct Unfinished {
-    token: CancellationToken,
-    outbound: Option<(Arc<dyn RequestOutbound>, jrpc::Id)>,
-    finished: bool,
-}
-
-impl Drop for Unfinished {
-    fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
-        self.token.cancel();
-        if let Some((outbound, id)) = &self.outbound {
-            outbound.abandoned(id);
-        }
-    }
-}
-
 impl McpServer {
+    /// `result` in the shape of `era`.
+    pub(crate) fn shaped<T: Shaped>(&self, era: &Era, mut result: T, cache: crate::types::CacheHint) -> T {
+        match era {
+            Era::Modern(_) => result.modern(&self.inner.server_info, cache),
+            Era::Legacy(_) => result.legacy(),
+        }
+        result
+    }
+
     fn initialize(&self, params: InitializeParams, ctx: &RequestContext) -> Result<InitializeResult, Error> {
         let session = Session::of(ctx)?;
         let mut state = session.state();
@@ -312,81 +226,65 @@ impl McpServer {
         state.client_capabilities = params.capabilities;
         Ok(InitializeResult {
             protocol_version: version.to_owned(),
-            capabilities: self.capabilities(),
+            capabilities: self.capabilities_for(false),
             server_info: self.inner.info.clone(),
             instructions: self.inner.instructions.clone(),
             meta: None,
         })
     }
 
-    fn context(
-        &self,
-        ctx: &RequestContext,
-        session: std::sync::Arc<Session>,
-        meta: Option<RequestMeta>,
-    ) -> (McpContext, Unfinished) {
-        let token = CancellationToken::new();
-        let cx = McpContext::new(
-            ctx,
-            session,
-            meta.and_then(|m| m.progress_token),
-            token.clone(),
-            self.inner.client_timeout,
-            Some(self.inner.info.name.clone()),
-        );
-        let outbound = ctx
-            .get::<Arc<dyn RequestOutbound>>()
-            .cloned()
-            .zip(ctx.id().cloned());
-        let guard = Unfinished {
-            token,
-            outbound,
-            finished: false,
-        };
-        (cx, guard)
+    fn discover(&self, ctx: &RequestContext) -> Result<DiscoverResult, Error> {
+        // The era layer lets only modern requests through to here.
+        Era::of(ctx)?;
+        let hint = self.inner.list_cache;
+        let mut meta = None;
+        super::shape::stamp(&mut meta, &self.inner.server_info);
+        Ok(DiscoverResult {
+            result_type: ResultType::Complete,
+            supported_versions: SUPPORTED_PROTOCOL_VERSIONS
+                .iter()
+                .map(|v| (*v).to_owned())
+                .collect(),
+            capabilities: self.capabilities_for(true),
+            instructions: self.inner.instructions.clone(),
+            ttl_ms: hint.ttl_ms(),
+            cache_scope: hint.scope,
+            meta,
+        })
     }
 
-    /// One page of `items`, each as `pick` describes it, for an initialized
-    /// session.
+    /// One page of `items`, each as `pick` describes it.
     fn listed<T, U>(
         &self,
-        ctx: &RequestContext,
         p: &PaginatedParams,
         items: &[T],
         pick: impl Fn(&T) -> U,
     ) -> Result<(Vec<U>, Option<String>), Error> {
-        Session::ready(ctx)?;
         let (range, next) = page(items.len(), p.cursor.as_deref(), self.inner.page_size)?;
         Ok((items[range].iter().map(pick).collect(), next))
     }
 
     fn list_tools(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListToolsResult, Error> {
-        let (tools, next_cursor) = self.listed(ctx, &p, &self.inner.tools, |entry| entry.tool.clone())?;
-        Ok(ListToolsResult {
+        let era = Era::of(ctx)?;
+        let (tools, next_cursor) = self.listed(&p, &self.inner.tools, |entry| entry.tool.clone())?;
+        let result = ListToolsResult {
             tools,
             next_cursor,
-            meta: None,
-        })
-    }
-
-    async fn call_tool(&self, p: CallToolParams, ctx: RequestContext) -> Result<CallToolResult, Error> {
-        let session = Session::ready(&ctx)?;
-        let Some(entry) = self.inner.tools.iter().find(|entry| entry.tool.name == p.name) else {
-            return Err(Error::new(INVALID_PARAMS, format!("Unknown tool: {}", p.name)));
+            ..Default::default()
         };
-        let (cx, token) = self.context(&ctx, session, p.meta);
-        let handler = entry.handler.clone();
-        Ok(cancellable(token, handler(p.arguments.unwrap_or_default(), cx)).await)
+        Ok(self.shaped(&era, result, self.inner.list_cache))
     }
 
     fn list_resources(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListResourcesResult, Error> {
+        let era = Era::of(ctx)?;
         let (resources, next_cursor) =
-            self.listed(ctx, &p, &self.inner.resources, |entry| entry.resource.clone())?;
-        Ok(ListResourcesResult {
+            self.listed(&p, &self.inner.resources, |entry| entry.resource.clone())?;
+        let result = ListResourcesResult {
             resources,
             next_cursor,
-            meta: None,
-        })
+            ..Default::default()
+        };
+        Ok(self.shaped(&era, result, self.inner.list_cache))
     }
 
     fn list_templates(
@@ -394,61 +292,34 @@ impl McpServer {
         p: PaginatedParams,
         ctx: &RequestContext,
     ) -> Result<ListResourceTemplatesResult, Error> {
+        let era = Era::of(ctx)?;
         let (resource_templates, next_cursor) =
-            self.listed(ctx, &p, &self.inner.templates, |entry| entry.template.clone())?;
-        Ok(ListResourceTemplatesResult {
+            self.listed(&p, &self.inner.templates, |entry| entry.template.clone())?;
+        let result = ListResourceTemplatesResult {
             resource_templates,
             next_cursor,
-            meta: None,
-        })
-    }
-
-    /// The reader of the resource at `uri` (a fixed one, or the first
-    /// template it matches, with its variables).
-    fn find_resource(&self, uri: &str) -> Option<(super::catalog::ReadHandler, BTreeMap<String, String>)> {
-        if let Some(entry) = self
-            .inner
-            .resources
-            .iter()
-            .find(|entry| entry.resource.uri == uri)
-        {
-            return Some((entry.read.clone(), BTreeMap::new()));
-        }
-        self.inner
-            .templates
-            .iter()
-            .find_map(|entry| entry.parsed.matches(uri).map(|vars| (entry.read.clone(), vars)))
-    }
-
-    async fn read_resource(
-        &self,
-        p: ReadResourceParams,
-        ctx: RequestContext,
-    ) -> Result<ReadResourceResult, Error> {
-        let session = Session::ready(&ctx)?;
-        let found = self.find_resource(&p.uri);
-        let Some((read, vars)) = found else {
-            return Err(resource_not_found(&p.uri));
+            ..Default::default()
         };
-        let (cx, token) = self.context(&ctx, session, p.meta);
-        cancellable(token, read(p.uri, vars, cx)).await
+        Ok(self.shaped(&era, result, self.inner.list_cache))
     }
 
     fn list_prompts(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListPromptsResult, Error> {
-        let (prompts, next_cursor) =
-            self.listed(ctx, &p, &self.inner.prompts, |entry| entry.prompt.clone())?;
-        Ok(ListPromptsResult {
+        let era = Era::of(ctx)?;
+        let (prompts, next_cursor) = self.listed(&p, &self.inner.prompts, |entry| entry.prompt.clone())?;
+        let result = ListPromptsResult {
             prompts,
             next_cursor,
-            meta: None,
-        })
+            ..Default::default()
+        };
+        Ok(self.shaped(&era, result, self.inner.list_cache))
     }
 
-    /// Subscribes (or not) the session to a resource the server has.
+    /// Subscribes (or not) the session to a resource the server has
+    /// (legacy; modern clients use `subscriptions/listen`).
     fn subscribe(&self, p: ReadResourceParams, ctx: &RequestContext, on: bool) -> Result<Empty, Error> {
         let session = Session::ready(ctx)?;
         if self.find_resource(&p.uri).is_none() {
-            return Err(resource_not_found(&p.uri));
+            return Err(resource_not_found(&Era::Legacy(Arc::clone(&session)), &p.uri));
         }
         let mut state = session.state();
         if on {
@@ -456,50 +327,48 @@ impl McpServer {
         } else {
             state.subscribed.remove(&p.uri);
         }
-        Ok(Empty {})
+        Ok(Empty::default())
     }
 
-    async fn complete(&self, p: CompleteParams, ctx: RequestContext) -> Result<CompleteResult, Error> {
-        let session = Session::ready(&ctx)?;
-        let Some(handler) = self.inner.completion.clone() else {
-            return Err(Error::method_not_found());
-        };
-        let (cx, guard) = self.context(&ctx, session, p.meta.clone());
-        let mut completion = cancellable(guard, handler(p, cx)).await?;
-        completion.values.truncate(crate::types::Completion::MAX_VALUES);
-        Ok(CompleteResult {
-            completion,
-            meta: None,
-        })
-    }
-
-    async fn get_prompt(&self, p: GetPromptParams, ctx: RequestContext) -> Result<GetPromptResult, Error> {
-        let session = Session::ready(&ctx)?;
-        let Some(entry) = self
-            .inner
-            .prompts
-            .iter()
-            .find(|entry| entry.prompt.name == p.name)
-        else {
-            return Err(Error::new(INVALID_PARAMS, format!("Unknown prompt: {}", p.name)));
-        };
-        let args = p.arguments.unwrap_or_default();
-        let missing: Vec<&str> = entry
-            .prompt
-            .arguments
-            .iter()
-            .flatten()
-            .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
-            .map(|a| a.name.as_str())
-            .collect();
-        if !missing.is_empty() {
-            return Err(Error::new(
-                INVALID_PARAMS,
-                format!("Missing required arguments: {}", missing.join(", ")),
-            ));
+    /// The task store, for a request whose client declared the extension;
+    /// `-32021` when it did not (before the task is looked up).
+    fn task_store(&self, ctx: &RequestContext) -> Result<&Arc<super::tasks::TaskStore>, Error> {
+        let era = Era::of(ctx)?;
+        let store = self.inner.tasks.as_ref().ok_or_else(Error::method_not_found)?;
+        if !super::serve::declares_tasks(&era) {
+            return Err(super::serve::tasks_required());
         }
-        let (cx, token) = self.context(&ctx, session, p.meta);
-        let get = entry.get.clone();
-        cancellable(token, get(args, cx)).await
+        Ok(store)
     }
+
+    fn task_get(&self, p: TaskParams, ctx: &RequestContext) -> Result<crate::types::Task, Error> {
+        let mut task = self.task_store(ctx)?.get(&p.task_id, owner(ctx))?;
+        super::shape::stamp(&mut task.meta, &self.inner.server_info);
+        Ok(task)
+    }
+
+    fn task_update(&self, p: TaskUpdateParams, ctx: &RequestContext) -> Result<Empty, Error> {
+        self.task_store(ctx)?
+            .update(&p.task_id, owner(ctx), p.input_responses)?;
+        Ok(self.modern_empty())
+    }
+
+    fn task_cancel(&self, p: TaskParams, ctx: &RequestContext) -> Result<Empty, Error> {
+        self.task_store(ctx)?.cancel(&p.task_id, owner(ctx))?;
+        Ok(self.modern_empty())
+    }
+
+    fn modern_empty(&self) -> Empty {
+        let mut meta = None;
+        super::shape::stamp(&mut meta, &self.inner.server_info);
+        Empty {
+            result_type: Some(ResultType::Complete),
+            meta,
+        }
+    }
+}
+
+/// The authenticated caller, whom tasks and request state are bound to.
+pub(crate) fn owner(ctx: &RequestContext) -> Option<&str> {
+    ctx.identity().map(|identity| identity.name())
 }

@@ -19,18 +19,37 @@
 //! # }
 //! ```
 //!
-//! The lifecycle is enforced: before `initialize` only `ping` is answered
-//! (anything else gets `-32600`), `notifications/initialized` is handled
-//! before any request that follows it on the wire, and requests to the
-//! client (sampling, elicitation, roots) are sent only when the client
-//! declared the capability. A tool that fails answers with a result of
-//! `isError: true` for the model to read; an unknown tool, resource or
-//! prompt is a JSON-RPC error.
+//! One server speaks both eras of the protocol, on every transport and per
+//! request, with the same handlers:
+//!
+//! * **2026-07-28 (modern)**: each request carries its protocol version,
+//!   the client's capabilities and identity in `_meta`, and is served on its
+//!   own, statelessly: `server/discover`, results with `resultType` and
+//!   cache hints, input from the client by multi round-trip requests
+//!   (`input_required`, see [`McpContext::input`]), change notifications on
+//!   `subscriptions/listen`, and the tasks extension when turned on.
+//! * **2025-11-25 and before (legacy)**: `initialize` opens a session. Its
+//!   lifecycle is enforced: before `initialize` only `ping` is answered
+//!   (anything else gets `-32600`), `notifications/initialized` is handled
+//!   before any request that follows it on the wire, and requests to the
+//!   client (sampling, elicitation, roots) are sent only when the client
+//!   declared the capability.
+//!
+//! A tool that fails answers with a result of `isError: true` for the model
+//! to read; an unknown tool, resource or prompt is a JSON-RPC error.
 
 mod catalog;
+mod changes;
 mod context;
+pub(crate) mod era;
+mod listen;
 mod methods;
+mod request_state;
+mod run;
+mod serve;
 mod session;
+mod shape;
+mod tasks;
 mod tools;
 pub mod uri_template;
 
@@ -47,13 +66,21 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::types::{
-    CallToolResult, GetPromptResult, Implementation, JsonObject, ListChangedCapability, LoggingLevel, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool,
+    CacheHint, CacheScope, CallToolResult, GetPromptResult, Implementation, JsonObject,
+    ListChangedCapability, LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    ResourcesCapability, ServerCapabilities, Tool, TASKS_EXTENSION,
 };
 use catalog::{PromptEntry, ResourceEntry, TemplateEntry};
+pub use changes::Changes;
 pub(crate) use context::RequestOutbound;
-pub use context::{ClientRequestError, McpContext};
+pub use context::{ClientRequestError, Input, McpContext};
+#[cfg(feature = "http")]
+pub(crate) use era::Modern;
+use request_state::StateKey;
+#[cfg(feature = "http")]
+pub(crate) use run::BoxFuture;
 use session::Session;
+pub use tasks::{TaskSettings, TaskSupport};
 use tools::ToolEntry;
 pub use tools::{NoArgs, Structured, ToolError, ToolOutput};
 
@@ -66,6 +93,8 @@ pub struct McpServer {
 
 struct Catalog {
     info: Implementation,
+    /// `info` as the JSON of `_meta["io.modelcontextprotocol/serverInfo"]`.
+    server_info: serde_json::Value,
     instructions: Option<String>,
     tools: Vec<ToolEntry>,
     resources: Vec<ResourceEntry>,
@@ -73,9 +102,26 @@ struct Catalog {
     prompts: Vec<PromptEntry>,
     completion: Option<catalog::CompleteHandler>,
     subscriptions: bool,
+    list_changed: bool,
     page_size: usize,
     log_level: LoggingLevel,
     client_timeout: Duration,
+    list_cache: CacheHint,
+    read_cache: CacheHint,
+    state_key: StateKey,
+    state_ttl: Duration,
+    tasks: Option<Arc<tasks::TaskStore>>,
+    changes: Changes,
+    /// A permit per open `subscriptions/listen`.
+    listens: Arc<tokio::sync::Semaphore>,
+}
+
+/// What the builder collects before the server exists.
+struct Plan {
+    catalog: Catalog,
+    tasks: Option<TaskSettings>,
+    task_support: Vec<(String, TaskSupport)>,
+    max_subscriptions: usize,
 }
 
 impl McpServer {
@@ -87,22 +133,49 @@ impl McpServer {
     /// How long calls may go on after stdin closes: 1 s (clients wait a
     /// little longer before they signal the server).
     pub const STDIO_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+    /// The default cache hint of list results and `server/discover`: fresh
+    /// for a minute, for anyone (the lists are the same for every caller).
+    pub const DEFAULT_LIST_CACHE: CacheHint = CacheHint::new(Duration::from_secs(60), CacheScope::Public);
+    /// The default cache hint of `resources/read`: stale at once, for the
+    /// caller only (a resource may change at any time, and differ by
+    /// caller).
+    pub const DEFAULT_READ_CACHE: CacheHint = CacheHint::new(Duration::ZERO, CacheScope::Private);
+    /// How long a multi round-trip request's `requestState` is good for: 10
+    /// minutes, since a person may be answering.
+    pub const DEFAULT_REQUEST_STATE_TTL: Duration = Duration::from_secs(600);
+    /// The most `subscriptions/listen` streams open at once (default 1024);
+    /// past it, one more gets `-32007`.
+    pub const DEFAULT_MAX_SUBSCRIPTIONS: usize = 1024;
 
     /// A server named `name` at `version` (its `serverInfo`).
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> McpServerBuilder {
         McpServerBuilder {
-            catalog: Catalog {
-                info: Implementation::new(name, version),
-                instructions: None,
-                tools: Vec::new(),
-                resources: Vec::new(),
-                templates: Vec::new(),
-                prompts: Vec::new(),
-                completion: None,
-                subscriptions: false,
-                page_size: Self::DEFAULT_PAGE_SIZE,
-                log_level: LoggingLevel::Info,
-                client_timeout: Self::DEFAULT_CLIENT_TIMEOUT,
+            plan: Plan {
+                catalog: Catalog {
+                    info: Implementation::new(name, version),
+                    server_info: serde_json::Value::Null,
+                    instructions: None,
+                    tools: Vec::new(),
+                    resources: Vec::new(),
+                    templates: Vec::new(),
+                    prompts: Vec::new(),
+                    completion: None,
+                    subscriptions: false,
+                    list_changed: false,
+                    page_size: Self::DEFAULT_PAGE_SIZE,
+                    log_level: LoggingLevel::Info,
+                    client_timeout: Self::DEFAULT_CLIENT_TIMEOUT,
+                    list_cache: Self::DEFAULT_LIST_CACHE,
+                    read_cache: Self::DEFAULT_READ_CACHE,
+                    state_key: StateKey::random(),
+                    state_ttl: Self::DEFAULT_REQUEST_STATE_TTL,
+                    tasks: None,
+                    changes: Changes::new(256),
+                    listens: Arc::new(tokio::sync::Semaphore::new(0)),
+                },
+                tasks: None,
+                task_support: Vec::new(),
+                max_subscriptions: Self::DEFAULT_MAX_SUBSCRIPTIONS,
             },
         }
     }
@@ -112,26 +185,45 @@ impl McpServer {
         &self.inner.info
     }
 
-    /// What the server offers: tools, resources and prompts when it has
-    /// any, and logging always.
+    /// What the server offers to a legacy session: tools, resources and
+    /// prompts when it has any, and logging always.
     pub fn capabilities(&self) -> ServerCapabilities {
+        self.capabilities_for(false)
+    }
+
+    /// What the server offers in `server/discover` (modern): the same, and
+    /// its extensions.
+    pub fn modern_capabilities(&self) -> ServerCapabilities {
+        self.capabilities_for(true)
+    }
+
+    pub(crate) fn capabilities_for(&self, modern: bool) -> ServerCapabilities {
         let catalog = &self.inner;
         let listed = Some(ListChangedCapability {
-            list_changed: Some(false),
+            list_changed: Some(catalog.list_changed),
         });
+        let extensions = (modern && catalog.tasks.is_some())
+            .then(|| [(TASKS_EXTENSION.to_owned(), JsonObject::new())].into());
         ServerCapabilities {
             tools: (!catalog.tools.is_empty()).then(|| listed.clone()).flatten(),
             resources: (!catalog.resources.is_empty() || !catalog.templates.is_empty()).then_some(
                 ResourcesCapability {
                     subscribe: Some(catalog.subscriptions),
-                    list_changed: Some(false),
+                    list_changed: Some(catalog.list_changed),
                 },
             ),
             prompts: (!catalog.prompts.is_empty()).then(|| listed.clone()).flatten(),
             logging: Some(JsonObject::new()),
             completions: catalog.completion.is_some().then(JsonObject::new),
             experimental: None,
+            extensions,
         }
+    }
+
+    /// Announces changes of the server's lists and resources to everyone
+    /// listening: legacy sessions and modern `subscriptions/listen` streams.
+    pub fn changes(&self) -> &Changes {
+        &self.inner.changes
     }
 
     /// The tools, as `tools/list` describes them.
@@ -174,14 +266,17 @@ impl McpServer {
         connection: Connection,
         outbound: Option<Arc<dyn RequestOutbound>>,
     ) -> Peer {
+        let session = Session::new(self.inner.log_level);
         let mut builder = Peer::builder()
             .router(self.router())
             .config(self.connection_config())
-            .extension(Session::new(self.inner.log_level));
+            .extension(Arc::clone(&session));
         if let Some(outbound) = outbound {
             builder = builder.extension(outbound);
         }
-        builder.connect(connection)
+        let peer = builder.connect(connection);
+        self.forward_changes(peer.clone(), session);
+        peer
     }
 
     /// Serves one session on this process's stdin and stdout until stdin
@@ -264,26 +359,26 @@ impl std::fmt::Debug for McpServer {
 /// Builds an [`McpServer`]. A tool, resource, template or prompt added
 /// under a name (or URI) already taken replaces the earlier one.
 pub struct McpServerBuilder {
-    catalog: Catalog,
+    plan: Plan,
 }
 
 impl McpServerBuilder {
     /// The server's title, for people.
     pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.catalog.info.title = Some(title.into());
+        self.plan.catalog.info.title = Some(title.into());
         self
     }
 
     /// Its `serverInfo` in full.
     pub fn info(mut self, info: Implementation) -> Self {
-        self.catalog.info = info;
+        self.plan.catalog.info = info;
         self
     }
 
     /// How to use the server, for the model (`instructions` in the
     /// `initialize` result).
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
-        self.catalog.instructions = Some(text.into());
+        self.plan.catalog.instructions = Some(text.into());
         self
     }
 
@@ -333,9 +428,13 @@ impl McpServerBuilder {
     }
 
     fn add_tool(mut self, tool: Tool, handler: tools::ToolHandler) -> Self {
-        let tools = &mut self.catalog.tools;
+        let tools = &mut self.plan.catalog.tools;
         tools.retain(|entry| entry.tool.name != tool.name);
-        tools.push(ToolEntry { tool, handler });
+        tools.push(ToolEntry {
+            tool,
+            handler,
+            tasks: TaskSupport::Forbidden,
+        });
         self
     }
 
@@ -349,7 +448,7 @@ impl McpServerBuilder {
         R: Into<ReadResourceResult>,
     {
         let read = catalog::read_handler(move |uri, _vars, cx| read(uri, cx));
-        let resources = &mut self.catalog.resources;
+        let resources = &mut self.plan.catalog.resources;
         resources.retain(|entry| entry.resource.uri != resource.uri);
         resources.push(ResourceEntry { resource, read });
         self
@@ -365,7 +464,7 @@ impl McpServerBuilder {
         R: Into<ReadResourceResult>,
     {
         let parsed = uri_template::UriTemplate::parse(&template.uri_template);
-        let templates = &mut self.catalog.templates;
+        let templates = &mut self.plan.catalog.templates;
         templates.retain(|entry| entry.template.uri_template != template.uri_template);
         templates.push(TemplateEntry {
             template,
@@ -383,7 +482,7 @@ impl McpServerBuilder {
         Fut: Future<Output = Result<R, Error>> + Send + 'static,
         R: Into<GetPromptResult>,
     {
-        let prompts = &mut self.catalog.prompts;
+        let prompts = &mut self.plan.catalog.prompts;
         prompts.retain(|entry| entry.prompt.name != prompt.name);
         prompts.push(PromptEntry {
             prompt,
@@ -402,43 +501,142 @@ impl McpServerBuilder {
         F: Fn(crate::types::CompleteParams, McpContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<crate::types::Completion, Error>> + Send + 'static,
     {
-        self.catalog.completion = Some(catalog::complete_handler(handler));
+        self.plan.catalog.completion = Some(catalog::complete_handler(handler));
         self
     }
 
-    /// Accept `resources/subscribe` and `resources/unsubscribe` for the
-    /// server's resources (the `subscribe` capability). A session's
-    /// subscriptions are kept for [`McpContext::is_subscribed`]; the
-    /// server does not yet announce changes by itself.
+    /// Let clients subscribe to the server's resources (the `subscribe`
+    /// capability): `resources/subscribe` in legacy sessions, the
+    /// `resourceSubscriptions` of `subscriptions/listen` in 2026-07-28.
+    /// Subscribers hear of [`Changes::resource_updated`].
     pub fn resource_subscriptions(mut self, on: bool) -> Self {
-        self.catalog.subscriptions = on;
+        self.plan.catalog.subscriptions = on;
+        self
+    }
+
+    /// Say that the lists of tools, prompts and resources may change (the
+    /// `listChanged` capabilities), and send listeners the
+    /// [`Changes`] announced: legacy sessions as `notifications/*/list_changed`,
+    /// modern clients on `subscriptions/listen`. Default off.
+    pub fn list_changed(mut self, on: bool) -> Self {
+        self.plan.catalog.list_changed = on;
+        self
+    }
+
+    /// The cache hint of list results and `server/discover` (2026-07-28):
+    /// default [`McpServer::DEFAULT_LIST_CACHE`].
+    pub fn list_cache(mut self, hint: CacheHint) -> Self {
+        self.plan.catalog.list_cache = hint;
+        self
+    }
+
+    /// The cache hint of `resources/read` results whose handler set none
+    /// (2026-07-28): default [`McpServer::DEFAULT_READ_CACHE`].
+    pub fn read_cache(mut self, hint: CacheHint) -> Self {
+        self.plan.catalog.read_cache = hint;
+        self
+    }
+
+    /// The secret `requestState` is signed with (at least 32 bytes), so
+    /// that several servers behind one address accept each other's; by
+    /// default each server has a random key of its own. Shorter secrets
+    /// are refused.
+    ///
+    /// # Panics
+    /// When `secret` is shorter than 32 bytes.
+    pub fn request_state_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
+        let secret = secret.as_ref();
+        assert!(
+            secret.len() >= 32,
+            "a request-state secret needs at least 32 bytes"
+        );
+        self.plan.catalog.state_key = StateKey::from_secret(secret);
+        self
+    }
+
+    /// How long a `requestState` is good for: default
+    /// [`McpServer::DEFAULT_REQUEST_STATE_TTL`].
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.plan.catalog.state_ttl = ttl;
+        self
+    }
+
+    /// Turn on the tasks extension (`io.modelcontextprotocol/tasks`,
+    /// 2026-07-28): tools allowed to by [`task_support`](Self::task_support)
+    /// may run as tasks for clients that declare the extension.
+    pub fn tasks(mut self, settings: TaskSettings) -> Self {
+        self.plan.tasks = Some(settings);
+        self
+    }
+
+    /// Whether the tool `name` (added before or after this) may run as a
+    /// task; see [`McpContext::run_as_task`].
+    pub fn task_support(mut self, name: impl Into<String>, support: TaskSupport) -> Self {
+        self.plan.task_support.push((name.into(), support));
+        self
+    }
+
+    /// The most `subscriptions/listen` streams open at once: default
+    /// [`McpServer::DEFAULT_MAX_SUBSCRIPTIONS`].
+    pub fn max_subscriptions(mut self, streams: usize) -> Self {
+        self.plan.max_subscriptions = streams;
         self
     }
 
     /// Items per page of `tools/list`, `resources/list`, ... (default 100).
     pub fn page_size(mut self, items: usize) -> Self {
-        self.catalog.page_size = items.max(1);
+        self.plan.catalog.page_size = items.max(1);
         self
     }
 
     /// The least severe log level sent before the client sets one with
     /// `logging/setLevel` (default info).
     pub fn log_level(mut self, level: LoggingLevel) -> Self {
-        self.catalog.log_level = level;
+        self.plan.catalog.log_level = level;
         self
     }
 
     /// How long to wait for the client to answer a request (sampling,
     /// elicitation, roots); default 5 minutes.
     pub fn client_timeout(mut self, timeout: Duration) -> Self {
-        self.catalog.client_timeout = timeout;
+        self.plan.catalog.client_timeout = timeout;
         self
     }
 
     /// The server.
     pub fn build(self) -> McpServer {
+        let Plan {
+            mut catalog,
+            tasks,
+            task_support,
+            max_subscriptions,
+        } = self.plan;
+        catalog.server_info = serde_json::to_value(&catalog.info).unwrap_or(serde_json::Value::Null);
+        catalog.tasks =
+            tasks.map(|settings| Arc::new(tasks::TaskStore::new(settings, catalog.changes.clone())));
+        catalog.listens = Arc::new(tokio::sync::Semaphore::new(
+            max_subscriptions.min(tokio::sync::Semaphore::MAX_PERMITS),
+        ));
+        for (name, support) in task_support {
+            if let Some(entry) = catalog.tools.iter_mut().find(|entry| entry.tool.name == name) {
+                entry.tasks = support;
+            }
+        }
         McpServer {
-            inner: Arc::new(self.catalog),
+            inner: Arc::new(catalog),
         }
     }
+}
+
+/// 16 random bytes in hex: unguessable, and safe in a header (session and
+/// task ids).
+pub(crate) fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No system randomness: still unique, if guessable.
+        static FALLBACK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = FALLBACK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        bytes[..8].copy_from_slice(&n.to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

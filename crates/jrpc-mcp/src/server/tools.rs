@@ -3,9 +3,9 @@
 //! from.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
+use jrpc::Error;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -13,39 +13,63 @@ use serde::{Deserialize, Serialize};
 use super::McpContext;
 use crate::types::{CallToolResult, ContentBlock, JsonObject, Tool};
 
-pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub(crate) use super::run::BoxFuture;
 
-/// A registered tool's handler, type-erased: arguments in, result out.
-pub(crate) type ToolHandler = Arc<dyn Fn(JsonObject, McpContext) -> BoxFuture<CallToolResult> + Send + Sync>;
+/// A registered tool's handler, type-erased: arguments in, result (or a
+/// protocol error) out.
+pub(crate) type ToolHandler =
+    Arc<dyn Fn(JsonObject, McpContext) -> BoxFuture<Result<CallToolResult, Error>> + Send + Sync>;
 
 /// A tool and its handler.
 #[derive(Clone)]
 pub(crate) struct ToolEntry {
     pub(crate) tool: Tool,
     pub(crate) handler: ToolHandler,
+    /// Whether it may run as a task.
+    pub(crate) tasks: super::tasks::TaskSupport,
 }
 
 /// Why a tool failed. It reaches the client as a result with
 /// `isError: true` and this text, so that the model can read it and try
-/// again; protocol errors (an unknown tool) are JSON-RPC errors instead.
+/// again — unless it is a [protocol error](Self::protocol), which is a
+/// JSON-RPC error.
 ///
 /// Any error converts into one with `?`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ToolError {
     message: String,
+    protocol: Option<Error>,
 }
 
 impl ToolError {
-    /// A failure that says `message`.
+    /// A failure that says `message`, for the model to read.
     pub fn new(message: impl Into<String>) -> Self {
         ToolError {
             message: message.into(),
+            protocol: None,
+        }
+    }
+
+    /// A failure of the protocol rather than of the tool: the request is
+    /// answered with `error` (a task that fails so ends `failed`).
+    pub fn protocol(error: Error) -> Self {
+        ToolError {
+            message: error.message().to_string(),
+            protocol: Some(error),
         }
     }
 
     /// What it says.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The result (or error) it becomes.
+    fn into_result(self) -> Result<CallToolResult, Error> {
+        match self.protocol {
+            Some(error) => Err(error),
+            None => Ok(CallToolResult::error(self.message)),
+        }
     }
 }
 
@@ -254,11 +278,11 @@ where
                 Ok(args) => args,
                 // Bad arguments are the model's mistake: it gets to read why
                 // and try again.
-                Err(e) => return CallToolResult::error(format!("invalid arguments: {e}")),
+                Err(e) => return Ok(CallToolResult::error(format!("invalid arguments: {e}"))),
             };
             match handler(args, cx).await {
-                Ok(output) => output.into_result(),
-                Err(e) => CallToolResult::error(e.message),
+                Ok(output) => Ok(output.into_result()),
+                Err(e) => e.into_result(),
             }
         })
     })
@@ -274,9 +298,10 @@ where
     Arc::new(move |arguments: JsonObject, cx: McpContext| {
         let handler = Arc::clone(&handler);
         Box::pin(async move {
-            handler(arguments, cx)
-                .await
-                .unwrap_or_else(|e| CallToolResult::error(e.message))
+            match handler(arguments, cx).await {
+                Ok(result) => Ok(result),
+                Err(e) => e.into_result(),
+            }
         })
     })
 }

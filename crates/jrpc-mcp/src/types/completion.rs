@@ -102,6 +102,10 @@ impl Completion {
 pub struct CompleteResult {
     /// The suggestions.
     pub completion: Completion,
+    /// `resultType`: set on modern (2026-07-28) results, left out of
+    /// legacy ones.
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<super::ResultType>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,

@@ -101,6 +101,10 @@ pub struct ServerCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<JsonObject>,
+    /// Extensions supported, by identifier (`io.modelcontextprotocol/tasks`),
+    /// each with its settings (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<std::collections::BTreeMap<String, JsonObject>>,
 }
 
 /// The client's roots capability.
@@ -148,6 +152,10 @@ pub struct ClientCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<JsonObject>,
+    /// Extensions supported, by identifier (`io.modelcontextprotocol/tasks`),
+    /// each with its settings (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<std::collections::BTreeMap<String, JsonObject>>,
 }
 
 /// The params of `initialize`.

@@ -107,6 +107,24 @@ pub struct GetPromptParams {
     /// Its arguments, all strings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<BTreeMap<String, String>>,
+    /// The client's answers to an earlier
+    /// [`InputRequiredResult`](super::InputRequiredResult), by key
+    /// (2026-07-28).
+    #[serde(
+        rename = "inputResponses",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::mrtr::input_responses"
+    )]
+    pub input_responses: Option<super::InputResponses>,
+    /// The `requestState` of that result, echoed as it came.
+    #[serde(
+        rename = "requestState",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::mrtr::request_state"
+    )]
+    pub request_state: Option<String>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
@@ -120,6 +138,10 @@ pub struct GetPromptResult {
     pub description: Option<String>,
     /// Its messages.
     pub messages: Vec<PromptMessage>,
+    /// `resultType`: set on modern (2026-07-28) results, left out of
+    /// legacy ones.
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<super::ResultType>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -134,6 +156,16 @@ pub struct ListPromptsResult {
     /// Where the next page starts, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// `resultType`: set on modern (2026-07-28) results, left out of
+    /// legacy ones.
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<super::ResultType>,
+    /// `ttlMs`: how long the result stays fresh (modern results).
+    #[serde(rename = "ttlMs", default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// `cacheScope`: who may keep it (modern results).
+    #[serde(rename = "cacheScope", default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<super::CacheScope>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -142,9 +174,8 @@ pub struct ListPromptsResult {
 impl From<Vec<PromptMessage>> for GetPromptResult {
     fn from(messages: Vec<PromptMessage>) -> Self {
         GetPromptResult {
-            description: None,
             messages,
-            meta: None,
+            ..Default::default()
         }
     }
 }

@@ -126,6 +126,24 @@ impl ResourceTemplate {
 pub struct ReadResourceParams {
     /// The resource's URI.
     pub uri: String,
+    /// The client's answers to an earlier
+    /// [`InputRequiredResult`](super::InputRequiredResult), by key
+    /// (2026-07-28).
+    #[serde(
+        rename = "inputResponses",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::mrtr::input_responses"
+    )]
+    pub input_responses: Option<super::InputResponses>,
+    /// The `requestState` of that result, echoed as it came.
+    #[serde(
+        rename = "requestState",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::mrtr::request_state"
+    )]
+    pub request_state: Option<String>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
@@ -136,6 +154,16 @@ pub struct ReadResourceParams {
 pub struct ReadResourceResult {
     /// The contents (one resource may have several parts).
     pub contents: Vec<ResourceContents>,
+    /// `resultType`: set on modern (2026-07-28) results, left out of
+    /// legacy ones.
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<super::ResultType>,
+    /// `ttlMs`: how long the result stays fresh (modern results).
+    #[serde(rename = "ttlMs", default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// `cacheScope`: who may keep it (modern results).
+    #[serde(rename = "cacheScope", default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<super::CacheScope>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -150,6 +178,16 @@ pub struct ListResourcesResult {
     /// Where the next page starts, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// `resultType`: set on modern (2026-07-28) results, left out of
+    /// legacy ones.
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<super::ResultType>,
+    /// `ttlMs`: how long the result stays fresh (modern results).
+    #[serde(rename = "ttlMs", default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// `cacheScope`: who may keep it (modern results).
+    #[serde(rename = "cacheScope", default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<super::CacheScope>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -164,6 +202,16 @@ pub struct ListResourceTemplatesResult {
     /// Where the next page starts, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// `resultType`: set on modern (2026-07-28) results, left out of
+    /// legacy ones.
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<super::ResultType>,
+    /// `ttlMs`: how long the result stays fresh (modern results).
+    #[serde(rename = "ttlMs", default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// `cacheScope`: who may keep it (modern results).
+    #[serde(rename = "cacheScope", default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<super::CacheScope>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -173,13 +221,16 @@ impl From<ResourceContents> for ReadResourceResult {
     fn from(contents: ResourceContents) -> Self {
         ReadResourceResult {
             contents: vec![contents],
-            meta: None,
+            ..Default::default()
         }
     }
 }
 
 impl From<Vec<ResourceContents>> for ReadResourceResult {
     fn from(contents: Vec<ResourceContents>) -> Self {
-        ReadResourceResult { contents, meta: None }
+        ReadResourceResult {
+            contents,
+            ..Default::default()
+        }
     }
 }

@@ -193,3 +193,175 @@ fn sampling_elicitation_and_roots() {
         json!({"roots": [{"uri": "file:///home/user/projects/myproject", "name": "My Project"}]}),
     );
 }
+
+// Revision 2026-07-28, against the schema's examples.
+
+#[test]
+fn the_request_envelope() {
+    let envelope: RequestEnvelope = round_trip(json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "ExampleClient", "version": "1.0.0"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}},
+            "extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}},
+        "io.modelcontextprotocol/logLevel": "warning",
+        "progressToken": "p-1"
+    }));
+    assert_eq!(envelope.log_level, Some(LoggingLevel::Warning));
+    assert!(envelope
+        .client_capabilities
+        .extensions
+        .unwrap()
+        .contains_key("io.modelcontextprotocol/ui"));
+    // The version and the capabilities are required; the rest is not.
+    for missing in [
+        json!({"io.modelcontextprotocol/clientCapabilities": {}}),
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}),
+        json!({"io.modelcontextprotocol/protocolVersion": 2026, "io.modelcontextprotocol/clientCapabilities": {}}),
+        json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": null}),
+    ] {
+        assert!(
+            serde_json::from_value::<RequestEnvelope>(missing.clone()).is_err(),
+            "{missing}"
+        );
+    }
+}
+
+#[test]
+fn discover_and_cacheable_results() {
+    let discover: DiscoverResult = round_trip(json!({
+        "resultType": "complete",
+        "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}, "resources": {}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "ExampleServer", "version": "1.0.0"}},
+        "instructions": "This server provides weather and resource utilities.",
+        "ttlMs": 3600000,
+        "cacheScope": "public"
+    }));
+    assert_eq!(discover.cache_scope, CacheScope::Public);
+    let list: ListToolsResult = round_trip(json!({
+        "resultType": "complete",
+        "tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}],
+        "nextCursor": "next-page-cursor",
+        "ttlMs": 300000,
+        "cacheScope": "public"
+    }));
+    assert_eq!(
+        (list.ttl_ms, list.result_type),
+        (Some(300000), Some(ResultType::Complete))
+    );
+    round_trip::<ReadResourceResult>(json!({
+        "resultType": "complete",
+        "contents": [{"uri": "file:///project/src/main.rs", "mimeType": "text/x-rust", "text": "fn main() {}"}],
+        "ttlMs": 60000,
+        "cacheScope": "private"
+    }));
+    round_trip::<GetPromptResult>(json!({
+        "resultType": "complete",
+        "description": "Code review prompt",
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Please review"}}]
+    }));
+    // A legacy result has no resultType; one of an unknown kind keeps its name.
+    let legacy: CallToolResult = round_trip(json!({"content": []}));
+    assert_eq!(legacy.result_type, None);
+    let other: CallToolResult = round_trip(json!({"resultType": "vendor_kind", "content": []}));
+    assert_eq!(other.result_type, Some(ResultType::Other("vendor_kind".into())));
+}
+
+#[test]
+fn input_required_results_and_retries() {
+    let result: InputRequiredResult = round_trip(json!({
+        "resultType": "input_required",
+        "inputRequests": {
+            "github_login": {"method": "elicitation/create", "params": {
+                "message": "Please provide your GitHub username",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}},
+            "capital_of_france": {"method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "What is the capital of France?"}}],
+                "maxTokens": 100}},
+            "roots": {"method": "roots/list", "params": {}}
+        },
+        "requestState": "eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0"
+    }));
+    let requests = result.input_requests.unwrap();
+    assert_eq!(requests["roots"], InputRequest::ListRoots);
+    assert_eq!(requests["github_login"].method(), "elicitation/create");
+    round_trip::<InputRequiredResult>(json!({"resultType": "input_required", "requestState": "abc"}));
+    let retry: CallToolParams = round_trip(json!({
+        "name": "get_weather",
+        "arguments": {},
+        "inputResponses": {"github_login": {"action": "accept", "content": {"name": "octocat"}}},
+        "requestState": "eyJsb2NhdGlvbiI6Ik5ldyBZb3JrIn0"
+    }));
+    assert!(retry.input_responses.unwrap().contains_key("github_login"));
+    // Present but null is malformed, not absent.
+    for bad in [
+        json!({"name": "t", "inputResponses": null}),
+        json!({"name": "t", "requestState": null}),
+        json!({"name": "t", "inputResponses": [1]}),
+    ] {
+        assert!(
+            serde_json::from_value::<CallToolParams>(bad.clone()).is_err(),
+            "{bad}"
+        );
+    }
+    assert!(serde_json::from_value::<InputRequest>(json!({"method": "tools/call", "params": {}})).is_err());
+}
+
+#[test]
+fn subscriptions_and_errors() {
+    let params: ListenParams = round_trip(json!({
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}},
+        "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["file:///project/config.json"]}
+    }));
+    assert!(!params.notifications.is_empty());
+    assert!(SubscriptionFilter::default().is_empty());
+    round_trip::<AcknowledgedParams>(json!({
+        "_meta": {"io.modelcontextprotocol/subscriptionId": "listen-1"},
+        "notifications": {"toolsListChanged": true}
+    }));
+    round_trip::<ResourceUpdatedParams>(
+        json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 1}, "uri": "file:///a"}),
+    );
+    round_trip::<UnsupportedVersionData>(
+        json!({"supported": ["2026-07-28", "2025-11-25"], "requested": "1900-01-01"}),
+    );
+    round_trip::<MissingCapabilityData>(json!({"requiredCapabilities": {"elicitation": {}}}));
+    assert_eq!(
+        (
+            codes::HEADER_MISMATCH,
+            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            codes::UNSUPPORTED_PROTOCOL_VERSION
+        ),
+        (-32020, -32021, -32022)
+    );
+}
+
+#[test]
+fn tasks() {
+    let created: Task = round_trip(json!({
+        "resultType": "task",
+        "taskId": "786512e2-9e0d-44bd-8f29-789f320fe840",
+        "status": "working",
+        "statusMessage": "The operation is now in progress.",
+        "createdAt": "2025-11-25T10:30:00Z",
+        "lastUpdatedAt": "2025-11-25T10:40:00Z",
+        "ttlMs": 60000,
+        "pollIntervalMs": 5000
+    }));
+    assert!(!created.status.is_terminal());
+    // ttlMs is required, and may be null.
+    let unlimited: Task = round_trip(json!({
+        "resultType": "complete", "taskId": "t", "status": "completed", "createdAt": "2025-11-25T10:30:00Z",
+        "lastUpdatedAt": "2025-11-25T10:30:00Z", "ttlMs": null, "result": {"content": []}
+    }));
+    assert_eq!(unlimited.ttl_ms, None);
+    round_trip::<TaskUpdateParams>(json!({"taskId": "t", "inputResponses": {"k": {"action": "cancel"}}}));
+}
+
+#[test]
+fn versions() {
+    assert_eq!(SUPPORTED_PROTOCOL_VERSIONS[0], LATEST_PROTOCOL_VERSION);
+    assert!(is_modern("2026-07-28") && !is_modern("2025-11-25"));
+    assert_eq!(negotiate_version("2026-07-28"), LATEST_LEGACY_VERSION);
+}

@@ -62,6 +62,24 @@ pub struct CallToolParams {
     /// Its arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<JsonObject>,
+    /// The client's answers to an earlier
+    /// [`InputRequiredResult`](super::InputRequiredResult), by key
+    /// (2026-07-28).
+    #[serde(
+        rename = "inputResponses",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::mrtr::input_responses"
+    )]
+    pub input_responses: Option<super::InputResponses>,
+    /// The `requestState` of that result, echoed as it came.
+    #[serde(
+        rename = "requestState",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::mrtr::request_state"
+    )]
+    pub request_state: Option<String>,
     /// Metadata: a progress token, say.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<RequestMeta>,
@@ -81,6 +99,10 @@ pub struct CallToolResult {
     /// Whether the tool failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
+    /// `resultType`: set on modern (2026-07-28) results, left out of
+    /// legacy ones.
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<super::ResultType>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
@@ -125,6 +147,16 @@ pub struct ListToolsResult {
     /// Where the next page starts, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// `resultType`: set on modern (2026-07-28) results, left out of
+    /// legacy ones.
+    #[serde(rename = "resultType", default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<super::ResultType>,
+    /// `ttlMs`: how long the result stays fresh (modern results).
+    #[serde(rename = "ttlMs", default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// `cacheScope`: who may keep it (modern results).
+    #[serde(rename = "cacheScope", default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<super::CacheScope>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,

@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# The official MCP conformance suite's server scenarios against
-# `jrpc mcp serve --http 127.0.0.1:0 --conformance`.
+# The official MCP conformance suite's server scenarios against ONE
+# `jrpc mcp serve --http 127.0.0.1:0 --conformance` endpoint, which speaks both
+# revisions:
 #
-#   bash crates/jrpc-mcp/tests/interop/conformance.sh PATH/TO/jrpc [SUITE]
+#   1. the 2025-11-25 requirement set (initialize sessions),
+#   2. the 2026-07-28 requirement set (stateless requests), failing also when
+#      a scenario it runs without scoring (the pending ones, the tasks
+#      extension) fails,
+#   3. the tasks extension's scenarios, one by one.
 #
-# SUITE is the suite's own: active (default), all or pending. Installs Node 22
-# and the suite (pinned) from the npm registry into target/mcp-conformance;
-# fails when any scenario fails.
+#   bash crates/jrpc-mcp/tests/interop/conformance.sh PATH/TO/jrpc
+#
+# Installs Node 22 and the suite (pinned) from the npm registry into
+# target/mcp-conformance; fails when any check fails.
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 
 jrpc=$(realpath "$1")
-suite=${2:-active}
+suite_version=0.2.0-alpha.12
 dir="${CARGO_TARGET_DIR:-target}/mcp-conformance"
 mkdir -p "$dir"
 dir=$(realpath "$dir")
-if [ ! -x "$dir/node_modules/.bin/conformance" ] || [ ! -x "$dir/node_modules/.bin/node" ]; then
-  (cd "$dir" && npm install --silent --no-audit --no-fund --no-save node@22.23.3 @modelcontextprotocol/conformance@0.1.16)
+installed=$(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$dir/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null || true)
+if [ "$installed" != "$suite_version" ] || [ ! -x "$dir/node_modules/.bin/node" ]; then
+  (cd "$dir" && npm install --silent --no-audit --no-fund --no-save node@22.23.3 "@modelcontextprotocol/conformance@$suite_version")
 fi
 export PATH="$dir/node_modules/.bin:$PATH"
 
 log=$(mktemp)
+work=$(mktemp -d)
 "$jrpc" mcp serve --http 127.0.0.1:0 --conformance 2>"$log" &
 server=$!
-trap 'kill "$server" 2>/dev/null || true; rm -f "$log"' EXIT
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$log" "$work"' EXIT
 url=
 for _ in $(seq 100); do
   url=$(sed -n 's/^jrpc: MCP (Streamable HTTP) at \(.*\)$/\1/p' "$log")
@@ -32,12 +40,33 @@ for _ in $(seq 100); do
 done
 [ -n "$url" ] || { echo "jrpc mcp serve --http did not start" >&2; cat "$log" >&2; exit 1; }
 
-# The suite writes its results into the working directory.
-work=$(mktemp -d)
-(cd "$work" && node "$dir/node_modules/.bin/conformance" server --url "$url" --suite "$suite") > "$work/out.txt" 2>&1 && status=0 || status=$?
-sed -n '/=== SUMMARY ===/,$p' "$work/out.txt"
-if [ "$status" -ne 0 ]; then
-  tail -n 80 "$work/out.txt" >&2
-fi
-rm -rf "$work"
-exit "$status"
+failed=0
+# Runs the suite with "$@" (in $work, where it writes its results); prints its
+# summary, and everything on failure.
+run() {
+  local out="$work/out.txt" status=0
+  (cd "$work" && node "$dir/node_modules/.bin/conformance" server --url "$url" "$@") > "$out" 2>&1 || status=$?
+  # A requirement set ends with a summary, one scenario with its count.
+  sed -n '/=== SUMMARY ===/,$p' "$out"
+  grep -E '^Passed: ' "$out" || true
+  # A scenario run but not scored still has to pass.
+  if [ "$status" -eq 0 ] && sed -n '/Not scored/,$p' "$out" | grep -q '✗'; then
+    status=1
+  fi
+  if [ "$status" -ne 0 ]; then
+    tail -n 120 "$out" >&2
+    failed=1
+  fi
+}
+
+echo "-- requirements 2025-11-25"
+run --requirements 2025-11-25
+echo "-- requirements 2026-07-28"
+run --requirements 2026-07-28
+for scenario in tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal \
+  tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications \
+  tasks-required-task-error tasks-mrtr-composition; do
+  echo "-- $scenario"
+  run --scenario "$scenario"
+done
+exit "$failed"

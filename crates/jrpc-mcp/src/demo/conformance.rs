@@ -1,209 +1,20 @@
-//! The demo server: the contract other tools test against (`jrpc mcp serve
-//! --stdio`). Keep its names and behaviour exact.
-//!
-//! | tool | arguments | result |
-//! |---|---|---|
-//! | `add` | `{a: number, b: number}` | text `"<sum>"`, `structuredContent {"result": <sum>}`, with an output schema |
-//! | `echo` | `{text: string}` | the text (and a debug log message) |
-//! | `sleep` | `{ms: integer}` | waits, reporting progress at least every 100 ms when asked; `"slept <ms>"` |
-//! | `sample` | `{prompt: string}` | asks the client to sample; its text |
-//! | `elicit` | `{message: string}` | asks the user for a `name`: `"hello <name>"`, `"declined"` or `"cancelled"` |
-//! | `list_roots` | `{}` | the client's root URIs, one per line |
-//! | `fail` | `{}` | a result with `isError: true` |
-//!
-//! Resources: `demo://greeting` (`"hello"`) and the template
-//! `demo://echo/{text}`. Prompt: `greet` with a required `name`.
+//! The fixtures of the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`): the tools, resources and prompts
+//! its server scenarios call, for `jrpc mcp serve --conformance`. Those of
+//! 2026-07-28 and of the tasks extension are in [`modern`].
+
+mod modern;
 
 use std::time::Duration;
 
 use jrpc::Error;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::Number;
 
-use crate::server::{McpContext, McpServer, McpServerBuilder, NoArgs, Structured, ToolError};
+use super::{builder, ElicitArgs, SampleArgs};
+use crate::server::{McpContext, McpServer, NoArgs, ToolError};
 use crate::types::{
-    CallToolResult, Completion, ContentBlock, CreateMessageParams, ElicitAction, EmbeddedResource,
-    JsonObject, LoggingLevel, Prompt, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role,
-    Tool,
+    CallToolResult, Completion, ContentBlock, CreateMessageParams, EmbeddedResource, JsonObject,
+    LoggingLevel, Prompt, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
 };
-
-/// The longest `sleep` accepted: 10 minutes.
-const MAX_SLEEP_MS: u64 = 600_000;
-/// How often `sleep` reports progress.
-const PROGRESS_EVERY: Duration = Duration::from_millis(50);
-
-#[derive(Deserialize, JsonSchema)]
-struct AddArgs {
-    /// The first number.
-    a: Number,
-    /// The second number.
-    b: Number,
-}
-
-#[derive(Serialize, JsonSchema)]
-struct Sum {
-    /// `a + b`.
-    result: Number,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct EchoArgs {
-    /// The text to send back.
-    text: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct SleepArgs {
-    /// How long to sleep, in milliseconds.
-    ms: u64,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct SampleArgs {
-    /// What to ask the client's model.
-    prompt: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct ElicitArgs {
-    /// What to ask the user.
-    message: String,
-}
-
-/// `a + b`, exact for integers (as JSON integers), else as floating point.
-fn add(a: &Number, b: &Number) -> Result<Number, ToolError> {
-    if let (Some(a), Some(b)) = (a.as_i64(), b.as_i64()) {
-        if let Some(sum) = a.checked_add(b) {
-            return Ok(sum.into());
-        }
-    }
-    let (Some(a), Some(b)) = (a.as_f64(), b.as_f64()) else {
-        return Err(ToolError::new("a and b must be numbers"));
-    };
-    Number::from_f64(a + b).ok_or_else(|| ToolError::new("the sum is not a finite number"))
-}
-
-async fn sleep(args: SleepArgs, cx: McpContext) -> Result<String, ToolError> {
-    if args.ms > MAX_SLEEP_MS {
-        return Err(ToolError::new(format!("ms may be at most {MAX_SLEEP_MS}")));
-    }
-    let total = Duration::from_millis(args.ms);
-    let start = tokio::time::Instant::now();
-    let deadline = start + total;
-    let mut ticks = tokio::time::interval(PROGRESS_EVERY);
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep_until(deadline) => break,
-            _ = ticks.tick() => {
-                let elapsed = start.elapsed().min(total).as_millis() as f64;
-                cx.progress(elapsed, Some(args.ms as f64), None).await;
-            }
-        }
-    }
-    cx.progress(args.ms as f64, Some(args.ms as f64), Some("done"))
-        .await;
-    Ok(format!("slept {}", args.ms))
-}
-
-fn name_form() -> JsonObject {
-    let schema = serde_json::json!({
-        "type": "object",
-        "properties": { "name": { "type": "string", "description": "Your name" } },
-        "required": ["name"],
-    });
-    match schema {
-        serde_json::Value::Object(map) => map,
-        _ => unreachable!("an object literal"),
-    }
-}
-
-/// The demo server.
-pub fn server() -> McpServer {
-    builder().build()
-}
-
-fn builder() -> McpServerBuilder {
-    McpServer::builder("jrpc-demo", env!("CARGO_PKG_VERSION"))
-        .title("jrpc demo MCP server")
-        .instructions(
-            "A demo server: add and echo compute, sleep reports progress and can be cancelled, \
-             sample/elicit/list_roots ask the client, fail always fails.",
-        )
-        .tool("add", "Adds two numbers", |args: AddArgs, _cx| async move {
-            let sum = add(&args.a, &args.b)?;
-            Ok(Structured::new(Sum { result: sum.clone() }).text(sum.to_string()))
-        })
-        .tool("echo", "Returns the text it is given", |args: EchoArgs, cx: McpContext| async move {
-            cx.log(LoggingLevel::Debug, serde_json::json!({ "tool": "echo", "text": args.text }))
-                .await;
-            Ok(args.text)
-        })
-        .tool(
-            "sleep",
-            "Sleeps for ms milliseconds, reporting progress; can be cancelled",
-            sleep,
-        )
-        .tool(
-            "sample",
-            "Asks the client's model to answer a prompt",
-            |args: SampleArgs, cx: McpContext| async move {
-                let result = cx.sample(CreateMessageParams::new(args.prompt, 256)).await?;
-                Ok(result.joined_text())
-            },
-        )
-        .tool("elicit", "Asks the user for their name", |args: ElicitArgs, cx: McpContext| async move {
-            let answer = cx.elicit(args.message, name_form()).await?;
-            Ok(match answer.action {
-                ElicitAction::Accept => {
-                    let name = answer
-                        .content
-                        .as_ref()
-                        .and_then(|c| c.get("name"))
-                        .and_then(|n| n.as_str())
-                        .ok_or_else(|| ToolError::new("the accepted form has no name"))?;
-                    format!("hello {name}")
-                }
-                ElicitAction::Decline => "declined".to_owned(),
-                ElicitAction::Cancel => "cancelled".to_owned(),
-            })
-        })
-        .tool("list_roots", "Lists the client's roots, one URI per line", |_: NoArgs, cx: McpContext| async move {
-            let roots = cx.list_roots().await?;
-            let uris: Vec<String> = roots.roots.into_iter().map(|root| root.uri).collect();
-            Ok(uris.join("\n"))
-        })
-        .tool("fail", "Always fails (a result with isError)", |_: NoArgs, _cx| async move {
-            Err::<String, _>(ToolError::new("this tool always fails"))
-        })
-        .resource(
-            Resource::new("demo://greeting", "greeting")
-                .description("A greeting")
-                .mime_type("text/plain"),
-            |uri, _cx| async move { Ok::<_, Error>(ResourceContents::text(uri, Some("text/plain"), "hello")) },
-        )
-        .resource_template(
-            ResourceTemplate::new("demo://echo/{text}", "echo")
-                .description("Echoes the text in its URI")
-                .mime_type("text/plain"),
-            |uri, vars, _cx| async move {
-                let text = vars.get("text").cloned().unwrap_or_default();
-                Ok::<_, Error>(ResourceContents::text(uri, Some("text/plain"), text))
-            },
-        )
-        .prompt(
-            Prompt::new("greet")
-                .description("Greets someone by name")
-                .argument("name", "Who to greet", true),
-            |args, _cx| async move {
-                let name = args.get("name").cloned().unwrap_or_default();
-                Ok::<_, Error>(vec![PromptMessage::text(
-                    Role::User,
-                    format!("Please greet {name} warmly."),
-                )])
-            },
-        )
-}
 
 /// A 1×1 PNG.
 const PNG: &str =
@@ -211,7 +22,7 @@ const PNG: &str =
 /// A tiny WAV file.
 const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
 
-fn object(value: serde_json::Value) -> JsonObject {
+pub(super) fn object(value: serde_json::Value) -> JsonObject {
     match value {
         serde_json::Value::Object(map) => map,
         _ => JsonObject::new(),
@@ -239,8 +50,8 @@ fn audio(data: &str, mime: &str) -> ContentBlock {
 /// (`@modelcontextprotocol/conformance`) besides: the tools, resources and
 /// prompts its server scenarios call (`jrpc mcp serve --conformance`).
 pub fn conformance_server() -> McpServer {
-    builder()
-        .resource_subscriptions(true)
+    let builder = builder().resource_subscriptions(true).list_changed(true);
+    modern::fixtures(builder)
         .tool("test_simple_text", "Returns simple text", |_: NoArgs, _cx| async {
             Ok::<_, ToolError>("This is a simple text response for testing.")
         })
@@ -345,8 +156,19 @@ pub fn conformance_server() -> McpServer {
                 .input_schema(object(serde_json::json!({
                     "$schema": "https://json-schema.org/draft/2020-12/schema",
                     "type": "object",
-                    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-                    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                                          "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+                    "properties": {
+                        "name": {"type": "string"},
+                        "address": {"$ref": "#/$defs/address"},
+                        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                        "phone": {"type": "string"},
+                        "email": {"type": "string"},
+                    },
+                    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                    "then": {"required": ["phone"]},
+                    "else": {"required": ["email"]},
                     "additionalProperties": false,
                 }))),
             |args, _cx| async move { Ok(CallToolResult::text(format!("JSON Schema 2020-12 tool called with: {}", serde_json::Value::Object(args)))) },

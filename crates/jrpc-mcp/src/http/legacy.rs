@@ -1,19 +1,9 @@
-//! Streamable HTTP (revision 2025-11-25): one endpoint for POST, GET and
-//! DELETE, sessions with a peer each, responses as JSON or as an SSE stream
-//! that also carries the request's progress, logs and requests to the
-//! client.
-//!
-//! Built on jrpc's HTTP server as a [route](jrpc::server::http::route): the
-//! session's [`Peer`] runs over an in-memory connection whose incoming
-//! frames are the POSTed messages and whose outgoing frames go out on the
-//! session's streams.
-//!
-//! ```no_run
-//! # async fn run() -> std::io::Result<()> {
-//! let serving = jrpc_mcp::demo::server().serve_http("127.0.0.1:8000", Default::default()).await?;
-//! println!("MCP at {}/mcp", serving.local_addr());
-//! # Ok(()) }
-//! ```
+//! Legacy Streamable HTTP (2025-11-25 and before): sessions opened by
+//! `initialize`, each served by a peer over an in-memory connection whose
+//! incoming frames are the POSTed messages and whose outgoing frames go out
+//! on the session's streams: each request's own, and the standalone GET
+//! stream. The server may send the client requests (sampling, elicitation,
+//! roots) on a request's stream; their answers come back as POSTs.
 
 use std::collections::HashMap;
 use std::io;
@@ -23,160 +13,19 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use jrpc::codec::Inbound;
 use jrpc::message::RawValue;
 use jrpc::peer::Peer;
 use jrpc::server::http::route::{self, RouteBody, RouteContext};
-use jrpc::server::http::{sse, HttpBody, HttpServer};
-use jrpc::server::Serving;
+use jrpc::server::http::{sse, HttpBody};
 use jrpc::transport::Connection;
 use jrpc::{CallError, Error, Id};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::server::{McpServer, RequestOutbound};
-use crate::types::SUPPORTED_PROTOCOL_VERSIONS;
-
-/// The session header.
-pub const SESSION_HEADER: &str = "mcp-session-id";
-/// The protocol version header.
-pub const VERSION_HEADER: &str = "mcp-protocol-version";
-
-/// Settings of the Streamable HTTP endpoint.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct HttpOptions {
-    /// The endpoint's path (default `/mcp`).
-    pub path: String,
-    /// Host names (without port) the `Host` header may name; others get
-    /// `421` (DNS rebinding protection). Default: `localhost`, `127.0.0.1`
-    /// and `[::1]`; [`serve_http`](McpServer::serve_http) adds the host it
-    /// binds.
-    pub allowed_hosts: Vec<String>,
-    /// Origins (`scheme://host[:port]`) allowed besides those on an allowed
-    /// host; any other `Origin` gets `403`.
-    pub allowed_origins: Vec<String>,
-    /// A comment on idle SSE streams this often (default 15 s).
-    pub keep_alive: Duration,
-    /// A session that no request has touched for this long, with no stream
-    /// open, ends (default 30 minutes); its next request gets `404`.
-    pub session_idle_timeout: Duration,
-    /// The most sessions at once (default 1024); past it an `initialize`
-    /// gets `503` with `-32007`.
-    pub max_sessions: usize,
-    /// Prefer a JSON body for every reply (default `false`). A `tools/call`,
-    /// `resources/read` or `prompts/get` otherwise always answers with an
-    /// SSE stream, opened at once; with this set it waits for the handler's
-    /// first message and answers with JSON when that is the reply, falling
-    /// back to a stream when the handler sends progress, a log line or a
-    /// request first, so no message is lost.
-    pub json_response: bool,
-}
-
-impl Default for HttpOptions {
-    fn default() -> Self {
-        HttpOptions {
-            path: "/mcp".to_owned(),
-            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
-            allowed_origins: Vec::new(),
-            keep_alive: Duration::from_secs(15),
-            session_idle_timeout: Duration::from_secs(30 * 60),
-            max_sessions: 1024,
-            json_response: false,
-        }
-    }
-}
-
-impl HttpOptions {
-    /// Lets the `Host` header name `host` too.
-    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
-        self.allowed_hosts.push(host.into());
-        self
-    }
-
-    /// Lets pages from `origin` call too.
-    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
-        self.allowed_origins.push(origin.into());
-        self
-    }
-
-    /// Prefers JSON bodies over SSE streams for replies (see
-    /// [`json_response`](Self::json_response)).
-    pub fn json_response(mut self, json: bool) -> Self {
-        self.json_response = json;
-        self
-    }
-}
-
-impl McpServer {
-    /// Serves this server over Streamable HTTP at `http://ADDR/mcp` until
-    /// shut down.
-    pub async fn serve_http(
-        &self,
-        addr: impl tokio::net::ToSocketAddrs,
-        options: HttpOptions,
-    ) -> io::Result<Serving> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let mut options = options;
-        if let Ok(local) = listener.local_addr() {
-            let host = match local.ip() {
-                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-                ip => ip.to_string(),
-            };
-            if !local.ip().is_unspecified() && !options.allowed_hosts.contains(&host) {
-                options.allowed_hosts.push(host);
-            }
-        }
-        let path = options.path.clone();
-        let endpoint = StreamableHttp::new(self.clone(), options);
-        let http = HttpServer::new(jrpc::Router::new())
-            .health_path(None)
-            .websocket(None)
-            .route(path, move |request, cx| {
-                let endpoint = endpoint.clone();
-                async move { endpoint.handle(request, cx).await }
-            });
-        Ok(http.serve_tcp(listener))
-    }
-}
-
-/// The Streamable HTTP endpoint of an [`McpServer`]: its sessions, and the
-/// handler for a [route](HttpServer::route).
-#[derive(Clone)]
-pub struct StreamableHttp {
-    server: McpServer,
-    options: Arc<HttpOptions>,
-    sessions: Arc<Mutex<HashMap<String, Arc<HttpSession>>>>,
-}
-
-impl std::fmt::Debug for StreamableHttp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamableHttp")
-            .field("options", &self.options)
-            .finish_non_exhaustive()
-    }
-}
-
-fn refuse(status: StatusCode, error: Error) -> Response<RouteBody> {
-    route::error_response(status, error)
-}
-
-fn bad_request(why: &str) -> Response<RouteBody> {
-    Refusal::bad_request(why).into_response()
-}
-
-/// A refusal on its way to becoming a response.
-struct Refusal(StatusCode, Error);
-
-impl Refusal {
-    fn bad_request(why: &str) -> Self {
-        Refusal(StatusCode::BAD_REQUEST, Error::invalid_request().with_data(why))
-    }
-
-    fn into_response(self) -> Response<RouteBody> {
-        refuse(self.0, self.1)
-    }
-}
+use super::{accepted, accepts, json_body, refuse, Refusal, StreamableHttp, SESSION_HEADER, VERSION_HEADER};
+use crate::server::RequestOutbound;
+use crate::types::LEGACY_PROTOCOL_VERSIONS;
 
 /// What a POSTed message is.
 enum Posted {
@@ -219,71 +68,7 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
     }
 }
 
-fn accepts(headers: &HeaderMap, mime: &str) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|v| {
-            let v = v.split(';').next().unwrap_or("").trim();
-            v == mime || v == "*/*" || (v.ends_with("/*") && mime.starts_with(&v[..v.len() - 1]))
-        })
-}
-
-/// The host part of a `Host` header or an origin's authority.
-fn host_of(authority: &str) -> &str {
-    if authority.starts_with('[') {
-        return authority.find(']').map_or(authority, |end| &authority[..=end]);
-    }
-    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
-}
-
 impl StreamableHttp {
-    /// The endpoint for `server`.
-    pub fn new(server: McpServer, options: HttpOptions) -> Self {
-        StreamableHttp {
-            server,
-            options: Arc::new(options),
-            sessions: Arc::default(),
-        }
-    }
-
-    fn host_allowed(&self, host: &str) -> bool {
-        let host = host_of(host);
-        self.options
-            .allowed_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(host))
-    }
-
-    /// Refuses requests that could come from a rebound DNS name or a foreign
-    /// web page.
-    fn check_origin(&self, headers: &HeaderMap) -> Option<Response<RouteBody>> {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-        if let Some(host) = host {
-            if !self.host_allowed(host) {
-                return Some(refuse(
-                    StatusCode::MISDIRECTED_REQUEST,
-                    Error::invalid_request().with_data(&format!("host {host:?} is not served here")),
-                ));
-            }
-        }
-        let origin = headers.get(header::ORIGIN)?.to_str().unwrap_or("null");
-        let allowed = self.options.allowed_origins.iter().any(|o| o == origin)
-            || origin
-                .split_once("://")
-                .filter(|(scheme, _)| *scheme == "http" || *scheme == "https")
-                .is_some_and(|(_, authority)| self.host_allowed(authority));
-        if allowed {
-            return None;
-        }
-        Some(refuse(
-            StatusCode::FORBIDDEN,
-            Error::invalid_request().with_data(&format!("origin {origin:?} may not call this server")),
-        ))
-    }
-
     fn session(&self, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
         let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
             return Err(Refusal::bad_request("missing Mcp-Session-Id: initialize first"));
@@ -300,7 +85,7 @@ impl StreamableHttp {
     }
 
     /// Ends the sessions that have expired.
-    fn sweep(&self) {
+    pub(super) fn sweep(&self) {
         let limit = self.options.session_idle_timeout;
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.retain(|_, session| {
@@ -312,66 +97,20 @@ impl StreamableHttp {
         });
     }
 
-    /// Handles one HTTP request to the endpoint.
-    pub async fn handle(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
-        if let Some(refusal) = self.check_origin(request.headers()) {
-            return refusal;
-        }
-        if let Some(version) = request.headers().get(VERSION_HEADER) {
+    pub(super) async fn legacy_post(
+        &self,
+        headers: HeaderMap,
+        body: Bytes,
+        cx: RouteContext,
+    ) -> Response<RouteBody> {
+        if let Some(version) = headers.get(VERSION_HEADER) {
             let known = version
                 .to_str()
-                .is_ok_and(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(&v));
+                .is_ok_and(|v| LEGACY_PROTOCOL_VERSIONS.contains(&v));
             if !known {
-                return bad_request("unsupported MCP-Protocol-Version");
+                return Refusal::bad_request("unsupported MCP-Protocol-Version").into_response();
             }
         }
-        match *request.method() {
-            Method::POST => self.post(request, cx).await,
-            Method::GET => self.get(request, cx),
-            Method::DELETE => self.delete(request.headers()),
-            _ => {
-                let mut response = refuse(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    Error::invalid_request().with_data("use POST, GET or DELETE"),
-                );
-                response
-                    .headers_mut()
-                    .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
-                response
-            }
-        }
-    }
-
-    async fn post(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
-        let (parts, body) = request.into_parts();
-        let headers = parts.headers;
-        if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
-            return refuse(
-                StatusCode::NOT_ACCEPTABLE,
-                Error::invalid_request()
-                    .with_data("Accept must include application/json and text/event-stream"),
-            );
-        }
-        let json = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .eq_ignore_ascii_case("application/json")
-            });
-        if !json {
-            return refuse(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                Error::invalid_request().with_data("Content-Type must be application/json"),
-            );
-        }
-        let body = match cx.read_body(body).await {
-            Ok(body) => body,
-            Err(unread) => return unread.into_response(),
-        };
         let posted = match classify(&body) {
             Ok(posted) => posted,
             Err(refusal) => return refusal.into_response(),
@@ -430,7 +169,7 @@ impl StreamableHttp {
     }
 
     /// An SSE stream of `first`, then the rest of `messages`.
-    fn event_stream(
+    pub(super) fn event_stream(
         &self,
         first: Option<String>,
         messages: mpsc::UnboundedReceiver<String>,
@@ -464,7 +203,7 @@ impl StreamableHttp {
         }
     }
 
-    fn get(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
+    pub(super) fn get(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
         if !accepts(request.headers(), "text/event-stream") {
             return refuse(
                 StatusCode::NOT_ACCEPTABLE,
@@ -479,7 +218,7 @@ impl StreamableHttp {
         self.event_stream(None, messages, &cx)
     }
 
-    fn delete(&self, headers: &HeaderMap) -> Response<RouteBody> {
+    pub(super) fn delete(&self, headers: &HeaderMap) -> Response<RouteBody> {
         let session = match self.session(headers) {
             Ok(session) => session,
             Err(refusal) => return refusal.into_response(),
@@ -499,7 +238,7 @@ impl StreamableHttp {
         if full {
             return None;
         }
-        let id = new_session_id();
+        let id = crate::server::random_id();
         let streams = Arc::new(StreamTable::default());
         let (incoming_tx, incoming_rx) = mpsc::channel::<io::Result<Inbound>>(64);
         let incoming =
@@ -541,12 +280,6 @@ fn streams_messages(method: &str) -> bool {
     matches!(method, "tools/call" | "resources/read" | "prompts/get")
 }
 
-fn accepted() -> Response<RouteBody> {
-    let mut response = Response::new(route::empty_body());
-    *response.status_mut() = StatusCode::ACCEPTED;
-    response
-}
-
 async fn json_reply(mut replies: mpsc::UnboundedReceiver<String>) -> Response<RouteBody> {
     match replies.recv().await {
         Some(reply) => json_body(reply),
@@ -555,14 +288,6 @@ async fn json_reply(mut replies: mpsc::UnboundedReceiver<String>) -> Response<Ro
             Error::internal_error().with_data("the session ended before answering"),
         ),
     }
-}
-
-fn json_body(reply: String) -> Response<RouteBody> {
-    let mut response = Response::new(route::full_body(reply));
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 /// What routing needs of a message: whether it has a method, and its id.
@@ -578,18 +303,8 @@ fn peek(text: &str) -> Option<Peek> {
     serde_json::from_str(text).ok()
 }
 
-fn new_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No system randomness: still unique, if guessable.
-        static FALLBACK: AtomicU64 = AtomicU64::new(1);
-        bytes[..8].copy_from_slice(&FALLBACK.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// One client's session.
-struct HttpSession {
+pub(super) struct HttpSession {
     id: String,
     incoming: mpsc::Sender<io::Result<Inbound>>,
     peer: Peer,
@@ -833,27 +548,5 @@ impl RequestOutbound for Arc<StreamTable> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(related);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hosts_and_accept_headers() {
-        assert_eq!(host_of("localhost:8000"), "localhost");
-        assert_eq!(host_of("[::1]:8000"), "[::1]");
-        assert_eq!(host_of("example.com"), "example.com");
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("application/json, text/event-stream;q=0.9"),
-        );
-        assert!(accepts(&headers, "application/json"));
-        assert!(accepts(&headers, "text/event-stream"));
-        assert!(!accepts(&headers, "text/html"));
-        headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
-        assert!(accepts(&headers, "text/event-stream"));
     }
 }

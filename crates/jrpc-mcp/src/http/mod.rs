@@ -1,0 +1,448 @@
+//! Streamable HTTP: one endpoint that speaks both eras.
+//!
+//! * **2026-07-28 (modern, [`modern`])**: every POST is one request served
+//!   on its own, no session; its headers (`MCP-Protocol-Version`,
+//!   `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) must match its body; the reply
+//!   is JSON, or an SSE stream of that request's notifications then its
+//!   response; closing the stream cancels the request. GET and DELETE are
+//!   not part of it (`405`).
+//! * **2025-11-25 and before (legacy, [`legacy`])**: `initialize` opens a
+//!   session (`Mcp-Session-Id`), served by a peer over an in-memory
+//!   connection whose incoming frames are the POSTed messages and whose
+//!   outgoing frames go out on the session's streams (each request's, and
+//!   the standalone GET stream); DELETE ends it.
+//!
+//! A POST is routed as the specification and the official SDKs do: a
+//! session id or a legacy `MCP-Protocol-Version` means legacy; another
+//! version header, or (without one) a body carrying the modern `_meta`
+//! envelope, means modern.
+//!
+//! Built on jrpc's HTTP server as a [route](jrpc::server::http::route).
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! let serving = jrpc_mcp::demo::server().serve_http("127.0.0.1:8000", Default::default()).await?;
+//! println!("MCP at {}/mcp", serving.local_addr());
+//! # Ok(()) }
+//! ```
+
+mod legacy;
+mod modern;
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use jrpc::server::http::route::{self, RouteBody, RouteContext};
+use jrpc::server::http::{HttpBody, HttpServer};
+use jrpc::server::Serving;
+use jrpc::Error;
+use serde::Deserialize;
+
+use crate::server::McpServer;
+use crate::types::LEGACY_PROTOCOL_VERSIONS;
+use legacy::HttpSession;
+
+/// The session header (legacy).
+pub const SESSION_HEADER: &str = "mcp-session-id";
+/// The protocol version header.
+pub const VERSION_HEADER: &str = crate::headers::PROTOCOL_VERSION;
+
+/// Settings of the Streamable HTTP endpoint.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// The endpoint's path (default `/mcp`).
+    pub path: String,
+    /// Host names (without port) the `Host` header may name; others get
+    /// `421` (DNS rebinding protection). Default: `localhost`, `127.0.0.1`
+    /// and `[::1]`; [`serve_http`](McpServer::serve_http) adds the host it
+    /// binds.
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`scheme://host[:port]`) allowed besides those on an allowed
+    /// host; any other `Origin` gets `403`.
+    pub allowed_origins: Vec<String>,
+    /// A comment on idle SSE streams this often (default 15 s); a modern
+    /// request whose handler has sent nothing for this long gets its reply
+    /// as an SSE stream, so that the connection stays alive.
+    pub keep_alive: Duration,
+    /// A legacy session that no request has touched for this long, with no
+    /// stream open, ends (default 30 minutes); its next request gets `404`.
+    pub session_idle_timeout: Duration,
+    /// The most legacy sessions at once (default 1024); past it an
+    /// `initialize` gets `503` with `-32007`.
+    pub max_sessions: usize,
+    /// Legacy sessions: prefer a JSON body for every reply (default
+    /// `false`). A `tools/call`, `resources/read` or `prompts/get` otherwise
+    /// always answers with an SSE stream, opened at once; with this set it
+    /// waits for the handler's first message and answers with JSON when that
+    /// is the reply, falling back to a stream when the handler sends
+    /// progress, a log line or a request first, so no message is lost.
+    /// (Modern requests always answer that way.)
+    pub json_response: bool,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".to_owned(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            allowed_origins: Vec::new(),
+            keep_alive: Duration::from_secs(15),
+            session_idle_timeout: Duration::from_secs(30 * 60),
+            max_sessions: 1024,
+            json_response: false,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Lets the `Host` header name `host` too.
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Lets pages from `origin` call too.
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Prefers JSON bodies over SSE streams for legacy replies (see
+    /// [`json_response`](Self::json_response)).
+    pub fn json_response(mut self, json: bool) -> Self {
+        self.json_response = json;
+        self
+    }
+}
+
+impl McpServer {
+    /// Serves this server over Streamable HTTP at `http://ADDR/mcp` until
+    /// shut down.
+    pub async fn serve_http(
+        &self,
+        addr: impl tokio::net::ToSocketAddrs,
+        options: HttpOptions,
+    ) -> io::Result<Serving> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let mut options = options;
+        if let Ok(local) = listener.local_addr() {
+            let host = match local.ip() {
+                std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+                ip => ip.to_string(),
+            };
+            if !local.ip().is_unspecified() && !options.allowed_hosts.contains(&host) {
+                options.allowed_hosts.push(host);
+            }
+        }
+        let path = options.path.clone();
+        let endpoint = StreamableHttp::new(self.clone(), options);
+        let http = HttpServer::new(jrpc::Router::new())
+            .health_path(None)
+            .websocket(None)
+            .route(path, move |request, cx| {
+                let endpoint = endpoint.clone();
+                async move { endpoint.handle(request, cx).await }
+            });
+        Ok(http.serve_tcp(listener))
+    }
+}
+
+/// The Streamable HTTP endpoint of an [`McpServer`]: its sessions, and the
+/// handler for a [route](HttpServer::route).
+#[derive(Clone)]
+pub struct StreamableHttp {
+    server: McpServer,
+    /// The server's methods, for modern requests (legacy sessions have a
+    /// peer, with a router, each).
+    router: jrpc::Router,
+    options: Arc<HttpOptions>,
+    sessions: Arc<Mutex<HashMap<String, Arc<HttpSession>>>>,
+}
+
+impl std::fmt::Debug for StreamableHttp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttp")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn refuse(status: StatusCode, error: Error) -> Response<RouteBody> {
+    route::error_response(status, error)
+}
+
+/// A refusal on its way to becoming a response.
+struct Refusal(StatusCode, Error);
+
+impl Refusal {
+    fn bad_request(why: &str) -> Self {
+        Refusal(StatusCode::BAD_REQUEST, Error::invalid_request().with_data(why))
+    }
+
+    fn into_response(self) -> Response<RouteBody> {
+        refuse(self.0, self.1)
+    }
+}
+
+fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|v| {
+            let v = v.split(';').next().unwrap_or("").trim();
+            v == mime || v == "*/*" || (v.ends_with("/*") && mime.starts_with(&v[..v.len() - 1]))
+        })
+}
+
+/// The host part of a `Host` header or an origin's authority.
+fn host_of(authority: &str) -> &str {
+    if authority.starts_with('[') {
+        return authority.find(']').map_or(authority, |end| &authority[..=end]);
+    }
+    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+}
+
+fn json_body(reply: impl Into<bytes::Bytes>) -> Response<RouteBody> {
+    let mut response = Response::new(route::full_body(reply));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn accepted() -> Response<RouteBody> {
+    let mut response = Response::new(route::empty_body());
+    *response.status_mut() = StatusCode::ACCEPTED;
+    response
+}
+
+/// Which era a POST belongs to.
+#[derive(Debug, PartialEq, Eq)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+/// What routing needs of a body: its method, and whether its `_meta`
+/// claims a modern revision.
+#[derive(Deserialize)]
+struct Claims {
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<ClaimsParams>,
+}
+
+#[derive(Deserialize)]
+struct ClaimsParams {
+    #[serde(rename = "_meta", default)]
+    meta: Option<ClaimsMeta>,
+}
+
+#[derive(Deserialize)]
+struct ClaimsMeta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    version: Option<serde::de::IgnoredAny>,
+}
+
+/// The era of a POST with `headers` and `body`.
+fn era_of(headers: &HeaderMap, body: &[u8]) -> Era {
+    if headers.contains_key(SESSION_HEADER) {
+        return Era::Legacy;
+    }
+    if let Some(version) = headers.get(VERSION_HEADER) {
+        let legacy = version
+            .to_str()
+            .is_ok_and(|v| LEGACY_PROTOCOL_VERSIONS.contains(&v));
+        return if legacy { Era::Legacy } else { Era::Modern };
+    }
+    // No header: a client of 2025-03-26 or before, or a modern one that
+    // forgot it (it is told so, -32020).
+    match serde_json::from_slice::<Claims>(body) {
+        Ok(claims) if claims.method.as_deref() != Some("initialize") => {
+            let claims = claims
+                .params
+                .and_then(|p| p.meta)
+                .is_some_and(|m| m.version.is_some());
+            if claims {
+                Era::Modern
+            } else {
+                Era::Legacy
+            }
+        }
+        _ => Era::Legacy,
+    }
+}
+
+impl StreamableHttp {
+    /// The endpoint for `server`.
+    pub fn new(server: McpServer, options: HttpOptions) -> Self {
+        StreamableHttp {
+            router: server.router(),
+            server,
+            options: Arc::new(options),
+            sessions: Arc::default(),
+        }
+    }
+
+    fn host_allowed(&self, host: &str) -> bool {
+        let host = host_of(host);
+        self.options
+            .allowed_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    /// Refuses requests that could come from a rebound DNS name or a foreign
+    /// web page.
+    fn check_origin(&self, headers: &HeaderMap) -> Option<Response<RouteBody>> {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        if let Some(host) = host {
+            if !self.host_allowed(host) {
+                return Some(refuse(
+                    StatusCode::MISDIRECTED_REQUEST,
+                    Error::invalid_request().with_data(&format!("host {host:?} is not served here")),
+                ));
+            }
+        }
+        let origin = headers.get(header::ORIGIN)?.to_str().unwrap_or("null");
+        let allowed = self.options.allowed_origins.iter().any(|o| o == origin)
+            || origin
+                .split_once("://")
+                .filter(|(scheme, _)| *scheme == "http" || *scheme == "https")
+                .is_some_and(|(_, authority)| self.host_allowed(authority));
+        if allowed {
+            return None;
+        }
+        Some(refuse(
+            StatusCode::FORBIDDEN,
+            Error::invalid_request().with_data(&format!("origin {origin:?} may not call this server")),
+        ))
+    }
+
+    /// Handles one HTTP request to the endpoint.
+    pub async fn handle(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
+        if let Some(refusal) = self.check_origin(request.headers()) {
+            return refusal;
+        }
+        let has_session = request.headers().contains_key(SESSION_HEADER);
+        match *request.method() {
+            Method::POST => self.post(request, cx).await,
+            Method::GET if has_session => self.get(request, cx),
+            Method::DELETE if has_session => self.delete(request.headers()),
+            // GET and DELETE exist only in legacy sessions.
+            Method::GET | Method::DELETE => not_allowed("POST"),
+            _ => not_allowed(if has_session { "GET, POST, DELETE" } else { "POST" }),
+        }
+    }
+
+    async fn post(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
+        let (parts, body) = request.into_parts();
+        let headers = parts.headers;
+        if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+            return refuse(
+                StatusCode::NOT_ACCEPTABLE,
+                Error::invalid_request()
+                    .with_data("Accept must include application/json and text/event-stream"),
+            );
+        }
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .eq_ignore_ascii_case("application/json")
+            });
+        if !json {
+            return refuse(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Error::invalid_request().with_data("Content-Type must be application/json"),
+            );
+        }
+        let body = match cx.read_body(body).await {
+            Ok(body) => body,
+            Err(unread) => return unread.into_response(),
+        };
+        match era_of(&headers, &body) {
+            Era::Legacy => self.legacy_post(headers, body, cx).await,
+            Era::Modern => self.modern_post(headers, body, cx).await,
+        }
+    }
+}
+
+fn not_allowed(allow: &'static str) -> Response<RouteBody> {
+    let mut response = refuse(
+        StatusCode::METHOD_NOT_ALLOWED,
+        Error::invalid_request().with_data(&format!("use {allow}")),
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_accept_headers() {
+        assert_eq!(host_of("localhost:8000"), "localhost");
+        assert_eq!(host_of("[::1]:8000"), "[::1]");
+        assert_eq!(host_of("example.com"), "example.com");
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream;q=0.9"),
+        );
+        assert!(accepts(&headers, "application/json"));
+        assert!(accepts(&headers, "text/event-stream"));
+        assert!(!accepts(&headers, "text/html"));
+        headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        assert!(accepts(&headers, "text/event-stream"));
+    }
+
+    #[test]
+    fn posts_are_routed_by_session_version_header_then_body() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(*name, HeaderValue::from_static(value));
+            }
+            map
+        };
+        let modern_body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let legacy_body =
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1}}}"#;
+        let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert_eq!(
+            era_of(&headers(&[("mcp-session-id", "abc")]), modern_body),
+            Era::Legacy
+        );
+        assert_eq!(
+            era_of(&headers(&[("mcp-protocol-version", "2025-06-18")]), modern_body),
+            Era::Legacy
+        );
+        assert_eq!(
+            era_of(&headers(&[("mcp-protocol-version", "2026-07-28")]), legacy_body),
+            Era::Modern
+        );
+        assert_eq!(
+            era_of(&headers(&[("mcp-protocol-version", "v999")]), legacy_body),
+            Era::Modern
+        );
+        assert_eq!(era_of(&HeaderMap::new(), modern_body), Era::Modern);
+        assert_eq!(era_of(&HeaderMap::new(), legacy_body), Era::Legacy);
+        assert_eq!(era_of(&HeaderMap::new(), init), Era::Legacy);
+        assert_eq!(era_of(&HeaderMap::new(), b"not json"), Era::Legacy);
+    }
+}

@@ -1,0 +1,343 @@
+//! Modern Streamable HTTP (2026-07-28): one POST, one request, served on its
+//! own. The headers that mirror the body (`MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` for tool parameters annotated
+//! `x-mcp-header`) must match it, else `400` with `-32020`; the reply is JSON
+//! when the handler says nothing before it answers, else an SSE stream of
+//! the request's own notifications and then its response; closing that
+//! stream cancels the request. Errors get the HTTP status the specification
+//! gives their code (`400`, `404` for an unknown method).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http::{HeaderMap, Response, StatusCode};
+use jrpc::message::codes::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+use jrpc::message::{parse_frame, Frame, Incoming, Limits, RawValue, RequestRef};
+use jrpc::middleware::{Call, RawResult};
+use jrpc::router::{ConnectionInfo, Extensions};
+use jrpc::server::http::route::{RouteBody, RouteContext};
+use jrpc::server::http::sse;
+use jrpc::{Error, Id};
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use super::{accepted, json_body, StreamableHttp, VERSION_HEADER};
+use crate::headers;
+use crate::server::{era, Modern};
+use crate::types::{codes, is_modern, JsonObject};
+
+/// The HTTP status of a reply carrying `error`.
+fn status_of(error: &Error) -> StatusCode {
+    match error.code() {
+        PARSE_ERROR
+        | INVALID_REQUEST
+        | INVALID_PARAMS
+        | codes::HEADER_MISMATCH
+        | codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | codes::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// The JSON-RPC response text for `id`.
+fn response_text(id: &Id, outcome: Result<RawResult, Error>) -> Bytes {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // An id always serializes.
+    let _ = serde_json::to_writer(&mut out, id);
+    match outcome {
+        Ok(result) => {
+            out.extend_from_slice(br#","result":"#);
+            out.extend_from_slice(result.as_bytes());
+        }
+        Err(error) => {
+            out.extend_from_slice(br#","error":"#);
+            let _ = serde_json::to_writer(&mut out, &error);
+        }
+    }
+    out.push(b'}');
+    out.into()
+}
+
+/// A JSON reply with its status.
+fn reply(id: &Id, outcome: Result<RawResult, Error>) -> Response<RouteBody> {
+    let status = outcome.as_ref().err().map_or(StatusCode::OK, status_of);
+    let mut response = json_body(response_text(id, outcome));
+    *response.status_mut() = status;
+    response
+}
+
+fn mismatch(why: impl Into<String>) -> Error {
+    Error::new(codes::HEADER_MISMATCH, "Header mismatch").with_data(&why.into())
+}
+
+/// The one value of header `name`: `None` when absent, an error when it
+/// comes more than once or is not text.
+fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, Error> {
+    let mut values = headers.get_all(name).iter();
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(mismatch(format!("the {name} header appears more than once")));
+    }
+    first
+        .to_str()
+        .map(Some)
+        .map_err(|_| mismatch(format!("the {name} header is not visible ASCII")))
+}
+
+/// What header checks need of a request's params.
+#[derive(Deserialize)]
+struct Named {
+    #[serde(default)]
+    name: Option<serde_json::Value>,
+    #[serde(default)]
+    uri: Option<serde_json::Value>,
+    #[serde(rename = "taskId", default)]
+    task_id: Option<serde_json::Value>,
+    #[serde(default)]
+    arguments: Option<serde_json::Value>,
+}
+
+impl StreamableHttp {
+    pub(super) async fn modern_post(
+        &self,
+        headers: HeaderMap,
+        body: Bytes,
+        cx: RouteContext,
+    ) -> Response<RouteBody> {
+        let limits = Limits {
+            max_frame_len: cx.max_body_len(),
+            ..Limits::default()
+        };
+        let request = match parse_frame(&body, &limits) {
+            Err(error) => return reply(&Id::NULL, Err(error)),
+            Ok(Frame::Batch(_)) => {
+                let why = "a POST carries one JSON-RPC request or notification, not a batch";
+                return reply(&Id::NULL, Err(Error::invalid_request().with_data(why)));
+            }
+            Ok(Frame::Single(Incoming::Invalid(invalid))) => return reply(&invalid.id, Err(invalid.error)),
+            Ok(Frame::Single(Incoming::Response(_))) => {
+                let why = "a client sends requests and notifications, not responses";
+                return reply(&Id::NULL, Err(Error::invalid_request().with_data(why)));
+            }
+            Ok(Frame::Single(Incoming::Notification(_))) => return notification(&headers),
+            Ok(Frame::Single(Incoming::Request(request))) => request,
+        };
+        let id = request.id.clone();
+        let envelope = match self.check(&headers, &request) {
+            Ok(envelope) => envelope,
+            Err(error) => return reply(&id, Err(error)),
+        };
+        let listen = request.method == "subscriptions/listen";
+        let (sender, messages) = mpsc::channel::<Bytes>(64);
+        let mut modern = Modern::new(envelope);
+        modern.stream = Some(sender);
+        modern.closing = Some(cx.shutdown().clone());
+        let mut connection = Extensions::new();
+        connection.insert(ConnectionInfo {
+            transport: "mcp-http",
+            peer_addr: cx.peer_addr().map(str::to_owned),
+            local_addr: None,
+        });
+        connection.insert(headers);
+        let mut call = Call::request(
+            id.clone(),
+            request.method.as_ref(),
+            request.params.map(RawValue::to_owned),
+        )
+        .with_connection(Arc::new(connection));
+        call.extensions_mut().insert(Arc::new(modern));
+        let router = self.router.clone();
+        let work: crate::server::BoxFuture<Result<RawResult, Error>> =
+            Box::pin(async move { router.call(call).await });
+        self.respond(id, work, messages, listen).await
+    }
+
+    /// The request's envelope, once the headers have been checked against
+    /// the body: `-32602` for a missing or malformed envelope, `-32020` for
+    /// headers that are missing or do not match, `-32022` for a revision
+    /// that is not modern.
+    fn check(
+        &self,
+        headers: &HeaderMap,
+        request: &RequestRef<'_>,
+    ) -> Result<crate::types::RequestEnvelope, Error> {
+        let envelope = era::parse_envelope(request.params)?;
+        let version = single(headers, VERSION_HEADER)?;
+        let method = single(headers, headers::METHOD)?;
+        let name = single(headers, headers::NAME)?;
+        if version != Some(envelope.protocol_version.as_str()) {
+            return Err(mismatch(format!(
+                "MCP-Protocol-Version {version:?} does not match the body's {:?}",
+                envelope.protocol_version
+            )));
+        }
+        if method != Some(request.method.as_ref()) {
+            return Err(mismatch(format!(
+                "Mcp-Method {method:?} does not match the body's {:?}",
+                request.method
+            )));
+        }
+        let named = request
+            .params
+            .and_then(|p| serde_json::from_str::<Named>(p.get()).ok());
+        if let Some(field) = headers::name_param(&request.method) {
+            let body_value = named.as_ref().and_then(|n| match field {
+                "name" => n.name.as_ref(),
+                "uri" => n.uri.as_ref(),
+                _ => n.task_id.as_ref(),
+            });
+            if let Some(body_value) = body_value.and_then(|v| v.as_str()) {
+                let decoded = name.map(headers::decode_value);
+                if decoded.flatten().as_deref() != Some(body_value) {
+                    return Err(mismatch(format!(
+                        "Mcp-Name {name:?} does not match the body's {field} {body_value:?}"
+                    )));
+                }
+            }
+        }
+        era::check_version(&envelope)?;
+        if request.method == "tools/call" {
+            if let Some(named) = &named {
+                self.check_param_headers(headers, named)?;
+            }
+        }
+        Ok(envelope)
+    }
+
+    /// The `Mcp-Param-*` headers of a `tools/call` against its arguments,
+    /// for the parameters its tool annotates `x-mcp-header` (a tool whose
+    /// annotations are invalid has none).
+    fn check_param_headers(&self, headers: &HeaderMap, named: &Named) -> Result<(), Error> {
+        let Some(tool) = named
+            .name
+            .as_ref()
+            .and_then(|n| n.as_str())
+            .and_then(|name| self.server.tools().find(|tool| tool.name == name))
+        else {
+            return Ok(());
+        };
+        let Ok(annotated) = headers::param_headers(&tool.input_schema) else {
+            return Ok(());
+        };
+        let empty = JsonObject::new();
+        let arguments = named
+            .arguments
+            .as_ref()
+            .and_then(|a| a.as_object())
+            .unwrap_or(&empty);
+        for param in annotated {
+            let header_name = param.header_name();
+            let header = single(headers, &header_name)?;
+            match (param.value_in(arguments), header) {
+                (None, None) => {}
+                (None, Some(_)) => {
+                    return Err(mismatch(format!(
+                        "{header_name} is present but the argument {:?} is not",
+                        param.path.join(".")
+                    )))
+                }
+                (Some(_), None) => {
+                    return Err(mismatch(format!(
+                        "{header_name} is missing for the argument {:?}",
+                        param.path.join(".")
+                    )))
+                }
+                (Some(value), Some(header)) => {
+                    if !headers::is_header_safe(header) {
+                        return Err(mismatch(format!(
+                            "{header_name} holds characters a header may not"
+                        )));
+                    }
+                    let decoded = headers::decode_value(header);
+                    let matches = decoded.is_some_and(|d| headers::argument_matches(&param.kind, value, &d));
+                    if !matches {
+                        return Err(mismatch(format!(
+                            "{header_name} does not match the argument {:?}",
+                            param.path.join(".")
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The reply to a request whose handler runs as `work` and sends its
+    /// own notifications to `messages`: JSON when it answers before saying
+    /// anything (within the keep-alive interval), else an SSE stream — at
+    /// once for `subscriptions/listen`, whose reply is a stream. The handler
+    /// lives in the response: closing the stream cancels it.
+    async fn respond(
+        &self,
+        id: Id,
+        mut work: crate::server::BoxFuture<Result<RawResult, Error>>,
+        mut messages: mpsc::Receiver<Bytes>,
+        stream_at_once: bool,
+    ) -> Response<RouteBody> {
+        let mut first = None;
+        if !stream_at_once {
+            tokio::select! {
+                biased;
+                message = messages.recv() => first = message,
+                outcome = &mut work => {
+                    match messages.try_recv() {
+                        // Nothing said before the answer: plain JSON.
+                        Err(_) => return reply(&id, outcome),
+                        Ok(message) => {
+                            let mut events = vec![sse::Event::data(text(message))];
+                            while let Ok(message) = messages.try_recv() {
+                                events.push(sse::Event::data(text(message)));
+                            }
+                            events.push(sse::Event::data(text(response_text(&id, outcome))));
+                            return sse::response(futures_util::stream::iter(events), None);
+                        }
+                    }
+                }
+                () = tokio::time::sleep(self.options.keep_alive) => {}
+            }
+        }
+        let head = futures_util::stream::iter(first.map(|m| sse::Event::data(text(m))));
+        let rest = futures_util::stream::unfold(Some((work, messages, id)), |state| async move {
+            let (mut work, mut messages, id) = state?;
+            tokio::select! {
+                biased;
+                Some(message) = messages.recv() => {
+                    Some((vec![sse::Event::data(text(message))], Some((work, messages, id))))
+                }
+                outcome = &mut work => {
+                    // What the handler said before it answered goes first.
+                    let mut events = Vec::new();
+                    while let Ok(message) = messages.try_recv() {
+                        events.push(sse::Event::data(text(message)));
+                    }
+                    events.push(sse::Event::data(text(response_text(&id, outcome))));
+                    Some((events, None))
+                }
+            }
+        })
+        .flat_map(futures_util::stream::iter);
+        sse::response(head.chain(rest), Some(self.options.keep_alive))
+    }
+}
+
+/// A JSON text as an SSE data line.
+fn text(bytes: Bytes) -> String {
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A notification POSTed on the modern path: accepted (`202`) and dropped —
+/// 2026-07-28 defines no notification from the client over HTTP (closing a
+/// request's stream cancels it) — unless it names a revision this server
+/// does not speak.
+fn notification(headers: &HeaderMap) -> Response<RouteBody> {
+    let version = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+    match version {
+        Some(version) if !is_modern(version) => reply(&Id::NULL, Err(era::unsupported_version(version))),
+        _ => accepted(),
+    }
+}

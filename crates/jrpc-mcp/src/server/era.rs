@@ -1,0 +1,369 @@
+//! Which revision each request is served in. A request whose `_meta`
+//! carries `io.modelcontextprotocol/protocolVersion` (or that came through
+//! a path that serves only 2026-07-28, such as Streamable HTTP's stateless
+//! POST) is *modern*: served statelessly, by what its own envelope says.
+//! Anything else belongs to the connection's *legacy* session, opened by
+//! `initialize`. The choice is made per request, so one connection can
+//! carry both.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use jrpc::message::codes::INVALID_PARAMS;
+use jrpc::message::RawValue;
+use jrpc::middleware::{BoxCallService, Call, CallFuture, Layer, RawResult, Service, ServiceExt};
+use jrpc::{Error, RequestContext};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::session::{Phase, Session};
+use crate::types::{
+    codes, is_modern, meta_keys, RequestEnvelope, UnsupportedVersionData, MODERN_PROTOCOL_VERSIONS,
+};
+
+/// A modern request's facts: its envelope and, over HTTP, the stream its
+/// notifications go on. Kept in the call's extensions.
+pub(crate) struct Modern {
+    pub(crate) envelope: RequestEnvelope,
+    /// The revision, one of [`MODERN_PROTOCOL_VERSIONS`].
+    pub(crate) version: &'static str,
+    /// Where the request's own notifications go when its transport keeps
+    /// them apart (Streamable HTTP); on a connection (stdio) they go to the
+    /// peer.
+    pub(crate) stream: Option<mpsc::Sender<Bytes>>,
+    /// Cancelled when the server shuts down: long-lived requests
+    /// (`subscriptions/listen`) end gracefully then.
+    pub(crate) closing: Option<CancellationToken>,
+}
+
+impl Modern {
+    /// The facts of a request with `envelope` (already checked to name a
+    /// modern revision).
+    pub(crate) fn new(envelope: RequestEnvelope) -> Self {
+        let version = MODERN_PROTOCOL_VERSIONS
+            .iter()
+            .copied()
+            .find(|v| *v == envelope.protocol_version)
+            .unwrap_or(MODERN_PROTOCOL_VERSIONS[0]);
+        Modern {
+            envelope,
+            version,
+            stream: None,
+            closing: None,
+        }
+    }
+}
+
+/// The era a handler serves its request in.
+#[derive(Clone)]
+pub(crate) enum Era {
+    /// A legacy session's request (initialized).
+    Legacy(Arc<Session>),
+    /// A modern request.
+    Modern(Arc<Modern>),
+}
+
+impl Era {
+    /// The era of the request `ctx` is for: modern when the era layer said
+    /// so, else the connection's session, which must be initialized.
+    pub(crate) fn of(ctx: &RequestContext) -> Result<Era, Error> {
+        if let Some(modern) = ctx.get::<Arc<Modern>>() {
+            return Ok(Era::Modern(Arc::clone(modern)));
+        }
+        Session::ready(ctx).map(Era::Legacy)
+    }
+
+    pub(crate) fn modern(&self) -> Option<&Arc<Modern>> {
+        match self {
+            Era::Modern(modern) => Some(modern),
+            Era::Legacy(_) => None,
+        }
+    }
+}
+
+/// Methods of the legacy revisions that 2026-07-28 removed: a modern
+/// request for one gets `-32601`.
+const LEGACY_ONLY: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// Methods 2026-07-28 added: they are served only as modern requests, so
+/// one without the envelope is told what it lacks (`-32602`).
+const MODERN_ONLY: &[&str] = &[
+    "server/discover",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+];
+
+/// Every legacy request that needs an initialized session.
+const GATED: &[&str] = &[
+    "logging/setLevel",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// The layer that decides each request's era, refuses what neither era
+/// allows, checks a modern request's envelope and gates legacy ones on the
+/// session's lifecycle; it runs before any params are decoded.
+#[derive(Clone)]
+pub(crate) struct EraLayer {
+    gated: Arc<HashSet<&'static str>>,
+}
+
+impl EraLayer {
+    /// For a router that has `methods`.
+    pub(crate) fn new<'a>(methods: impl IntoIterator<Item = &'a str>) -> Self {
+        let gated = methods
+            .into_iter()
+            .filter_map(|name| GATED.iter().copied().find(|known| *known == name))
+            .collect();
+        EraLayer {
+            gated: Arc::new(gated),
+        }
+    }
+}
+
+impl Layer<BoxCallService> for EraLayer {
+    type Service = EraService;
+
+    fn layer(&self, inner: BoxCallService) -> EraService {
+        EraService {
+            gated: Arc::clone(&self.gated),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct EraService {
+    gated: Arc<HashSet<&'static str>>,
+    inner: BoxCallService,
+}
+
+impl Service<Call> for EraService {
+    type Response = RawResult;
+    type Error = Error;
+    type Future = CallFuture;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut call: Call) -> CallFuture {
+        if let Some(refusal) = refuse_request(&call) {
+            return Box::pin(async move { Err(refusal) });
+        }
+        if call.is_notification() {
+            let inner = self.inner.clone();
+            return Box::pin(inner.oneshot(call));
+        }
+        let decided = call.get::<Arc<Modern>>().is_some();
+        if !decided {
+            match modern_envelope(call.method(), call.params()) {
+                Ok(Some(envelope)) => {
+                    call.extensions_mut().insert(Arc::new(Modern::new(envelope)));
+                }
+                Ok(None) => return self.legacy(call),
+                Err(refusal) => return Box::pin(async move { Err(refusal) }),
+            }
+        }
+        if LEGACY_ONLY.contains(&call.method()) {
+            let method = call.method().to_owned();
+            return Box::pin(async move { Err(Error::method_not_found().with_data(&method)) });
+        }
+        let inner = self.inner.clone();
+        Box::pin(inner.oneshot(call))
+    }
+}
+
+impl EraService {
+    fn legacy(&mut self, call: Call) -> CallFuture {
+        if self.gated.contains(call.method()) {
+            // Outside `initialize`'s connections there is no session at all.
+            let new = call
+                .get::<Arc<Session>>()
+                .map_or(true, |s| s.state().phase == Phase::New);
+            if new {
+                return Box::pin(async { Err(not_initialized()) });
+            }
+        }
+        let inner = self.inner.clone();
+        Box::pin(inner.oneshot(call))
+    }
+}
+
+/// What MCP forbids that JSON-RPC allows: a null or fractional request id
+/// (ids are strings or integers), and a notification's method called as a
+/// request (it has no result to give).
+fn refuse_request(call: &Call) -> Option<Error> {
+    let id = call.id()?;
+    if id.is_null() {
+        return Some(Error::invalid_request().with_data("MCP request ids must not be null"));
+    }
+    if id.as_number_text().is_some_and(|n| n.contains(['.', 'e', 'E'])) {
+        return Some(Error::invalid_request().with_data("MCP request ids are strings or integers"));
+    }
+    if call.method().starts_with("notifications/") {
+        return Some(Error::method_not_found().with_data("a notification's method, sent as a request"));
+    }
+    None
+}
+
+pub(crate) fn not_initialized() -> Error {
+    Error::invalid_request().with_data("the session is not initialized: send initialize first")
+}
+
+#[derive(Deserialize)]
+struct ParamsMeta<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct VersionKey {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    version: Option<IgnoredAny>,
+}
+
+/// The modern envelope of a request for `method` with `params`: `None` when
+/// the request is legacy (no `io.modelcontextprotocol/protocolVersion` in
+/// its `_meta`, or it is `initialize`, which is legacy whatever it
+/// carries), else the checked envelope or the refusal.
+fn modern_envelope(method: &str, params: Option<&RawValue>) -> Result<Option<RequestEnvelope>, Error> {
+    if method == "initialize" {
+        return Ok(None);
+    }
+    let meta = params
+        .and_then(|p| serde_json::from_str::<ParamsMeta<'_>>(p.get()).ok())
+        .and_then(|p| p.meta);
+    let claims_modern = meta
+        .and_then(|m| serde_json::from_str::<VersionKey>(m.get()).ok())
+        .is_some_and(|k| k.version.is_some());
+    if !claims_modern && !MODERN_ONLY.contains(&method) {
+        return Ok(None);
+    }
+    envelope(params).map(Some)
+}
+
+/// The checked envelope of a modern request's `params`: `-32602` when it is
+/// missing or malformed, `-32022` when it names a revision that is not
+/// modern.
+pub(crate) fn envelope(params: Option<&RawValue>) -> Result<RequestEnvelope, Error> {
+    let envelope = parse_envelope(params)?;
+    check_version(&envelope)?;
+    Ok(envelope)
+}
+
+/// The envelope of `params`, not yet checked for its revision (Streamable
+/// HTTP compares it with the headers first).
+pub(crate) fn parse_envelope(params: Option<&RawValue>) -> Result<RequestEnvelope, Error> {
+    let missing = || {
+        Error::new(INVALID_PARAMS, "Invalid params").with_data(&format!(
+            "params._meta must be an object carrying {:?} and {:?}",
+            meta_keys::PROTOCOL_VERSION,
+            meta_keys::CLIENT_CAPABILITIES
+        ))
+    };
+    let params = params.ok_or_else(missing)?;
+    let meta = serde_json::from_str::<ParamsMeta<'_>>(params.get())
+        .map_err(|_| missing())?
+        .meta
+        .ok_or_else(missing)?;
+    serde_json::from_str(meta.get())
+        .map_err(|e| Error::new(INVALID_PARAMS, "Invalid params").with_data(&format!("params._meta: {e}")))
+}
+
+/// `-32022` unless the envelope names a modern revision.
+pub(crate) fn check_version(envelope: &RequestEnvelope) -> Result<(), Error> {
+    if is_modern(&envelope.protocol_version) {
+        return Ok(());
+    }
+    Err(unsupported_version(&envelope.protocol_version))
+}
+
+pub(crate) fn unsupported_version(requested: &str) -> Error {
+    let data = UnsupportedVersionData {
+        supported: MODERN_PROTOCOL_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
+        requested: requested.to_owned(),
+    };
+    Error::new(
+        codes::UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version",
+    )
+    .with_data(&data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn the_envelope_decides_the_era() {
+        let legacy = [
+            ("tools/list", None),
+            ("tools/list", Some(r#"{"_meta": {"progressToken": 1}}"#)),
+            ("tools/call", Some(r#"{"name": "x"}"#)),
+            (
+                "initialize",
+                Some(r#"{"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}"#),
+            ),
+        ];
+        for (method, params) in legacy {
+            let params = params.map(raw);
+            assert!(
+                matches!(modern_envelope(method, params.as_deref()), Ok(None)),
+                "{method} {params:?}"
+            );
+        }
+        let modern = raw(
+            r#"{"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}"#,
+        );
+        assert!(matches!(
+            modern_envelope("tools/list", Some(&modern)),
+            Ok(Some(_))
+        ));
+        let code = |method: &str, params: Option<&str>| {
+            let params = params.map(raw);
+            modern_envelope(method, params.as_deref()).unwrap_err().code()
+        };
+        // A half-built envelope, or a modern-only method without one: -32602.
+        assert_eq!(
+            code(
+                "tools/list",
+                Some(r#"{"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}"#)
+            ),
+            INVALID_PARAMS
+        );
+        assert_eq!(code("server/discover", None), INVALID_PARAMS);
+        assert_eq!(code("server/discover", Some("{}")), INVALID_PARAMS);
+        // A revision that is not modern: -32022.
+        let old = r#"{"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-11-25",
+                                "io.modelcontextprotocol/clientCapabilities": {}}}"#;
+        assert_eq!(
+            code("server/discover", Some(old)),
+            codes::UNSUPPORTED_PROTOCOL_VERSION
+        );
+    }
+}

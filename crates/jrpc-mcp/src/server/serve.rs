@@ -1,0 +1,377 @@
+//! Calls into tools, resources, prompts and completion: finding the
+//! handler, giving it its context, and running it in its request's era —
+//! once (legacy), in rounds of input (modern), or on as a task.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jrpc::message::codes::INVALID_PARAMS;
+use jrpc::{Error, Id, RequestContext};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::catalog::ReadHandler;
+use super::context::{ContextParts, McpContext, RequestOutbound};
+use super::era::Era;
+use super::methods::{owner, resource_not_found};
+use super::request_state::Binding;
+use super::run::{self, BoxFuture, Control, Interrupt, Launch, Ran, Round};
+use super::shape::{Answer, Shaped};
+use super::tasks::TaskSupport;
+use super::McpServer;
+use crate::types::{
+    codes, CallToolParams, CallToolResult, ClientCapabilities, CompleteParams, CompleteResult,
+    GetPromptParams, GetPromptResult, InputRequiredResult, InputResponses, JsonObject, MissingCapabilityData,
+    ReadResourceParams, ReadResourceResult, RequestMeta, ResultType, TASKS_EXTENSION,
+};
+
+/// Whether the request's client declared the tasks extension (only modern
+/// requests can).
+pub(crate) fn declares_tasks(era: &Era) -> bool {
+    era.modern().is_some_and(|m| {
+        m.envelope
+            .client_capabilities
+            .extensions
+            .as_ref()
+            .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+    })
+}
+
+/// `-32021`: the request needs the tasks extension the client did not
+/// declare.
+pub(crate) fn tasks_required() -> Error {
+    missing_capabilities(ClientCapabilities {
+        extensions: Some([(TASKS_EXTENSION.to_owned(), JsonObject::new())].into()),
+        ..Default::default()
+    })
+}
+
+fn missing_capabilities(required: ClientCapabilities) -> Error {
+    Error::new(
+        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "Missing required client capability",
+    )
+    .with_data(&MissingCapabilityData {
+        required_capabilities: required,
+    })
+}
+
+/// A request being served: if it is dropped before it finishes (cancelled,
+/// or its connection closed), its token is cancelled and a legacy
+/// transport is told no response will come.
+struct Unfinished {
+    token: CancellationToken,
+    outbound: Option<(Arc<dyn RequestOutbound>, Id)>,
+    finished: bool,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.token.cancel();
+        if let Some((outbound, id)) = &self.outbound {
+            outbound.abandoned(id);
+        }
+    }
+}
+
+/// What a handler call needs to know about its request besides the
+/// handler: what its state is bound to, what it answered already, whether
+/// it may become a task.
+struct Request<'a> {
+    method: &'static str,
+    target: &'a str,
+    arguments: &'a (dyn erased::Arguments + Sync),
+    meta: Option<RequestMeta>,
+    input_responses: Option<InputResponses>,
+    request_state: Option<String>,
+    tasks: TaskSupport,
+}
+
+mod erased {
+    /// Arguments of any serializable type, for the digest that binds
+    /// request state.
+    pub(super) trait Arguments {
+        fn digest_of(&self, method: &str, target: &str, principal: Option<&str>) -> super::Binding;
+    }
+
+    impl<T: serde::Serialize> Arguments for T {
+        fn digest_of(&self, method: &str, target: &str, principal: Option<&str>) -> super::Binding {
+            super::Binding::new(method, target, self, principal)
+        }
+    }
+}
+
+impl McpServer {
+    /// Runs `work` (a handler, given its context) for `request` in `era`.
+    async fn serve<T>(
+        &self,
+        ctx: &RequestContext,
+        era: Era,
+        request: Request<'_>,
+        work: impl FnOnce(McpContext) -> BoxFuture<Result<T, Error>>,
+    ) -> Result<Answer<T>, Error>
+    where
+        T: Shaped + Serialize + Send + 'static,
+    {
+        let token = CancellationToken::new();
+        let mut guard = Unfinished {
+            token: token.clone(),
+            outbound: match era {
+                Era::Legacy(_) => ctx
+                    .get::<Arc<dyn RequestOutbound>>()
+                    .cloned()
+                    .zip(ctx.id().cloned()),
+                Era::Modern(_) => None,
+            },
+            finished: false,
+        };
+        let (control, binding, progress_token) = match &era {
+            Era::Legacy(_) => (
+                Control::legacy(),
+                None,
+                request.meta.and_then(|m| m.progress_token),
+            ),
+            Era::Modern(modern) => {
+                let binding = request
+                    .arguments
+                    .digest_of(request.method, request.target, owner(ctx));
+                let carried = match &request.request_state {
+                    Some(state) => self.inner.state_key.open(state, &binding)?,
+                    None => Default::default(),
+                };
+                let may_become_task = self.inner.tasks.is_some()
+                    && request.tasks != TaskSupport::Forbidden
+                    && declares_tasks(&era);
+                let round = Round::new(carried, request.input_responses);
+                (
+                    Control::round(round, may_become_task),
+                    Some(binding),
+                    modern.envelope.progress_token.clone(),
+                )
+            }
+        };
+        if request.tasks == TaskSupport::Required && !declares_tasks(&era) {
+            return Err(tasks_required());
+        }
+        let cx = McpContext::new(
+            ctx,
+            ContextParts {
+                era: era.clone(),
+                control: Arc::clone(&control),
+                progress_token,
+                cancel: token.clone(),
+                client_timeout: self.inner.client_timeout,
+                logger: Some(self.inner.info.name.clone()),
+                changes: self.inner.changes.clone(),
+            },
+        );
+        let launch = match (&self.inner.tasks, &era) {
+            (Some(store), Era::Modern(_)) if request.tasks != TaskSupport::Forbidden => {
+                let server = self.clone();
+                let shaping = era.clone();
+                Some(Launch {
+                    store: Arc::clone(store),
+                    owner: owner(ctx).map(str::to_owned),
+                    cancel: token.clone(),
+                    finish: Box::new(move |out: Result<T, Error>| {
+                        let result = server.shaped(&shaping, out?, server.inner.read_cache);
+                        match serde_json::to_value(result) {
+                            Ok(serde_json::Value::Object(map)) => Ok(map),
+                            _ => Err(Error::internal_error().with_data("the result is not a JSON object")),
+                        }
+                    }),
+                })
+            }
+            _ => None,
+        };
+        match run::run(&control, work(cx), launch).await? {
+            Ran::Done(out) => {
+                guard.finished = true;
+                Ok(Answer::Complete(out?))
+            }
+            Ran::Task(task) => {
+                guard.finished = true;
+                let mut created = task.snapshot(ResultType::Task);
+                super::shape::stamp(&mut created.meta, &self.inner.server_info);
+                Ok(Answer::Task(created))
+            }
+            Ran::Stopped(Interrupt::Error(error)) => Err(error),
+            Ran::Stopped(Interrupt::Missing(required)) => Err(missing_capabilities(required)),
+            Ran::Stopped(Interrupt::Task) => Err(Error::internal_error()),
+            Ran::Stopped(Interrupt::Input { asked, carried }) => {
+                let binding = binding.ok_or_else(Error::internal_error)?;
+                let state = self
+                    .inner
+                    .state_key
+                    .seal(&binding, carried, self.inner.state_ttl)?;
+                let mut result = InputRequiredResult::new(asked, Some(state));
+                super::shape::stamp(&mut result.meta, &self.inner.server_info);
+                Ok(Answer::InputRequired(result))
+            }
+        }
+    }
+
+    /// Shapes a handler's complete answer for its era.
+    fn answer<T: Shaped>(&self, era: &Era, answer: Answer<T>, cache: crate::types::CacheHint) -> Answer<T> {
+        match answer {
+            Answer::Complete(result) => Answer::Complete(self.shaped(era, result, cache)),
+            other => other,
+        }
+    }
+
+    pub(crate) async fn call_tool(
+        &self,
+        p: CallToolParams,
+        ctx: RequestContext,
+    ) -> Result<Answer<CallToolResult>, Error> {
+        let era = Era::of(&ctx)?;
+        let Some(entry) = self.inner.tools.iter().find(|entry| entry.tool.name == p.name) else {
+            return Err(Error::new(INVALID_PARAMS, format!("Unknown tool: {}", p.name)));
+        };
+        let handler = entry.handler.clone();
+        let arguments = p.arguments.unwrap_or_default();
+        let request = Request {
+            method: "tools/call",
+            target: &p.name,
+            arguments: &arguments,
+            meta: p.meta,
+            input_responses: p.input_responses,
+            request_state: p.request_state,
+            tasks: entry.tasks,
+        };
+        let args = arguments.clone();
+        let answer = self
+            .serve(&ctx, era.clone(), request, move |cx| handler(args, cx))
+            .await?;
+        Ok(self.answer(&era, answer, self.inner.read_cache))
+    }
+
+    /// The reader of the resource at `uri` (a fixed one, or the first
+    /// template it matches, with its variables).
+    pub(crate) fn find_resource(&self, uri: &str) -> Option<(ReadHandler, BTreeMap<String, String>)> {
+        if let Some(entry) = self
+            .inner
+            .resources
+            .iter()
+            .find(|entry| entry.resource.uri == uri)
+        {
+            return Some((entry.read.clone(), BTreeMap::new()));
+        }
+        self.inner
+            .templates
+            .iter()
+            .find_map(|entry| entry.parsed.matches(uri).map(|vars| (entry.read.clone(), vars)))
+    }
+
+    pub(crate) async fn read_resource(
+        &self,
+        p: ReadResourceParams,
+        ctx: RequestContext,
+    ) -> Result<Answer<ReadResourceResult>, Error> {
+        let era = Era::of(&ctx)?;
+        let Some((read, vars)) = self.find_resource(&p.uri) else {
+            return Err(resource_not_found(&era, &p.uri));
+        };
+        let uri = p.uri.clone();
+        let request = Request {
+            method: "resources/read",
+            target: &p.uri,
+            arguments: &(),
+            meta: p.meta,
+            input_responses: p.input_responses,
+            request_state: p.request_state,
+            tasks: TaskSupport::Forbidden,
+        };
+        let answer = self
+            .serve(&ctx, era.clone(), request, move |cx| read(uri, vars, cx))
+            .await?;
+        Ok(self.answer(&era, answer, self.inner.read_cache))
+    }
+
+    pub(crate) async fn get_prompt(
+        &self,
+        p: GetPromptParams,
+        ctx: RequestContext,
+    ) -> Result<Answer<GetPromptResult>, Error> {
+        let era = Era::of(&ctx)?;
+        let Some(entry) = self
+            .inner
+            .prompts
+            .iter()
+            .find(|entry| entry.prompt.name == p.name)
+        else {
+            return Err(Error::new(INVALID_PARAMS, format!("Unknown prompt: {}", p.name)));
+        };
+        let args = p.arguments.unwrap_or_default();
+        let missing: Vec<&str> = entry
+            .prompt
+            .arguments
+            .iter()
+            .flatten()
+            .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+            .map(|a| a.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::new(
+                INVALID_PARAMS,
+                format!("Missing required arguments: {}", missing.join(", ")),
+            ));
+        }
+        let get = entry.get.clone();
+        let request = Request {
+            method: "prompts/get",
+            target: &p.name,
+            arguments: &args,
+            meta: p.meta,
+            input_responses: p.input_responses,
+            request_state: p.request_state,
+            tasks: TaskSupport::Forbidden,
+        };
+        let for_handler = args.clone();
+        let answer = self
+            .serve(&ctx, era.clone(), request, move |cx| get(for_handler, cx))
+            .await?;
+        Ok(self.answer(&era, answer, self.inner.read_cache))
+    }
+
+    pub(crate) async fn complete(
+        &self,
+        p: CompleteParams,
+        ctx: RequestContext,
+    ) -> Result<CompleteResult, Error> {
+        let era = Era::of(&ctx)?;
+        let Some(handler) = self.inner.completion.clone() else {
+            return Err(Error::method_not_found());
+        };
+        let request = Request {
+            method: "completion/complete",
+            target: "",
+            arguments: &(),
+            meta: p.meta.clone(),
+            input_responses: None,
+            request_state: None,
+            tasks: TaskSupport::Forbidden,
+        };
+        let answer = self
+            .serve(&ctx, era.clone(), request, move |cx| {
+                Box::pin(async move {
+                    let mut completion = handler(p, cx).await?;
+                    completion.values.truncate(crate::types::Completion::MAX_VALUES);
+                    Ok(CompleteResult {
+                        completion,
+                        ..Default::default()
+                    })
+                })
+            })
+            .await?;
+        match self.answer(&era, answer, self.inner.read_cache) {
+            Answer::Complete(result) => Ok(result),
+            // Completion asks the client nothing: its handler's questions
+            // have nowhere to go.
+            _ => Err(Error::internal_error().with_data("completion cannot ask the client for input")),
+        }
+    }
+}
