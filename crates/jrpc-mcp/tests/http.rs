@@ -1,107 +1,15 @@
 //! Streamable HTTP end to end, with raw HTTP/1.1 requests: sessions, the
 //! statuses the transport answers with, and the streams of a request.
 
+mod common;
+
 use std::time::Duration;
 
+use common::{bounded, post, send, Reply};
 use jrpc_mcp::http::HttpOptions;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Fails the test instead of hanging.
-async fn bounded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), future)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not finish"))
-}
-
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-
-    /// The JSON messages of an SSE body, in order.
-    fn events(&self) -> Vec<Value> {
-        self.body
-            .lines()
-            .filter_map(|line| line.strip_prefix("data: "))
-            .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}")))
-            .collect()
-    }
-}
-
-/// Undoes chunked transfer encoding.
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
-}
-
-/// One request on its own connection; the reply read to its end.
-async fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    let mut request = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        request += &format!("Host: {addr}\r\n");
-    }
-    for (name, value) in headers {
-        request += &format!("{name}: {value}\r\n");
-    }
-    request += &format!("Content-Length: {}\r\n\r\n{body}", body.len());
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    bounded("the reply", stream.read_to_end(&mut raw)).await.unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a header section");
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let chunked = headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v == "chunked");
-    let body = if chunked { dechunk(body) } else { body.to_owned() };
-    Reply {
-        status,
-        headers,
-        body,
-    }
-}
-
-async fn post(addr: &str, session: Option<&str>, message: Value) -> Reply {
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    if let Some(session) = session {
-        headers.push(("Mcp-Session-Id", session));
-    }
-    send(addr, "POST", &headers, &message.to_string()).await
-}
 
 struct Endpoint {
     serving: jrpc::server::Serving,

@@ -2,120 +2,14 @@
 //! lines the way a client would write them, so that what is checked is the
 //! wire, not this crate's own client.
 
+mod common;
+
 use std::time::Duration;
 
-use jrpc::codec::Framing;
-use jrpc::transport::Connection;
+use common::{text, Wire};
 use jrpc_mcp::server::{McpServer, NoArgs, ToolError};
 use jrpc_mcp::types::{Resource, ResourceContents};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
-
-/// A client speaking raw lines to a server on the other end of a pipe.
-struct Wire {
-    writer: WriteHalf<DuplexStream>,
-    lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
-    next_id: i64,
-}
-
-impl Wire {
-    fn start(server: &McpServer) -> Self {
-        let (ours, theirs) = tokio::io::duplex(1 << 20);
-        let (read, write) = tokio::io::split(theirs);
-        let info = jrpc::router::ConnectionInfo {
-            transport: "pipe",
-            peer_addr: None,
-            local_addr: None,
-        };
-        let peer = server.connect(Connection::over_io(read, write, Framing::Ndjson, 1 << 20, info));
-        // The session lives as long as the pipe.
-        std::mem::forget(peer);
-        let (read, writer) = tokio::io::split(ours);
-        Wire {
-            writer,
-            lines: BufReader::new(read).lines(),
-            next_id: 1,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.writer.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    /// The next message from the server, or `None` when none comes within
-    /// `wait`.
-    async fn next_within(&mut self, wait: Duration) -> Option<Value> {
-        match tokio::time::timeout(wait, self.lines.next_line()).await {
-            Ok(Ok(Some(line))) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))),
-            Ok(other) => panic!("the server closed the pipe: {other:?}"),
-            Err(_) => None,
-        }
-    }
-
-    async fn next(&mut self) -> Value {
-        self.next_within(Duration::from_secs(10))
-            .await
-            .expect("a message within 10 s")
-    }
-
-    /// Sends a request and returns its response; messages before it
-    /// (notifications, requests from the server) go to `other`.
-    async fn request_collecting(&mut self, method: &str, params: Value, other: &mut Vec<Value>) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        loop {
-            let message = self.next().await;
-            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
-                return message;
-            }
-            other.push(message);
-        }
-    }
-
-    async fn request(&mut self, method: &str, params: Value) -> Value {
-        let mut other = Vec::new();
-        let response = self.request_collecting(method, params, &mut other).await;
-        assert!(
-            other.is_empty(),
-            "unexpected messages before the response: {other:?}"
-        );
-        response
-    }
-
-    async fn initialize_with(&mut self, capabilities: Value) -> Value {
-        let response = self
-            .request(
-                "initialize",
-                json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
-                       "clientInfo": {"name": "wire-test", "version": "1.0"}}),
-            )
-            .await;
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        response
-    }
-
-    async fn initialize(&mut self) -> Value {
-        self.initialize_with(json!({})).await
-    }
-
-    async fn call_tool(&mut self, name: &str, arguments: Value) -> Value {
-        let response = self
-            .request("tools/call", json!({"name": name, "arguments": arguments}))
-            .await;
-        response["result"].clone()
-    }
-}
-
-fn text(result: &Value) -> &str {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text in {result}"))
-}
 
 #[tokio::test]
 async fn nothing_but_ping_before_initialize() {
