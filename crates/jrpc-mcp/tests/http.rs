@@ -549,3 +549,105 @@ async fn the_client_initializes_again_after_a_404() {
     client.close().await;
     restarted.shutdown().await;
 }
+
+/// The SSE events of a raw (chunked) body so far: `(id, data)`.
+fn raw_events(raw: &str) -> Vec<(Option<String>, String)> {
+    let body = raw.split_once("\r\n\r\n").map_or(raw, |(_, body)| body);
+    let body = common::dechunk(body);
+    body.split("\n\n")
+        .filter(|event| event.lines().any(|l| l.starts_with("data:")))
+        .map(|event| {
+            let id = event
+                .lines()
+                .find_map(|l| l.strip_prefix("id: "))
+                .map(str::to_owned);
+            let data = event
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap_or("")
+                .to_owned();
+            (id, data)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_broken_stream_is_resumed_with_last_event_id() {
+    let endpoint = Endpoint::start().await;
+    let session = endpoint.initialize().await;
+    // A sleep that reports progress: read its stream's first messages, then
+    // hang up.
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                      "params": {"name": "sleep", "arguments": {"ms": 400}, "_meta": {"progressToken": "p"}}})
+    .to_string();
+    let mut stream = TcpStream::connect(&endpoint.addr).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        endpoint.addr,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    while raw_events(&String::from_utf8_lossy(&raw)).len() < 2 {
+        let n = bounded("the first events", stream.read(&mut buf)).await.unwrap();
+        assert!(n > 0);
+        raw.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    assert!(text.contains("retry: 1000"), "{text}");
+    let seen = raw_events(&text);
+    // First an event with only an id (to resume from), then progress.
+    assert!(
+        seen[0].0.as_deref().is_some_and(|id| id.ends_with("-0")) && seen[0].1.is_empty(),
+        "{seen:?}"
+    );
+    let (last_id, _) = seen.last().unwrap().clone();
+    drop(stream);
+    // The request goes on; coming back gets the rest, the result included.
+    let resumed = endpoint
+        .send(
+            "GET",
+            &[
+                ("Accept", "text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("Last-Event-ID", last_id.as_deref().unwrap()),
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    let events = resumed.events();
+    let result = events.last().unwrap();
+    assert_eq!(
+        (
+            result["id"].as_i64(),
+            result["result"]["content"][0]["text"].as_str()
+        ),
+        (Some(5), Some("slept 400")),
+        "{events:?}"
+    );
+    assert!(events[..events.len() - 1]
+        .iter()
+        .all(|e| e["method"] == "notifications/progress"));
+    // No message twice: the resumed stream starts after the last one seen.
+    let first_resumed = resumed.body.lines().find_map(|l| l.strip_prefix("id: ")).unwrap();
+    let seq = |id: &str| id.split_once('-').unwrap().1.parse::<u64>().unwrap();
+    assert_eq!(seq(first_resumed), seq(last_id.as_deref().unwrap()) + 1);
+    // An event of no stream: nothing to resume.
+    let gone = endpoint
+        .send(
+            "GET",
+            &[
+                ("Accept", "text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("Last-Event-ID", "99-1"),
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(gone.status, 404);
+    endpoint.serving.shutdown().await;
+}

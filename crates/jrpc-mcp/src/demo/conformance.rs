@@ -173,7 +173,9 @@ pub fn conformance_server() -> McpServer {
                 }))),
             |args, _cx| async move { Ok(CallToolResult::text(format!("JSON Schema 2020-12 tool called with: {}", serde_json::Value::Object(args)))) },
         )
-        .tool("test_reconnection", "Completes (this server keeps the stream open)", |_: NoArgs, _cx| async {
+        .tool("test_reconnection", "Closes its stream mid-call; the client resumes it", |_: NoArgs, cx: McpContext| async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            cx.close_stream();
             tokio::time::sleep(Duration::from_millis(100)).await;
             Ok::<_, ToolError>("Reconnection test completed successfully")
         })

@@ -5,9 +5,7 @@
 //! stream. The server may send the client requests (sampling, elicitation,
 //! roots) on a request's stream; their answers come back as POSTs.
 
-use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,14 +13,14 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use jrpc::codec::Inbound;
-use jrpc::message::RawValue;
 use jrpc::peer::Peer;
 use jrpc::server::http::route::{self, RouteBody, RouteContext};
 use jrpc::server::http::{sse, HttpBody};
 use jrpc::transport::Connection;
-use jrpc::{CallError, Error, Id};
-use tokio::sync::{mpsc, oneshot};
+use jrpc::{Error, Id};
+use tokio::sync::mpsc;
 
+use super::streams::{peek, Listener, Message, StreamTable};
 use super::{accepted, accepts, json_body, refuse, Refusal, StreamableHttp, SESSION_HEADER, VERSION_HEADER};
 use crate::server::RequestOutbound;
 use crate::types::LEGACY_PROTOCOL_VERSIONS;
@@ -149,14 +147,14 @@ impl StreamableHttp {
                 accepted()
             }
             Posted::Request { id, method } => {
-                let replies = session.streams.open(&id);
+                let listener = session.streams.open(&id);
                 session.deliver(body).await;
                 let mut response = if !streams_messages(&method) {
-                    json_reply(replies).await
+                    json_reply(listener, &session.streams).await
                 } else if self.options.json_response {
-                    self.json_unless_streamed(replies, &cx).await
+                    self.json_unless_streamed(listener, &session.streams, &cx).await
                 } else {
-                    self.event_stream(None, replies, &cx)
+                    self.event_stream(&session.streams, listener, None, true, &cx)
                 };
                 if new_session {
                     if let Ok(value) = HeaderValue::from_str(&session.id) {
@@ -168,41 +166,68 @@ impl StreamableHttp {
         }
     }
 
-    /// An SSE stream of `first`, then the rest of `messages`.
+    /// An SSE stream of `first`, then the rest of `listener`'s messages;
+    /// on a resumable stream, each with its event id, after a first event
+    /// (when `prime`) that carries only an id and the reconnection delay.
     pub(super) fn event_stream(
         &self,
-        first: Option<String>,
-        messages: mpsc::UnboundedReceiver<String>,
+        streams: &StreamTable,
+        listener: Listener,
+        first: Option<Message>,
+        prime: bool,
         cx: &RouteContext,
     ) -> Response<RouteBody> {
-        let stop = cx.shutdown().clone();
-        let rest = futures_util::stream::unfold((messages, stop), |(mut messages, stop)| async move {
-            tokio::select! {
-                message = messages.recv() => message.map(|m| (sse::Event::data(m), (messages, stop))),
-                () = stop.cancelled() => None,
+        let resumable = streams.resumable();
+        let event = move |message: Message| {
+            let event = sse::Event::data(message.data.as_ref());
+            if resumable {
+                event.id(message.id)
+            } else {
+                event
             }
+        };
+        let priming = (resumable && prime).then(|| {
+            sse::Event::data("")
+                .id(format!("{}-0", listener.stream))
+                .retry(self.options.retry)
         });
-        let first = futures_util::stream::iter(first.map(sse::Event::data));
-        sse::response(first.chain(rest), Some(self.options.keep_alive))
+        let stop = cx.shutdown().clone();
+        let rest = futures_util::stream::unfold(
+            (listener.messages, stop),
+            move |(mut messages, stop)| async move {
+                tokio::select! {
+                    message = messages.recv() => message.map(|m| (event(m), (messages, stop))),
+                    () = stop.cancelled() => None,
+                }
+            },
+        );
+        let head = futures_util::stream::iter(priming.into_iter().chain(first.map(event)));
+        super::event_stream(head.chain(rest), self.options.keep_alive)
     }
 
     /// The reply as a JSON body when it is the handler's first message;
     /// otherwise an SSE stream that starts with that message.
     async fn json_unless_streamed(
         &self,
-        mut messages: mpsc::UnboundedReceiver<String>,
+        mut listener: Listener,
+        streams: &StreamTable,
         cx: &RouteContext,
     ) -> Response<RouteBody> {
         let first = tokio::select! {
-            first = messages.recv() => first,
+            first = listener.messages.recv() => first,
             () = cx.shutdown().cancelled() => None,
         };
         match first {
-            Some(reply) if peek(&reply).is_some_and(|p| p.method.is_none()) => json_body(reply),
-            first => self.event_stream(first, messages, cx),
+            Some(reply) if peek(&reply.data).is_some_and(|p| p.method.is_none()) => {
+                streams.forget(listener.stream);
+                json_body(Bytes::copy_from_slice(reply.data.as_bytes()))
+            }
+            first => self.event_stream(streams, listener, first, true, cx),
         }
     }
 
+    /// The standalone stream (GET), or the rest of a broken one from after
+    /// `Last-Event-ID`.
     pub(super) fn get(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
         if !accepts(request.headers(), "text/event-stream") {
             return refuse(
@@ -214,8 +239,22 @@ impl StreamableHttp {
             Ok(session) => session,
             Err(refusal) => return refusal.into_response(),
         };
-        let messages = session.streams.open_standalone();
-        self.event_stream(None, messages, &cx)
+        let last = request
+            .headers()
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok());
+        let Some(last) = last else {
+            let listener = session.streams.open_standalone();
+            return self.event_stream(&session.streams, listener, None, true, &cx);
+        };
+        match session.streams.resume(last) {
+            Some(listener) => self.event_stream(&session.streams, listener, None, false, &cx),
+            None => refuse(
+                StatusCode::NOT_FOUND,
+                Error::invalid_request()
+                    .with_data(&format!("no stream to resume after event {last:?}: it is gone")),
+            ),
+        }
     }
 
     pub(super) fn delete(&self, headers: &HeaderMap) -> Response<RouteBody> {
@@ -239,7 +278,7 @@ impl StreamableHttp {
             return None;
         }
         let id = crate::server::random_id();
-        let streams = Arc::new(StreamTable::default());
+        let streams = Arc::new(StreamTable::new(self.options.store_limits()));
         let (incoming_tx, incoming_rx) = mpsc::channel::<io::Result<Inbound>>(64);
         let incoming =
             futures_util::stream::unfold(
@@ -280,27 +319,17 @@ fn streams_messages(method: &str) -> bool {
     matches!(method, "tools/call" | "resources/read" | "prompts/get")
 }
 
-async fn json_reply(mut replies: mpsc::UnboundedReceiver<String>) -> Response<RouteBody> {
-    match replies.recv().await {
-        Some(reply) => json_body(reply),
+/// The reply as a JSON body (a request whose handler sends nothing first).
+async fn json_reply(mut listener: Listener, streams: &StreamTable) -> Response<RouteBody> {
+    let reply = listener.messages.recv().await;
+    streams.forget(listener.stream);
+    match reply {
+        Some(reply) => json_body(Bytes::copy_from_slice(reply.data.as_bytes())),
         None => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             Error::internal_error().with_data("the session ended before answering"),
         ),
     }
-}
-
-/// What routing needs of a message: whether it has a method, and its id.
-#[derive(serde::Deserialize)]
-struct Peek {
-    #[serde(default)]
-    method: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    id: Option<Id>,
-}
-
-fn peek(text: &str) -> Option<Peek> {
-    serde_json::from_str(text).ok()
 }
 
 /// One client's session.
@@ -326,227 +355,5 @@ impl HttpSession {
 
     async fn deliver(&self, frame: Bytes) {
         let _ = self.incoming.send(Ok(Inbound::Frame(frame))).await;
-    }
-}
-
-/// Where a session's messages to the client go: each request's own
-/// stream, the standalone GET stream, and the requests the server made of
-/// the client that wait for an answer.
-#[derive(Default)]
-struct StreamTable {
-    by_request: Mutex<HashMap<Id, mpsc::UnboundedSender<String>>>,
-    standalone: Mutex<Option<mpsc::UnboundedSender<String>>>,
-    calls: Mutex<HashMap<String, Answering>>,
-    next_call: AtomicU64,
-}
-
-/// Where the client's answer to a request of the server's goes.
-type Answering = oneshot::Sender<Result<Box<RawValue>, CallError>>;
-
-/// The prefix of the ids of requests the server sends through a request's
-/// stream (the peer's own ids are numbers).
-const CALL_PREFIX: &str = "srv-";
-
-impl StreamTable {
-    fn open(&self, id: &Id) -> mpsc::UnboundedReceiver<String> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.by_request
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), tx);
-        rx
-    }
-
-    /// Whether a stream to the client is open (a request still being
-    /// answered, or the standalone stream).
-    fn any_open(&self) -> bool {
-        let requests = self.by_request.lock().unwrap_or_else(|p| p.into_inner());
-        if requests.values().any(|s| !s.is_closed()) {
-            return true;
-        }
-        drop(requests);
-        let standalone = self.standalone.lock().unwrap_or_else(|p| p.into_inner());
-        standalone.as_ref().is_some_and(|s| !s.is_closed())
-    }
-
-    fn open_standalone(&self) -> mpsc::UnboundedReceiver<String> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        *self.standalone.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
-        rx
-    }
-
-    /// Sends `message` on the stream of `related`, else on the standalone
-    /// stream; whether one took it.
-    fn send(&self, related: Option<&Id>, message: String) -> bool {
-        if let Some(id) = related {
-            let streams = self.by_request.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(stream) = streams.get(id) {
-                if stream.send(message.clone()).is_ok() {
-                    return true;
-                }
-            }
-        }
-        let standalone = self.standalone.lock().unwrap_or_else(|p| p.into_inner());
-        standalone.as_ref().is_some_and(|s| s.send(message).is_ok())
-    }
-
-    /// A frame from the session's peer: a response ends its request's
-    /// stream; anything else goes on the standalone stream.
-    fn route(&self, frame: &Bytes) {
-        let Ok(text) = std::str::from_utf8(frame) else {
-            return;
-        };
-        let Some(peek) = peek(text) else {
-            return;
-        };
-        match (peek.method, peek.id) {
-            (None, Some(id)) => {
-                let stream = self
-                    .by_request
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-                if let Some(stream) = stream {
-                    let _ = stream.send(text.to_owned());
-                }
-            }
-            _ => {
-                if !self.send(None, text.to_owned()) {
-                    tracing::debug!("no stream open for a message to the client; dropped");
-                }
-            }
-        }
-    }
-
-    /// The client's answer to a request the server made through a stream;
-    /// whether it was one.
-    fn answer(&self, id: &Id, body: &[u8]) -> bool {
-        let Ok(value) = serde_json::to_value(id) else {
-            return false;
-        };
-        let Some(key) = value.as_str().filter(|k| k.starts_with(CALL_PREFIX)) else {
-            return false;
-        };
-        let Some(waiting) = self.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(key) else {
-            return false;
-        };
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            #[serde(default)]
-            result: Option<Box<RawValue>>,
-            #[serde(default)]
-            error: Option<Error>,
-        }
-        let outcome = match serde_json::from_slice::<Answer>(body) {
-            Ok(Answer {
-                error: Some(error), ..
-            }) => Err(CallError::Rpc(error)),
-            Ok(Answer {
-                result: Some(result), ..
-            }) => Ok(result),
-            _ => Err(CallError::Protocol(
-                "an answer with neither result nor error".into(),
-            )),
-        };
-        let _ = waiting.send(outcome);
-        true
-    }
-}
-
-/// Forgets a request to the client that is no longer awaited, telling the
-/// client it is cancelled.
-struct PendingCall {
-    table: Arc<StreamTable>,
-    key: String,
-    related: Id,
-    done: bool,
-}
-
-impl PendingCall {
-    /// Answered (or never sent): nothing to forget.
-    fn disarm(&mut self) {
-        self.done = true;
-    }
-}
-
-impl Drop for PendingCall {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        let waiting = self
-            .table
-            .calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.key);
-        if waiting.is_some() {
-            let cancel = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                            "params": {"requestId": self.key, "reason": "no longer needed"}});
-            self.table.send(Some(&self.related), cancel.to_string());
-        }
-    }
-}
-
-impl RequestOutbound for Arc<StreamTable> {
-    fn notify(&self, related: &Id, frame: String) {
-        if !self.send(Some(related), frame) {
-            tracing::debug!("no stream open for a notification; dropped");
-        }
-    }
-
-    fn call(
-        &self,
-        related: &Id,
-        method: &str,
-        params: Box<RawValue>,
-        timeout: Duration,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<RawValue>, CallError>> + Send>> {
-        let key = format!(
-            "{CALL_PREFIX}{}",
-            self.next_call.fetch_add(1, Ordering::Relaxed) + 1
-        );
-        let (tx, rx) = oneshot::channel();
-        self.calls
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), tx);
-        let frame = serde_json::json!({"jsonrpc": "2.0", "id": key, "method": method, "params": params});
-        let sent = self.send(Some(related), frame.to_string());
-        let mut pending = PendingCall {
-            table: Arc::clone(self),
-            key,
-            related: related.clone(),
-            done: false,
-        };
-        Box::pin(async move {
-            if !sent {
-                pending.disarm();
-                pending
-                    .table
-                    .calls
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&pending.key);
-                return Err(CallError::Closed("no stream open to the client".into()));
-            }
-            match tokio::time::timeout(timeout, rx).await {
-                Ok(Ok(outcome)) => {
-                    pending.disarm();
-                    outcome
-                }
-                Ok(Err(_)) => Err(CallError::Closed("the session ended".into())),
-                Err(_) => Err(CallError::Timeout(timeout)),
-            }
-        })
-    }
-
-    fn abandoned(&self, related: &Id) {
-        // Dropping the stream's sender ends the SSE response, with no
-        // result: the request was cancelled.
-        self.by_request
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(related);
     }
 }

@@ -28,6 +28,7 @@
 
 mod legacy;
 mod modern;
+mod streams;
 
 use std::collections::HashMap;
 use std::io;
@@ -82,6 +83,15 @@ pub struct HttpOptions {
     /// progress, a log line or a request first, so no message is lost.
     /// (Modern requests always answer that way.)
     pub json_response: bool,
+    /// Legacy sessions: how many of its messages a session keeps for
+    /// clients whose stream broke (default 1024; at most 8 MiB of them). A
+    /// client that comes back with `GET` and `Last-Event-ID` gets what it
+    /// missed on that stream, then the rest. Zero turns resumability off:
+    /// no event ids, nothing kept.
+    pub event_store: usize,
+    /// Legacy sessions: the reconnection delay SSE streams suggest
+    /// (`retry:`, default 1 s).
+    pub retry: Duration,
 }
 
 impl Default for HttpOptions {
@@ -94,6 +104,8 @@ impl Default for HttpOptions {
             session_idle_timeout: Duration::from_secs(30 * 60),
             max_sessions: 1024,
             json_response: false,
+            event_store: 1024,
+            retry: Duration::from_secs(1),
         }
     }
 }
@@ -117,6 +129,36 @@ impl HttpOptions {
         self.json_response = json;
         self
     }
+
+    /// Keeps `events` messages per legacy session for resumption (see
+    /// [`event_store`](Self::event_store)).
+    pub fn event_store(mut self, events: usize) -> Self {
+        self.event_store = events;
+        self
+    }
+
+    fn store_limits(&self) -> streams::StoreLimits {
+        streams::StoreLimits {
+            events: self.event_store,
+            bytes: EVENT_STORE_BYTES,
+        }
+    }
+}
+
+/// The most bytes of messages a legacy session keeps for resumption.
+const EVENT_STORE_BYTES: usize = 8 * 1024 * 1024;
+
+/// An SSE response of `events`, with keep-alive comments and the header
+/// that tells proxies not to buffer it.
+fn event_stream(
+    events: impl futures_util::Stream<Item = jrpc::server::http::sse::Event> + Send + 'static,
+    keep_alive: Duration,
+) -> Response<RouteBody> {
+    let mut response = jrpc::server::http::sse::response(events, Some(keep_alive));
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
 }
 
 impl McpServer {

@@ -294,7 +294,7 @@ impl StreamableHttp {
                                 events.push(sse::Event::data(text(message)));
                             }
                             events.push(sse::Event::data(text(response_text(&id, outcome))));
-                            return sse::response(futures_util::stream::iter(events), None);
+                            return super::event_stream(futures_util::stream::iter(events), self.options.keep_alive);
                         }
                     }
                 }
@@ -321,7 +321,7 @@ impl StreamableHttp {
             }
         })
         .flat_map(futures_util::stream::iter);
-        sse::response(head.chain(rest), Some(self.options.keep_alive))
+        super::event_stream(head.chain(rest), self.options.keep_alive)
     }
 }
 

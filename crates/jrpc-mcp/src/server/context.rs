@@ -70,6 +70,9 @@ pub(crate) trait RequestOutbound: Send + Sync {
     >;
     /// The request was cancelled: no response will come for it.
     fn abandoned(&self, related: &Id);
+    /// Ends the connection carrying the request's messages now, leaving the
+    /// request going (the client resumes its stream).
+    fn close_stream(&self, related: &Id);
 }
 
 struct Inner {
@@ -264,6 +267,20 @@ impl McpContext {
             if let Err(e) = peer.notify(method, params).await {
                 tracing::debug!(method, error = %e, "notification not sent");
             }
+        }
+    }
+
+    /// Ends the HTTP response that carries this request's messages now,
+    /// without ending the request: the client reconnects (`GET` with
+    /// `Last-Event-ID`) after the stream's `retry:` delay and gets the rest,
+    /// the response included. For long requests behind proxies that cut
+    /// long responses. Only legacy sessions over Streamable HTTP have such
+    /// streams; elsewhere this does nothing.
+    pub fn close_stream(&self) {
+        if let (Era::Legacy(_), Some(outbound), Some(id)) =
+            (&self.inner.era, &self.inner.outbound, &self.inner.request_id)
+        {
+            outbound.close_stream(id);
         }
     }
 

@@ -149,6 +149,8 @@ impl Reply {
         self.body
             .lines()
             .filter_map(|line| line.strip_prefix("data: "))
+            // An event with only an id (to resume from) carries no message.
+            .filter(|data| !data.is_empty())
             .map(|data| serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}")))
             .collect()
     }

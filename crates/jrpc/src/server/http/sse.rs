@@ -24,6 +24,9 @@ pub struct Event {
     id: Option<String>,
     event: Option<String>,
     data: String,
+    /// Whether the event carries data, even empty (a client dispatches an
+    /// event only when it has a `data:` field).
+    has_data: bool,
     retry: Option<Duration>,
 }
 
@@ -38,6 +41,7 @@ impl Event {
     pub fn data(data: impl Into<String>) -> Self {
         Event {
             data: data.into(),
+            has_data: true,
             ..Default::default()
         }
     }
@@ -86,7 +90,7 @@ impl Event {
         if let Some(retry) = self.retry {
             out.push_str(&format!("retry: {}\n", retry.as_millis()));
         }
-        if !self.data.is_empty() || (self.id.is_none() && self.event.is_none() && self.retry.is_none()) {
+        if self.has_data || (self.id.is_none() && self.event.is_none() && self.retry.is_none()) {
             for line in self.data.split('\n') {
                 out.push_str("data: ");
                 out.push_str(line.strip_suffix('\r').unwrap_or(line));
@@ -145,6 +149,11 @@ mod tests {
         assert_eq!(Event::data("a").to_bytes(), "data: a\n\n");
         assert_eq!(Event::data("a\nb").to_bytes(), "data: a\ndata: b\n\n");
         assert_eq!(Event::data("").to_bytes(), "data: \n\n");
+        // An id with empty data is still an event a client dispatches.
+        assert_eq!(
+            Event::data("").id("3-0").retry(Duration::from_secs(1)).to_bytes(),
+            "id: 3-0\nretry: 1000\ndata: \n\n"
+        );
         assert_eq!(
             Event::retry_only(Duration::from_secs(2)).to_bytes(),
             "retry: 2000\n\n"
