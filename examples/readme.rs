@@ -21,6 +21,7 @@ async fn main() -> Outcome {
     typed_methods().await?;
     own_transport().await?;
     mcp_server().await?;
+    mcp_ask_once().await?;
     println!("every README snippet ran");
     Ok(())
 }
@@ -259,5 +260,60 @@ async fn mcp_server() -> Outcome {
     }
     assert_eq!(replies[1]["result"]["structuredContent"]["result"], 42.0);
     session.close();
+    Ok(())
+}
+
+// Kept as the README shows it, not as rustfmt would.
+#[rustfmt::skip]
+async fn mcp_ask_once() -> Outcome {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use jrpc_mcp::types::ElicitAction;
+    use jrpc_mcp::{McpContext, McpServer, ToolError};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Table { when: String }
+
+    static BOOKED: AtomicU32 = AtomicU32::new(0);
+    async fn book(args: Table) -> String {
+        format!("{} #{}", args.when, BOOKED.fetch_add(1, Ordering::SeqCst) + 1)
+    }
+
+    // README: a tool that asks, written once for both revisions.
+    let server = McpServer::builder("bookings", "1.0.0")
+        .tool("book", "Books a table", |args: Table, cx: McpContext| async move {
+            let schema = serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+            let answer = cx.input("confirm").elicit(format!("Book {}?", args.when), schema.as_object().cloned().unwrap_or_default()).await?;
+            if answer.action != ElicitAction::Accept {
+                return Ok::<_, ToolError>("not booked".to_owned());
+            }
+            let id: String = cx.once("booking", book(args)).await;   // runs in one round only
+            Ok(format!("booked: {id}"))
+        })
+        .build();
+
+    // A 2026-07-28 client over a pipe: the first call gets the question,
+    // the second (with the answer and the state echoed) the booking.
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(theirs);
+    let info = jrpc::router::ConnectionInfo { transport: "pipe", peer_addr: None, local_addr: None };
+    let session = server.connect(jrpc::transport::Connection::over_io(read, write, jrpc::codec::Framing::Ndjson, 1 << 16, info));
+    let (read, mut write) = tokio::io::split(ours);
+    let mut lines = tokio::io::BufReader::new(read).lines();
+    let envelope = serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+    let mut params = serde_json::json!({"name": "book", "arguments": {"when": "noon"}, "_meta": envelope});
+    let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    write.write_all(format!("{request}\n").as_bytes()).await?;
+    let first: serde_json::Value = serde_json::from_str(&lines.next_line().await?.ok_or("no reply")?)?;
+    assert_eq!(first["result"]["resultType"], "input_required");
+    params["inputResponses"] = serde_json::json!({"confirm": {"action": "accept", "content": {"ok": true}}});
+    params["requestState"] = first["result"]["requestState"].clone();
+    let request = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params});
+    write.write_all(format!("{request}\n").as_bytes()).await?;
+    let done: serde_json::Value = serde_json::from_str(&lines.next_line().await?.ok_or("no reply")?)?;
+    assert_eq!(done["result"]["content"][0]["text"], "booked: noon #1");
+    session.close();
+    assert_eq!(BOOKED.load(Ordering::SeqCst), 1);
     Ok(())
 }
