@@ -2,10 +2,12 @@
 
 use std::sync::Arc;
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
+
+use crate::servers::Mode;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -37,13 +39,36 @@ pub enum Target {
 #[derive(Clone)]
 pub enum Client {
     Jrpc(Arc<jrpc_mcp::McpClient>),
+    /// jrpc's plain JSON-RPC client, sending 2026-07-28 requests with their
+    /// envelope (and, over HTTP, their headers) as the load generator
+    /// (`McpClient` speaks only the `initialize` handshake for now), or
+    /// plain `add` calls.
+    Raw(jrpc::client::Client, Call),
     Rmcp(Peer<RoleClient>, Arc<RunningService<RoleClient, ()>>),
+}
+
+/// What the raw client calls.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// `tools/call add` in revision 2026-07-28.
+    ModernTool,
+    /// A plain JSON-RPC `add`.
+    Plain,
 }
 
 impl Client {
     /// Connects and initializes (revision 2025-11-25 on both sides: rmcp is
     /// told to use the `initialize` handshake, which jrpc-mcp speaks).
-    pub async fn connect(kind: Kind, target: Target) -> Result<Client, BoxError> {
+    pub async fn connect(kind: Kind, target: Target, mode: Mode) -> Result<Client, BoxError> {
+        if mode == Mode::HttpJsonRpc {
+            let Target::Url(url) = target else {
+                return Err("the plain JSON-RPC baseline runs over HTTP".into());
+            };
+            return Ok(Client::Raw(jrpc::client::Client::builder().connect_http(&url)?, Call::Plain));
+        }
+        if mode.modern() {
+            return Self::connect_modern(kind, target).await;
+        }
         Ok(match (kind, target) {
             (Kind::Jrpc, Target::Spawn(command)) => Client::Jrpc(Arc::new(
                 jrpc_mcp::McpClient::builder("bench", "1").spawn(command).await?,
@@ -66,9 +91,57 @@ impl Client {
         })
     }
 
+    /// A client speaking 2026-07-28: jrpc's plain client with the envelope
+    /// and headers, or rmcp told to discover (no `initialize`).
+    async fn connect_modern(kind: Kind, target: Target) -> Result<Client, BoxError> {
+        Ok(match (kind, target) {
+            (Kind::Jrpc, Target::Spawn(command)) => {
+                Client::Raw(jrpc::client::Client::builder().spawn(command)?, Call::ModernTool)
+            }
+            (Kind::Jrpc, Target::Url(url)) => {
+                let builder = jrpc::client::Client::builder()
+                    .header("Accept", "application/json, text/event-stream")?
+                    .header("MCP-Protocol-Version", "2026-07-28")?
+                    .header("Mcp-Method", "tools/call")?
+                    .header("Mcp-Name", "add")?;
+                Client::Raw(builder.connect_http(&url)?, Call::ModernTool)
+            }
+            (Kind::Rmcp, target) => {
+                let lifecycle = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                };
+                let running = match target {
+                    Target::Spawn(command) => ().serve_with_lifecycle(TokioChildProcess::new(command)?, lifecycle).await?,
+                    Target::Url(url) => {
+                        ().serve_with_lifecycle(StreamableHttpClientTransport::from_uri(url), lifecycle)
+                            .await?
+                    }
+                };
+                Client::Rmcp(running.peer().clone(), Arc::new(running))
+            }
+        })
+    }
+
     /// `tools/call add {a, b}`; the text of the result.
     pub async fn add(&self, a: u64, b: u64) -> Result<String, BoxError> {
         match self {
+            Client::Raw(client, Call::Plain) => {
+                let sum: u64 = client.call("add", (a, b)).await?;
+                Ok(sum.to_string())
+            }
+            Client::Raw(client, Call::ModernTool) => {
+                let params = serde_json::json!({
+                    "name": "add",
+                    "arguments": {"a": a, "b": b},
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+                    },
+                });
+                let result: serde_json::Value = client.call("tools/call", params).await?;
+                Ok(result["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+            }
             Client::Jrpc(client) => {
                 let result = client
                     .call_tool("add", serde_json::json!({ "a": a, "b": b }))
@@ -99,6 +172,9 @@ impl Client {
                 if let Ok(client) = Arc::try_unwrap(client) {
                     client.close().await;
                 }
+            }
+            Client::Raw(client, _) => {
+                client.close().await;
             }
             Client::Rmcp(peer, running) => {
                 drop(peer);

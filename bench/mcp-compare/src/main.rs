@@ -1,8 +1,10 @@
 //! jrpc-mcp beside rmcp, as servers and as clients, in one run: `tools/call
-//! add` per second over stdio and Streamable HTTP (SSE and JSON replies).
+//! add` per second over stdio and Streamable HTTP (SSE and JSON replies), in
+//! 2025-11-25 sessions and as 2026-07-28 stateless requests; and a plain
+//! JSON-RPC `add` over HTTP, the baseline of an MCP request's cost.
 //!
 //! ```text
-//! cargo run --release --manifest-path bench/mcp-compare/Cargo.toml -- [--runs 3] [--calls 20000] [--in-flight 16] [--only stdio|http-sse|http-json]
+//! cargo run --release --manifest-path bench/mcp-compare/Cargo.toml -- [--runs 3] [--calls 20000] [--in-flight 16] [--only MODE]
 //! ```
 //!
 //! Every server runs as its own process (`serve SERVER MODE`, this same
@@ -35,8 +37,9 @@ struct Options {
 
 fn usage() -> io::Error {
     io::Error::other(
-        "usage: jrpc-mcp-compare [--runs N] [--calls N] [--in-flight N] [--only stdio|http-sse|http-json]\n       \
-         jrpc-mcp-compare serve jrpc-mcp|rmcp stdio|http-sse|http-json",
+        "usage: jrpc-mcp-compare [--runs N] [--calls N] [--in-flight N] [--only MODE]\n       \
+         jrpc-mcp-compare serve jrpc-mcp|rmcp MODE\n\
+         MODE: stdio, http-sse, http-json (2025-11-25 sessions), stdio-2026, http-2026, http-jsonrpc (plain JSON-RPC)",
     )
 }
 
@@ -105,7 +108,13 @@ async fn compare(options: Options) -> Result<(), BoxError> {
             continue;
         }
         for server in Server::ALL {
+            if !mode.served_by(server) {
+                continue;
+            }
             for client in Kind::ALL {
+                if mode == Mode::HttpJsonRpc && client != Kind::Jrpc {
+                    continue;
+                }
                 let mut runs = Vec::new();
                 for _ in 0..options.runs {
                     let sample = one_run(mode, server, client, &options).await?;
@@ -141,7 +150,7 @@ async fn one_run(mode: Mode, server: Server, kind: Kind, options: &Options) -> R
     command.args(["serve", server.name(), mode.name()]);
     command.stderr(Stdio::inherit()).kill_on_drop(true);
     let mut http_server = None;
-    let target = if mode == Mode::Stdio {
+    let target = if mode.stdio() {
         Target::Spawn(command)
     } else {
         command.stdout(Stdio::piped()).stdin(Stdio::null());
@@ -156,7 +165,7 @@ async fn one_run(mode: Mode, server: Server, kind: Kind, options: &Options) -> R
         http_server = Some(child);
         Target::Url(line.trim().to_owned())
     };
-    let client = Client::connect(kind, target).await?;
+    let client = Client::connect(kind, target, mode).await?;
     load(&client, WARMUP_CALLS, options.in_flight).await?;
     let (server_before, client_before) = (children_cpu(), own_cpu());
     let start = Instant::now();

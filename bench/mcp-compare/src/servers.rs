@@ -19,14 +19,25 @@ pub enum Server {
     Rmcp,
 }
 
-/// How it is reached.
+/// How it is reached, and in which revision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// stdio, a 2025-11-25 session.
     Stdio,
-    /// Streamable HTTP, `tools/call` answered with an SSE stream.
+    /// Streamable HTTP, a 2025-11-25 session, `tools/call` answered with
+    /// an SSE stream.
     HttpSse,
-    /// Streamable HTTP, `tools/call` answered with a JSON body.
+    /// Streamable HTTP, a 2025-11-25 session (rmcp: stateless), `tools/call`
+    /// answered with a JSON body.
     HttpJson,
+    /// stdio, 2026-07-28: each request carries its `_meta` envelope.
+    Stdio2026,
+    /// Streamable HTTP, 2026-07-28: each request a POST of its own, no
+    /// session.
+    Http2026,
+    /// Not MCP: a plain JSON-RPC `add` over HTTP (jrpc's own server), the
+    /// baseline an MCP request over HTTP is measured against.
+    HttpJsonRpc,
 }
 
 impl Server {
@@ -45,14 +56,39 @@ impl Server {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::Stdio, Mode::HttpSse, Mode::HttpJson];
+    pub const ALL: [Mode; 6] = [
+        Mode::Stdio,
+        Mode::HttpSse,
+        Mode::HttpJson,
+        Mode::Stdio2026,
+        Mode::Http2026,
+        Mode::HttpJsonRpc,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Mode::Stdio => "stdio",
             Mode::HttpSse => "http-sse",
             Mode::HttpJson => "http-json",
+            Mode::Stdio2026 => "stdio-2026",
+            Mode::Http2026 => "http-2026",
+            Mode::HttpJsonRpc => "http-jsonrpc",
         }
+    }
+
+    /// Whether the server is reached over stdio.
+    pub fn stdio(self) -> bool {
+        matches!(self, Mode::Stdio | Mode::Stdio2026)
+    }
+
+    /// Whether the client speaks 2026-07-28.
+    pub fn modern(self) -> bool {
+        matches!(self, Mode::Stdio2026 | Mode::Http2026)
+    }
+
+    /// Whether `server` serves in this mode (the baseline is jrpc's only).
+    pub fn served_by(self, server: Server) -> bool {
+        self != Mode::HttpJsonRpc || server == Server::Jrpc
     }
 
     pub fn parse(name: &str) -> Option<Self> {
@@ -64,9 +100,17 @@ impl Mode {
 /// URL is the first line on stdout).
 pub async fn serve(server: Server, mode: Mode) -> io::Result<()> {
     match (server, mode) {
-        (Server::Jrpc, Mode::Stdio) => {
+        (Server::Jrpc, Mode::Stdio | Mode::Stdio2026) => {
             jrpc_mcp::demo::server().serve_stdio().await;
             Ok(())
+        }
+        (Server::Jrpc, Mode::HttpJsonRpc) => {
+            // The same sum, as a plain JSON-RPC method.
+            let router = jrpc::Router::new().method("add", |(a, b): (i64, i64)| async move { Ok(a + b) });
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let serving = jrpc::server::http::HttpServer::new(router).serve_tcp(listener);
+            println!("{}/", serving.local_addr());
+            std::future::pending().await
         }
         (Server::Jrpc, http) => {
             let options = jrpc_mcp::http::HttpOptions::default().json_response(http == Mode::HttpJson);
@@ -76,7 +120,7 @@ pub async fn serve(server: Server, mode: Mode) -> io::Result<()> {
             println!("{}/mcp", serving.local_addr());
             std::future::pending().await
         }
-        (Server::Rmcp, Mode::Stdio) => {
+        (Server::Rmcp, Mode::Stdio | Mode::Stdio2026) => {
             let running = Calculator::new()
                 .serve(rmcp::transport::stdio())
                 .await
@@ -84,7 +128,10 @@ pub async fn serve(server: Server, mode: Mode) -> io::Result<()> {
             running.waiting().await.map_err(io::Error::other)?;
             Ok(())
         }
-        (Server::Rmcp, http) => serve_rmcp_http(http == Mode::HttpJson).await,
+        (Server::Rmcp, Mode::HttpJsonRpc) => Err(io::Error::other("rmcp serves no plain JSON-RPC")),
+        // rmcp answers a 2026-07-28 request over SSE unless told to answer
+        // with JSON, which the plain JSON-RPC load client reads.
+        (Server::Rmcp, http) => serve_rmcp_http(matches!(http, Mode::HttpJson | Mode::Http2026)).await,
     }
 }
 

@@ -7,6 +7,7 @@
 //! stream cancels the request. Errors get the HTTP status the specification
 //! gives their code (`400`, `404` for an unknown method).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -89,17 +90,17 @@ fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, Err
         .map_err(|_| mismatch(format!("the {name} header is not visible ASCII")))
 }
 
-/// What header checks need of a request's params.
+/// What header checks need of a request's params, borrowed from them.
 #[derive(Deserialize)]
-struct Named {
-    #[serde(default)]
-    name: Option<serde_json::Value>,
-    #[serde(default)]
-    uri: Option<serde_json::Value>,
-    #[serde(rename = "taskId", default)]
-    task_id: Option<serde_json::Value>,
-    #[serde(default)]
-    arguments: Option<serde_json::Value>,
+struct Named<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    uri: Option<Cow<'a, str>>,
+    #[serde(rename = "taskId", default, borrow)]
+    task_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
 }
 
 impl StreamableHttp {
@@ -184,14 +185,14 @@ impl StreamableHttp {
         }
         let named = request
             .params
-            .and_then(|p| serde_json::from_str::<Named>(p.get()).ok());
+            .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok());
         if let Some(field) = headers::name_param(&request.method) {
             let body_value = named.as_ref().and_then(|n| match field {
-                "name" => n.name.as_ref(),
-                "uri" => n.uri.as_ref(),
-                _ => n.task_id.as_ref(),
+                "name" => n.name.as_deref(),
+                "uri" => n.uri.as_deref(),
+                _ => n.task_id.as_deref(),
             });
-            if let Some(body_value) = body_value.and_then(|v| v.as_str()) {
+            if let Some(body_value) = body_value {
                 let decoded = name.map(headers::decode_value);
                 if decoded.flatten().as_deref() != Some(body_value) {
                     return Err(mismatch(format!(
@@ -212,25 +213,19 @@ impl StreamableHttp {
     /// The `Mcp-Param-*` headers of a `tools/call` against its arguments,
     /// for the parameters its tool annotates `x-mcp-header` (a tool whose
     /// annotations are invalid has none).
-    fn check_param_headers(&self, headers: &HeaderMap, named: &Named) -> Result<(), Error> {
-        let Some(tool) = named
-            .name
-            .as_ref()
-            .and_then(|n| n.as_str())
-            .and_then(|name| self.server.tools().find(|tool| tool.name == name))
-        else {
+    fn check_param_headers(&self, headers: &HeaderMap, named: &Named<'_>) -> Result<(), Error> {
+        let Some(tool) = named.name.as_deref().and_then(|name| self.server.tool(name)) else {
             return Ok(());
         };
-        let Ok(annotated) = headers::param_headers(&tool.input_schema) else {
+        if tool.param_headers.is_empty() {
             return Ok(());
-        };
-        let empty = JsonObject::new();
-        let arguments = named
+        }
+        let arguments: JsonObject = named
             .arguments
-            .as_ref()
-            .and_then(|a| a.as_object())
-            .unwrap_or(&empty);
-        for param in annotated {
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or_default();
+        let arguments = &arguments;
+        for param in tool.param_headers.iter() {
             let header_name = param.header_name();
             let header = single(headers, &header_name)?;
             match (param.value_in(arguments), header) {
@@ -281,24 +276,31 @@ impl StreamableHttp {
     ) -> Response<RouteBody> {
         let mut first = None;
         if !stream_at_once {
-            tokio::select! {
-                biased;
-                message = messages.recv() => first = message,
-                outcome = &mut work => {
-                    match messages.try_recv() {
-                        // Nothing said before the answer: plain JSON.
-                        Err(_) => return reply(&id, outcome),
-                        Ok(message) => {
-                            let mut events = vec![sse::Event::data(text(message))];
-                            while let Ok(message) = messages.try_recv() {
-                                events.push(sse::Event::data(text(message)));
-                            }
-                            events.push(sse::Event::data(text(response_text(&id, outcome))));
-                            return super::event_stream(futures_util::stream::iter(events), self.options.keep_alive);
-                        }
+            // Most handlers answer at once: then no timer is set.
+            let at_once = futures_util::FutureExt::now_or_never(&mut work);
+            let outcome = match at_once {
+                Some(outcome) => Some(outcome),
+                None => tokio::select! {
+                    biased;
+                    message = messages.recv() => {
+                        first = message;
+                        None
                     }
+                    outcome = &mut work => Some(outcome),
+                    () = tokio::time::sleep(self.options.keep_alive) => None,
+                },
+            };
+            if let Some(outcome) = outcome {
+                let Ok(message) = messages.try_recv() else {
+                    // Nothing said before the answer: plain JSON.
+                    return reply(&id, outcome);
+                };
+                let mut events = vec![sse::Event::data(text(message))];
+                while let Ok(message) = messages.try_recv() {
+                    events.push(sse::Event::data(text(message)));
                 }
-                () = tokio::time::sleep(self.options.keep_alive) => {}
+                events.push(sse::Event::data(text(response_text(&id, outcome))));
+                return super::event_stream(futures_util::stream::iter(events), self.options.keep_alive);
             }
         }
         let head = futures_util::stream::iter(first.map(|m| sse::Event::data(text(m))));

@@ -87,7 +87,7 @@ struct Inner {
     last_progress: Mutex<Option<f64>>,
     cancel: CancellationToken,
     client_timeout: Duration,
-    logger: Option<String>,
+    logger: Option<Arc<str>>,
     changes: Changes,
 }
 
@@ -98,7 +98,7 @@ pub(crate) struct ContextParts {
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) cancel: CancellationToken,
     pub(crate) client_timeout: Duration,
-    pub(crate) logger: Option<String>,
+    pub(crate) logger: Option<Arc<str>>,
     pub(crate) changes: Changes,
 }
 
@@ -235,7 +235,7 @@ impl McpContext {
         };
         let params = LoggingMessageParams {
             level,
-            logger: self.inner.logger.clone(),
+            logger: self.inner.logger.as_deref().map(str::to_owned),
             data,
             meta: None,
         };

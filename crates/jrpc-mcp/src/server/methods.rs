@@ -14,10 +14,10 @@ use super::session::{Phase, Session};
 use super::shape::Shaped;
 use super::McpServer;
 use crate::types::{
-    codes, negotiate_version, CallToolParams, CompleteParams, DiscoverResult, GetPromptParams,
-    InitializeParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, ListenParams, PaginatedParams, ReadResourceParams, ResultType, SetLevelParams,
-    TaskParams, TaskUpdateParams, SUPPORTED_PROTOCOL_VERSIONS,
+    codes, negotiate_version, CompleteParams, DiscoverResult, InitializeParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ListenParams,
+    PaginatedParams, ReadResourceParams, ResultType, SetLevelParams, TaskParams, TaskUpdateParams,
+    SUPPORTED_PROTOCOL_VERSIONS,
 };
 
 /// Params that carry nothing but, perhaps, `_meta` (`ping`, notifications,
@@ -95,9 +95,12 @@ fn methods(server: &McpServer) -> Router {
             "tools/list",
             |s, p: Option<PaginatedParams>, ctx| s.list_tools(p.unwrap_or_default(), &ctx)
         );
-        route!(router, server, "tools/call", |s, p: CallToolParams, ctx| s
-            .call_tool(p, ctx)
-            .await);
+        route!(
+            router,
+            server,
+            "tools/call",
+            |s, p: super::serve::ToolCall, ctx| s.call_tool(p, ctx).await
+        );
     }
     if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
         route!(
@@ -116,7 +119,7 @@ fn methods(server: &McpServer) -> Router {
             router,
             server,
             "resources/read",
-            |s, p: ReadResourceParams, ctx| s.read_resource(p, ctx).await
+            |s, p: super::serve::ReadCall, ctx| s.read_resource(p, ctx).await
         );
     }
     if catalog.subscriptions {
@@ -148,9 +151,12 @@ fn methods(server: &McpServer) -> Router {
             "prompts/list",
             |s, p: Option<PaginatedParams>, ctx| s.list_prompts(p.unwrap_or_default(), &ctx)
         );
-        route!(router, server, "prompts/get", |s, p: GetPromptParams, ctx| s
-            .get_prompt(p, ctx)
-            .await);
+        route!(
+            router,
+            server,
+            "prompts/get",
+            |s, p: super::serve::PromptCall, ctx| s.get_prompt(p, ctx).await
+        );
     }
     if server.announces_changes() {
         route!(

@@ -95,6 +95,10 @@ struct Catalog {
     info: Implementation,
     /// `info` as the JSON of `_meta["io.modelcontextprotocol/serverInfo"]`.
     server_info: serde_json::Value,
+    /// The logger name of log messages: the server's name.
+    logger: Arc<str>,
+    /// Where each tool is in `tools`, by name.
+    tool_index: std::collections::HashMap<String, usize>,
     instructions: Option<String>,
     tools: Vec<ToolEntry>,
     resources: Vec<ResourceEntry>,
@@ -154,6 +158,8 @@ impl McpServer {
                 catalog: Catalog {
                     info: Implementation::new(name, version),
                     server_info: serde_json::Value::Null,
+                    logger: Arc::from(""),
+                    tool_index: Default::default(),
                     instructions: None,
                     tools: Vec::new(),
                     resources: Vec::new(),
@@ -218,6 +224,11 @@ impl McpServer {
             experimental: None,
             extensions,
         }
+    }
+
+    /// The tool `name`.
+    pub(crate) fn tool(&self, name: &str) -> Option<&ToolEntry> {
+        self.inner.tool_index.get(name).map(|i| &self.inner.tools[*i])
     }
 
     /// Announces changes of the server's lists and resources to everyone
@@ -430,10 +441,17 @@ impl McpServerBuilder {
     fn add_tool(mut self, tool: Tool, handler: tools::ToolHandler) -> Self {
         let tools = &mut self.plan.catalog.tools;
         tools.retain(|entry| entry.tool.name != tool.name);
+        let param_headers = crate::headers::param_headers(&tool.input_schema)
+            .unwrap_or_else(|why| {
+                tracing::warn!(tool = %tool.name, %why, "clients will drop this tool: its x-mcp-header annotations are invalid");
+                Vec::new()
+            })
+            .into();
         tools.push(ToolEntry {
             tool,
             handler,
             tasks: TaskSupport::Forbidden,
+            param_headers,
         });
         self
     }
@@ -612,6 +630,13 @@ impl McpServerBuilder {
             max_subscriptions,
         } = self.plan;
         catalog.server_info = serde_json::to_value(&catalog.info).unwrap_or(serde_json::Value::Null);
+        catalog.logger = Arc::from(catalog.info.name.as_str());
+        catalog.tool_index = catalog
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| (entry.tool.name.clone(), i))
+            .collect();
         catalog.tasks =
             tasks.map(|settings| Arc::new(tasks::TaskStore::new(settings, catalog.changes.clone())));
         catalog.listens = Arc::new(tokio::sync::Semaphore::new(

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jrpc::message::codes::INVALID_PARAMS;
+use jrpc::message::RawValue;
 use jrpc::{Error, Id, RequestContext};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::ReadHandler;
@@ -20,9 +21,9 @@ use super::shape::{Answer, Shaped};
 use super::tasks::TaskSupport;
 use super::McpServer;
 use crate::types::{
-    codes, CallToolParams, CallToolResult, ClientCapabilities, CompleteParams, CompleteResult,
-    GetPromptParams, GetPromptResult, InputRequiredResult, InputResponses, JsonObject, MissingCapabilityData,
-    ReadResourceParams, ReadResourceResult, RequestMeta, ResultType, TASKS_EXTENSION,
+    codes, CallToolResult, ClientCapabilities, CompleteParams, CompleteResult, GetPromptResult,
+    InputRequiredResult, InputResponses, JsonObject, MissingCapabilityData, ProgressToken,
+    ReadResourceResult, ResultType, TASKS_EXTENSION,
 };
 
 /// Whether the request's client declared the tasks extension (only modern
@@ -83,25 +84,127 @@ impl Drop for Unfinished {
 struct Request<'a> {
     method: &'static str,
     target: &'a str,
-    arguments: &'a (dyn erased::Arguments + Sync),
-    meta: Option<RequestMeta>,
+    arguments: Arguments<'a>,
+    progress_token: Option<ProgressToken>,
     input_responses: Option<InputResponses>,
     request_state: Option<String>,
     tasks: TaskSupport,
 }
 
-mod erased {
-    /// Arguments of any serializable type, for the digest that binds
-    /// request state.
-    pub(super) trait Arguments {
-        fn digest_of(&self, method: &str, target: &str, principal: Option<&str>) -> super::Binding;
-    }
+/// The arguments a request's state is bound to, digested only when a round
+/// carries state.
+enum Arguments<'a> {
+    None,
+    /// A tool's, as they came.
+    Raw(Option<&'a RawValue>),
+    /// A prompt's.
+    Map(&'a BTreeMap<String, String>),
+}
 
-    impl<T: serde::Serialize> Arguments for T {
-        fn digest_of(&self, method: &str, target: &str, principal: Option<&str>) -> super::Binding {
-            super::Binding::new(method, target, self, principal)
+impl Request<'_> {
+    fn binding(&self, principal: Option<&str>) -> Binding {
+        let (method, target) = (self.method, self.target);
+        match self.arguments {
+            Arguments::None => Binding::new(method, target, &(), principal),
+            Arguments::Map(map) => Binding::new(method, target, map, principal),
+            // As a value, so that the digest is of its canonical form.
+            Arguments::Raw(raw) => {
+                let value: serde_json::Value = raw
+                    .and_then(|raw| serde_json::from_str(raw.get()).ok())
+                    .unwrap_or_else(|| serde_json::Value::Object(JsonObject::new()));
+                Binding::new(method, target, &value, principal)
+            }
         }
     }
+}
+
+/// The `_meta` of a request as a handler call needs it: its progress token
+/// (a modern request's envelope was read already).
+#[derive(Debug, Default, Deserialize)]
+struct Progress {
+    #[serde(
+        rename = "progressToken",
+        default,
+        deserialize_with = "crate::types::utilities::lenient_token"
+    )]
+    progress_token: Option<ProgressToken>,
+}
+
+/// The params of `tools/call` as the server reads them: the arguments kept
+/// as they came, for the tool to decode into its own type.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ToolCall {
+    name: String,
+    #[serde(default, deserialize_with = "object_or_absent")]
+    arguments: Option<Box<RawValue>>,
+    #[serde(
+        rename = "inputResponses",
+        default,
+        deserialize_with = "crate::types::mrtr::input_responses"
+    )]
+    input_responses: Option<InputResponses>,
+    #[serde(
+        rename = "requestState",
+        default,
+        deserialize_with = "crate::types::mrtr::request_state"
+    )]
+    request_state: Option<String>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Progress>,
+}
+
+/// `arguments`: a JSON object when present.
+fn object_or_absent<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Box<RawValue>>, D::Error> {
+    let raw = Box::<RawValue>::deserialize(deserializer)?;
+    if raw.get().starts_with('{') {
+        Ok(Some(raw))
+    } else {
+        Err(serde::de::Error::custom("arguments must be a JSON object"))
+    }
+}
+
+/// The params of `prompts/get`, as the server reads them.
+#[derive(Debug, Deserialize)]
+pub(crate) struct PromptCall {
+    name: String,
+    #[serde(default)]
+    arguments: Option<BTreeMap<String, String>>,
+    #[serde(
+        rename = "inputResponses",
+        default,
+        deserialize_with = "crate::types::mrtr::input_responses"
+    )]
+    input_responses: Option<InputResponses>,
+    #[serde(
+        rename = "requestState",
+        default,
+        deserialize_with = "crate::types::mrtr::request_state"
+    )]
+    request_state: Option<String>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Progress>,
+}
+
+/// The params of `resources/read`, as the server reads them.
+#[derive(Debug, Deserialize)]
+pub(crate) struct ReadCall {
+    uri: String,
+    #[serde(
+        rename = "inputResponses",
+        default,
+        deserialize_with = "crate::types::mrtr::input_responses"
+    )]
+    input_responses: Option<InputResponses>,
+    #[serde(
+        rename = "requestState",
+        default,
+        deserialize_with = "crate::types::mrtr::request_state"
+    )]
+    request_state: Option<String>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Progress>,
 }
 
 impl McpServer {
@@ -128,27 +231,22 @@ impl McpServer {
             },
             finished: false,
         };
-        let (control, binding, progress_token) = match &era {
-            Era::Legacy(_) => (
-                Control::legacy(),
-                None,
-                request.meta.and_then(|m| m.progress_token),
-            ),
+        let (control, progress_token) = match &era {
+            Era::Legacy(_) => (Control::legacy(), request.progress_token.clone()),
             Era::Modern(modern) => {
-                let binding = request
-                    .arguments
-                    .digest_of(request.method, request.target, owner(ctx));
                 let carried = match &request.request_state {
-                    Some(state) => self.inner.state_key.open(state, &binding)?,
+                    Some(state) => {
+                        let binding = request.binding(owner(ctx));
+                        self.inner.state_key.open(state, &binding)?
+                    }
                     None => Default::default(),
                 };
                 let may_become_task = self.inner.tasks.is_some()
                     && request.tasks != TaskSupport::Forbidden
                     && declares_tasks(&era);
-                let round = Round::new(carried, request.input_responses);
+                let round = Round::new(carried, request.input_responses.clone());
                 (
                     Control::round(round, may_become_task),
-                    Some(binding),
                     modern.envelope.progress_token.clone(),
                 )
             }
@@ -164,7 +262,7 @@ impl McpServer {
                 progress_token,
                 cancel: token.clone(),
                 client_timeout: self.inner.client_timeout,
-                logger: Some(self.inner.info.name.clone()),
+                logger: Some(Arc::clone(&self.inner.logger)),
                 changes: self.inner.changes.clone(),
             },
         );
@@ -202,7 +300,7 @@ impl McpServer {
             Ran::Stopped(Interrupt::Missing(required)) => Err(missing_capabilities(required)),
             Ran::Stopped(Interrupt::Task) => Err(Error::internal_error()),
             Ran::Stopped(Interrupt::Input { asked, carried }) => {
-                let binding = binding.ok_or_else(Error::internal_error)?;
+                let binding = request.binding(owner(ctx));
                 let state = self
                     .inner
                     .state_key
@@ -224,27 +322,26 @@ impl McpServer {
 
     pub(crate) async fn call_tool(
         &self,
-        p: CallToolParams,
+        p: ToolCall,
         ctx: RequestContext,
     ) -> Result<Answer<CallToolResult>, Error> {
         let era = Era::of(&ctx)?;
-        let Some(entry) = self.inner.tools.iter().find(|entry| entry.tool.name == p.name) else {
+        let Some(entry) = self.tool(&p.name) else {
             return Err(Error::new(INVALID_PARAMS, format!("Unknown tool: {}", p.name)));
         };
         let handler = entry.handler.clone();
-        let arguments = p.arguments.unwrap_or_default();
         let request = Request {
             method: "tools/call",
             target: &p.name,
-            arguments: &arguments,
-            meta: p.meta,
+            arguments: Arguments::Raw(p.arguments.as_deref()),
+            progress_token: p.meta.and_then(|m| m.progress_token),
             input_responses: p.input_responses,
             request_state: p.request_state,
             tasks: entry.tasks,
         };
-        let args = arguments.clone();
+        let arguments = p.arguments.clone();
         let answer = self
-            .serve(&ctx, era.clone(), request, move |cx| handler(args, cx))
+            .serve(&ctx, era.clone(), request, move |cx| handler(arguments, cx))
             .await?;
         Ok(self.answer(&era, answer, self.inner.read_cache))
     }
@@ -268,7 +365,7 @@ impl McpServer {
 
     pub(crate) async fn read_resource(
         &self,
-        p: ReadResourceParams,
+        p: ReadCall,
         ctx: RequestContext,
     ) -> Result<Answer<ReadResourceResult>, Error> {
         let era = Era::of(&ctx)?;
@@ -279,8 +376,8 @@ impl McpServer {
         let request = Request {
             method: "resources/read",
             target: &p.uri,
-            arguments: &(),
-            meta: p.meta,
+            arguments: Arguments::None,
+            progress_token: p.meta.and_then(|m| m.progress_token),
             input_responses: p.input_responses,
             request_state: p.request_state,
             tasks: TaskSupport::Forbidden,
@@ -293,7 +390,7 @@ impl McpServer {
 
     pub(crate) async fn get_prompt(
         &self,
-        p: GetPromptParams,
+        p: PromptCall,
         ctx: RequestContext,
     ) -> Result<Answer<GetPromptResult>, Error> {
         let era = Era::of(&ctx)?;
@@ -324,8 +421,8 @@ impl McpServer {
         let request = Request {
             method: "prompts/get",
             target: &p.name,
-            arguments: &args,
-            meta: p.meta,
+            arguments: Arguments::Map(&args),
+            progress_token: p.meta.and_then(|m| m.progress_token),
             input_responses: p.input_responses,
             request_state: p.request_state,
             tasks: TaskSupport::Forbidden,
@@ -349,8 +446,8 @@ impl McpServer {
         let request = Request {
             method: "completion/complete",
             target: "",
-            arguments: &(),
-            meta: p.meta.clone(),
+            arguments: Arguments::None,
+            progress_token: p.meta.as_ref().and_then(|m| m.progress_token.clone()),
             input_responses: None,
             request_state: None,
             tasks: TaskSupport::Forbidden,

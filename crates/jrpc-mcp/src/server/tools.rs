@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use jrpc::message::RawValue;
 use jrpc::Error;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -15,10 +16,14 @@ use crate::types::{CallToolResult, ContentBlock, JsonObject, Tool};
 
 pub(crate) use super::run::BoxFuture;
 
+/// A tool call's arguments as they came: a JSON object, decoded by the
+/// handler into what it takes (`None` when the call had none).
+pub(crate) type Arguments = Option<Box<RawValue>>;
+
 /// A registered tool's handler, type-erased: arguments in, result (or a
 /// protocol error) out.
 pub(crate) type ToolHandler =
-    Arc<dyn Fn(JsonObject, McpContext) -> BoxFuture<Result<CallToolResult, Error>> + Send + Sync>;
+    Arc<dyn Fn(Arguments, McpContext) -> BoxFuture<Result<CallToolResult, Error>> + Send + Sync>;
 
 /// A tool and its handler.
 #[derive(Clone)]
@@ -27,6 +32,14 @@ pub(crate) struct ToolEntry {
     pub(crate) handler: ToolHandler,
     /// Whether it may run as a task.
     pub(crate) tasks: super::tasks::TaskSupport,
+    /// Its parameters annotated `x-mcp-header` (none when the annotations
+    /// are invalid: clients drop such a tool), found once.
+    pub(crate) param_headers: Arc<[crate::headers::ParamHeader]>,
+}
+
+/// The text of `arguments`: `{}` when there are none.
+fn arguments_text(arguments: &Arguments) -> &str {
+    arguments.as_deref().map_or("{}", RawValue::get)
 }
 
 /// Why a tool failed. It reaches the client as a result with
@@ -178,9 +191,10 @@ impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for Structured<T> {
             Ok(_) => return CallToolResult::error("the tool's structured output is not a JSON object"),
             Err(e) => return CallToolResult::error(format!("the tool's output could not be encoded: {e}")),
         };
-        let text = self
-            .text
-            .unwrap_or_else(|| serde_json::Value::Object(value.clone()).to_string());
+        let text = match self.text {
+            Some(text) => text,
+            None => serde_json::to_string(&value).unwrap_or_default(),
+        };
         CallToolResult {
             content: vec![ContentBlock::text(text)],
             structured_content: Some(value),
@@ -271,10 +285,10 @@ where
     Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
 {
     let handler = Arc::new(handler);
-    Arc::new(move |arguments: JsonObject, cx: McpContext| {
+    Arc::new(move |arguments: Arguments, cx: McpContext| {
         let handler = Arc::clone(&handler);
         Box::pin(async move {
-            let args: A = match serde_json::from_value(serde_json::Value::Object(arguments)) {
+            let args: A = match serde_json::from_str(arguments_text(&arguments)) {
                 Ok(args) => args,
                 // Bad arguments are the model's mistake: it gets to read why
                 // and try again.
@@ -295,9 +309,11 @@ where
     Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
 {
     let handler = Arc::new(handler);
-    Arc::new(move |arguments: JsonObject, cx: McpContext| {
+    Arc::new(move |arguments: Arguments, cx: McpContext| {
         let handler = Arc::clone(&handler);
         Box::pin(async move {
+            // The call's params were checked to carry an object.
+            let arguments = serde_json::from_str(arguments_text(&arguments)).unwrap_or_default();
             match handler(arguments, cx).await {
                 Ok(result) => Ok(result),
                 Err(e) => e.into_result(),

@@ -20,7 +20,7 @@ mod resources;
 mod subscriptions;
 mod tasks;
 mod tools;
-mod utilities;
+pub(crate) mod utilities;
 mod version;
 
 pub use client::{

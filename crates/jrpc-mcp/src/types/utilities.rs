@@ -117,7 +117,7 @@ fn whole_if_integral_opt<S: serde::Serializer>(
     }
 }
 
-pub(super) fn lenient_token<'de, D: serde::Deserializer<'de>>(
+pub(crate) fn lenient_token<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<ProgressToken>, D::Error> {
     let value = serde_json::Value::deserialize(deserializer)?;
