@@ -12,8 +12,9 @@ pub struct McpArgs {
 
 #[derive(Debug, Subcommand)]
 enum McpCommand {
-    /// Serve the demo MCP server: tools add, echo, sleep, sample, elicit,
-    /// list_roots and fail; resources demo://greeting and
+    /// Serve the demo MCP server (revisions 2026-07-28 and 2025-11-25 on one
+    /// endpoint): tools add, echo, sleep, sample, elicit, list_roots, fail
+    /// and bump; resources demo://greeting, demo://counter and
     /// demo://echo/{text}; prompt greet; logging.
     Serve(ServeArgs),
     /// List a server's tools, resources (and templates) and prompts.

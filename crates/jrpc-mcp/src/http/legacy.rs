@@ -229,7 +229,7 @@ impl StreamableHttp {
     /// The standalone stream (GET), or the rest of a broken one from after
     /// `Last-Event-ID`.
     pub(super) fn get(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
-        if !accepts(request.headers(), "text/event-stream") {
+        if !accepts(request.headers(), &["text/event-stream"]) {
             return refuse(
                 StatusCode::NOT_ACCEPTABLE,
                 Error::invalid_request().with_data("Accept must include text/event-stream"),

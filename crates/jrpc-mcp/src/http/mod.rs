@@ -35,7 +35,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use jrpc::server::http::route::{self, RouteBody, RouteContext};
 use jrpc::server::http::{HttpBody, HttpServer};
 use jrpc::server::Serving;
@@ -50,6 +50,10 @@ use legacy::HttpSession;
 pub const SESSION_HEADER: &str = "mcp-session-id";
 /// The protocol version header.
 pub const VERSION_HEADER: &str = crate::headers::PROTOCOL_VERSION;
+
+/// The two headers every request is routed by, parsed once.
+const SESSION_NAME: HeaderName = HeaderName::from_static(SESSION_HEADER);
+const VERSION_NAME: HeaderName = HeaderName::from_static(VERSION_HEADER);
 
 /// Settings of the Streamable HTTP endpoint.
 #[derive(Debug, Clone)]
@@ -198,9 +202,10 @@ impl McpServer {
 #[derive(Clone)]
 pub struct StreamableHttp {
     server: McpServer,
-    /// The server's methods, for modern requests (legacy sessions have a
-    /// peer, with a router, each).
-    router: jrpc::Router,
+    /// The server's methods, for modern requests, without the era layer:
+    /// the endpoint decides and checks their era itself (legacy sessions
+    /// have a peer, with a router, each).
+    table: jrpc::Router,
     options: Arc<HttpOptions>,
     sessions: Arc<Mutex<HashMap<String, Arc<HttpSession>>>>,
 }
@@ -230,16 +235,30 @@ impl Refusal {
     }
 }
 
-fn accepts(headers: &HeaderMap, mime: &str) -> bool {
-    headers
+/// Whether the `Accept` headers take every one of `mimes` (by name or by a
+/// wildcard), read in one pass.
+fn accepts(headers: &HeaderMap, mimes: &[&str]) -> bool {
+    let all = (1u32 << mimes.len()) - 1;
+    let mut taken = 0u32;
+    let ranges = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|v| {
-            let v = v.split(';').next().unwrap_or("").trim();
-            v == mime || v == "*/*" || (v.ends_with("/*") && mime.starts_with(&v[..v.len() - 1]))
-        })
+        .flat_map(|v| v.split(','));
+    for range in ranges {
+        let range = range.split(';').next().unwrap_or("").trim();
+        for (i, mime) in mimes.iter().enumerate() {
+            let wildcard =
+                range == "*/*" || (range.ends_with("/*") && mime.starts_with(&range[..range.len() - 1]));
+            if range == *mime || wildcard {
+                taken |= 1 << i;
+            }
+        }
+        if taken == all {
+            return true;
+        }
+    }
+    false
 }
 
 /// The host part of a `Host` header or an origin's authority.
@@ -295,10 +314,10 @@ struct ClaimsMeta {
 
 /// The era of a POST with `headers` and `body`.
 fn era_of(headers: &HeaderMap, body: &[u8]) -> Era {
-    if headers.contains_key(SESSION_HEADER) {
+    if headers.contains_key(&SESSION_NAME) {
         return Era::Legacy;
     }
-    if let Some(version) = headers.get(VERSION_HEADER) {
+    if let Some(version) = headers.get(&VERSION_NAME) {
         let legacy = version
             .to_str()
             .is_ok_and(|v| LEGACY_PROTOCOL_VERSIONS.contains(&v));
@@ -326,7 +345,7 @@ impl StreamableHttp {
     /// The endpoint for `server`.
     pub fn new(server: McpServer, options: HttpOptions) -> Self {
         StreamableHttp {
-            router: server.router(),
+            table: server.table(),
             server,
             options: Arc::new(options),
             sessions: Arc::default(),
@@ -373,7 +392,7 @@ impl StreamableHttp {
         if let Some(refusal) = self.check_origin(request.headers()) {
             return refusal;
         }
-        let has_session = request.headers().contains_key(SESSION_HEADER);
+        let has_session = request.headers().contains_key(&SESSION_NAME);
         match *request.method() {
             Method::POST => self.post(request, cx).await,
             Method::GET if has_session => self.get(request, cx),
@@ -387,7 +406,11 @@ impl StreamableHttp {
     async fn post(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
         let (parts, body) = request.into_parts();
         let headers = parts.headers;
-        if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+        // What clients send, byte for byte, needs no parsing.
+        let usual_accept = headers
+            .get(header::ACCEPT)
+            .is_some_and(|v| v.as_bytes() == b"application/json, text/event-stream");
+        if !usual_accept && !accepts(&headers, &["application/json", "text/event-stream"]) {
             return refuse(
                 StatusCode::NOT_ACCEPTABLE,
                 Error::invalid_request()
@@ -446,11 +469,15 @@ mod tests {
             header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream;q=0.9"),
         );
-        assert!(accepts(&headers, "application/json"));
-        assert!(accepts(&headers, "text/event-stream"));
-        assert!(!accepts(&headers, "text/html"));
+        assert!(accepts(&headers, &["application/json", "text/event-stream"]));
+        assert!(accepts(&headers, &["text/event-stream"]));
+        assert!(!accepts(&headers, &["text/html"]));
+        assert!(!accepts(&headers, &["application/json", "text/html"]));
         headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
-        assert!(accepts(&headers, "text/event-stream"));
+        assert!(accepts(&headers, &["text/event-stream", "application/json"]));
+        headers.insert(header::ACCEPT, HeaderValue::from_static("text/*"));
+        assert!(accepts(&headers, &["text/event-stream"]));
+        assert!(!accepts(&headers, &["application/json", "text/event-stream"]));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use http::{HeaderMap, Response, StatusCode};
+use http::{HeaderMap, HeaderName, Response, StatusCode};
 use jrpc::message::codes::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 use jrpc::message::{parse_frame, Frame, Incoming, Limits, RawValue, RequestRef};
 use jrpc::middleware::{Call, RawResult};
@@ -21,12 +21,13 @@ use jrpc::server::http::route::{RouteBody, RouteContext};
 use jrpc::server::http::sse;
 use jrpc::{Error, Id};
 use serde::Deserialize;
-use tokio::sync::mpsc;
 
-use super::{accepted, json_body, StreamableHttp, VERSION_HEADER};
+use super::{accepted, json_body, StreamableHttp, VERSION_NAME};
 use crate::headers;
+use crate::server::outlet::{outlet, Messages};
+use crate::server::serve::{read_with_envelope, ReadAlready};
 use crate::server::{era, Modern};
-use crate::types::{codes, is_modern, JsonObject};
+use crate::types::{codes, is_modern, JsonObject, RequestEnvelope};
 
 /// The HTTP status of a reply carrying `error`.
 fn status_of(error: &Error) -> StatusCode {
@@ -44,7 +45,10 @@ fn status_of(error: &Error) -> StatusCode {
 
 /// The JSON-RPC response text for `id`.
 fn response_text(id: &Id, outcome: Result<RawResult, Error>) -> Bytes {
-    let mut out = Vec::with_capacity(128);
+    let room = outcome
+        .as_ref()
+        .map_or(128, |result| result.as_bytes().len() + 48);
+    let mut out = Vec::with_capacity(room);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     // An id always serializes.
     let _ = serde_json::to_writer(&mut out, id);
@@ -74,9 +78,13 @@ fn mismatch(why: impl Into<String>) -> Error {
     Error::new(codes::HEADER_MISMATCH, "Header mismatch").with_data(&why.into())
 }
 
+/// The headers a modern request mirrors its body in, parsed once.
+const METHOD_NAME: HeaderName = HeaderName::from_static(headers::METHOD);
+const NAME_NAME: HeaderName = HeaderName::from_static(headers::NAME);
+
 /// The one value of header `name`: `None` when absent, an error when it
 /// comes more than once or is not text.
-fn single<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, Error> {
+fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h str>, Error> {
     let mut values = headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
@@ -101,6 +109,92 @@ struct Named<'a> {
     task_id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
+}
+
+/// A request's params as the checks read them, in one pass: what the
+/// headers mirror, and the envelope. When this does not parse, each part is
+/// read on its own, to say what is wrong.
+#[derive(Deserialize)]
+struct Checked<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    uri: Option<Cow<'a, str>>,
+    #[serde(rename = "taskId", default, borrow)]
+    task_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta")]
+    envelope: RequestEnvelope,
+}
+
+/// A request's params, read for the checks.
+enum Reading<'a> {
+    /// A `tools/call`, `resources/read` or `prompts/get`, read as its
+    /// handler reads it, so that its params are read once.
+    Already(ReadAlready, RequestEnvelope),
+    /// Any other request: what its headers mirror.
+    Named(Option<Named<'a>>, RequestEnvelope),
+}
+
+impl<'a> Reading<'a> {
+    fn read(method: &str, params: Option<&'a RawValue>) -> Result<Self, Error> {
+        if let Some((read, envelope)) = params.and_then(|params| read_with_envelope(method, params)) {
+            return Ok(Reading::Already(read, envelope));
+        }
+        if let Some(checked) = params.and_then(|p| serde_json::from_str::<Checked<'_>>(p.get()).ok()) {
+            let named = Named {
+                name: checked.name,
+                uri: checked.uri,
+                task_id: checked.task_id,
+                arguments: checked.arguments,
+            };
+            return Ok(Reading::Named(Some(named), checked.envelope));
+        }
+        // Something is wrong: read each part on its own to say what.
+        let envelope = era::parse_envelope(params)?;
+        let named = params.and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok());
+        Ok(Reading::Named(named, envelope))
+    }
+
+    fn envelope(&self) -> &RequestEnvelope {
+        match self {
+            Reading::Already(_, envelope) | Reading::Named(_, envelope) => envelope,
+        }
+    }
+
+    /// What the headers mirror.
+    fn named(&self) -> Option<Named<'_>> {
+        fn borrowed<'b>(s: &'b Option<Cow<'_, str>>) -> Option<Cow<'b, str>> {
+            s.as_deref().map(Cow::Borrowed)
+        }
+        match self {
+            Reading::Named(named, _) => named.as_ref().map(|n| Named {
+                name: borrowed(&n.name),
+                uri: borrowed(&n.uri),
+                task_id: borrowed(&n.task_id),
+                arguments: n.arguments,
+            }),
+            Reading::Already(ReadAlready::Tool(call), _) => Some(Named {
+                name: Some(Cow::Borrowed(&call.name)),
+                uri: None,
+                task_id: None,
+                arguments: call.arguments.as_deref(),
+            }),
+            Reading::Already(ReadAlready::Resource(read), _) => Some(Named {
+                name: None,
+                uri: Some(Cow::Borrowed(&read.uri)),
+                task_id: None,
+                arguments: None,
+            }),
+            Reading::Already(ReadAlready::Prompt(prompt), _) => Some(Named {
+                name: Some(Cow::Borrowed(&prompt.name)),
+                uri: None,
+                task_id: None,
+                arguments: None,
+            }),
+        }
+    }
 }
 
 impl StreamableHttp {
@@ -129,13 +223,18 @@ impl StreamableHttp {
             Ok(Frame::Single(Incoming::Request(request))) => request,
         };
         let id = request.id.clone();
-        let envelope = match self.check(&headers, &request) {
-            Ok(envelope) => envelope,
+        let reading = match self.check(&headers, &request) {
+            Ok(reading) => reading,
             Err(error) => return reply(&id, Err(error)),
         };
         let listen = request.method == "subscriptions/listen";
-        let (sender, messages) = mpsc::channel::<Bytes>(64);
-        let mut modern = Modern::new(envelope);
+        let (sender, messages) = outlet();
+        // Params read already go to the handler as they are, not again as
+        // text.
+        let (mut modern, params) = match reading {
+            Reading::Already(read, envelope) => (Modern::with_params(envelope, read), None),
+            Reading::Named(_, envelope) => (Modern::new(envelope), request.params.map(RawValue::to_owned)),
+        };
         modern.stream = Some(sender);
         modern.closing = Some(cx.shutdown().clone());
         let mut connection = Extensions::new();
@@ -145,32 +244,32 @@ impl StreamableHttp {
             local_addr: None,
         });
         connection.insert(headers);
-        let mut call = Call::request(
-            id.clone(),
-            request.method.as_ref(),
-            request.params.map(RawValue::to_owned),
-        )
-        .with_connection(Arc::new(connection));
+        let mut call =
+            Call::request(id.clone(), request.method.as_ref(), params).with_connection(Arc::new(connection));
         call.extensions_mut().insert(Arc::new(modern));
-        let router = self.router.clone();
+        // The era is decided: of the era layer's checks only these apply,
+        // and the call goes straight to the method table (the layered stack
+        // would cost it a few allocations).
+        if let Some(refusal) = era::refuse_modern(&call) {
+            return reply(&id, Err(refusal));
+        }
+        let table = self.table.clone();
         let work: crate::server::BoxFuture<Result<RawResult, Error>> =
-            Box::pin(async move { router.call(call).await });
+            Box::pin(async move { table.call(call).await });
         self.respond(id, work, messages, listen).await
     }
 
-    /// The request's envelope, once the headers have been checked against
-    /// the body: `-32602` for a missing or malformed envelope, `-32020` for
-    /// headers that are missing or do not match, `-32022` for a revision
-    /// that is not modern.
-    fn check(
-        &self,
-        headers: &HeaderMap,
-        request: &RequestRef<'_>,
-    ) -> Result<crate::types::RequestEnvelope, Error> {
-        let envelope = era::parse_envelope(request.params)?;
-        let version = single(headers, VERSION_HEADER)?;
-        let method = single(headers, headers::METHOD)?;
-        let name = single(headers, headers::NAME)?;
+    /// The request's params as read, once the headers have been checked
+    /// against them: `-32602` for a missing or malformed envelope, `-32020`
+    /// for headers that are missing or do not match, `-32022` for a
+    /// revision that is not modern.
+    fn check<'a>(&self, headers: &HeaderMap, request: &RequestRef<'a>) -> Result<Reading<'a>, Error> {
+        let reading = Reading::read(&request.method, request.params)?;
+        let envelope = reading.envelope();
+        let named = reading.named();
+        let version = single(headers, &VERSION_NAME)?;
+        let method = single(headers, &METHOD_NAME)?;
+        let name = single(headers, &NAME_NAME)?;
         if version != Some(envelope.protocol_version.as_str()) {
             return Err(mismatch(format!(
                 "MCP-Protocol-Version {version:?} does not match the body's {:?}",
@@ -183,9 +282,6 @@ impl StreamableHttp {
                 request.method
             )));
         }
-        let named = request
-            .params
-            .and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok());
         if let Some(field) = headers::name_param(&request.method) {
             let body_value = named.as_ref().and_then(|n| match field {
                 "name" => n.name.as_deref(),
@@ -201,13 +297,14 @@ impl StreamableHttp {
                 }
             }
         }
-        era::check_version(&envelope)?;
+        era::check_version(envelope)?;
         if request.method == "tools/call" {
             if let Some(named) = &named {
                 self.check_param_headers(headers, named)?;
             }
         }
-        Ok(envelope)
+        drop(named);
+        Ok(reading)
     }
 
     /// The `Mcp-Param-*` headers of a `tools/call` against its arguments,
@@ -227,7 +324,11 @@ impl StreamableHttp {
         let arguments = &arguments;
         for param in tool.param_headers.iter() {
             let header_name = param.header_name();
-            let header = single(headers, &header_name)?;
+            // A name that is no header name cannot have come.
+            let header = match HeaderName::try_from(header_name.as_str()) {
+                Ok(name) => single(headers, &name)?,
+                Err(_) => None,
+            };
             match (param.value_in(arguments), header) {
                 (None, None) => {}
                 (None, Some(_)) => {
@@ -271,7 +372,7 @@ impl StreamableHttp {
         &self,
         id: Id,
         mut work: crate::server::BoxFuture<Result<RawResult, Error>>,
-        mut messages: mpsc::Receiver<Bytes>,
+        messages: Messages,
         stream_at_once: bool,
     ) -> Response<RouteBody> {
         let mut first = None;
@@ -283,7 +384,7 @@ impl StreamableHttp {
                 None => tokio::select! {
                     biased;
                     message = messages.recv() => {
-                        first = message;
+                        first = Some(message);
                         None
                     }
                     outcome = &mut work => Some(outcome),
@@ -291,12 +392,12 @@ impl StreamableHttp {
                 },
             };
             if let Some(outcome) = outcome {
-                let Ok(message) = messages.try_recv() else {
+                let Some(message) = messages.try_recv() else {
                     // Nothing said before the answer: plain JSON.
                     return reply(&id, outcome);
                 };
                 let mut events = vec![sse::Event::data(text(message))];
-                while let Ok(message) = messages.try_recv() {
+                while let Some(message) = messages.try_recv() {
                     events.push(sse::Event::data(text(message)));
                 }
                 events.push(sse::Event::data(text(response_text(&id, outcome))));
@@ -305,16 +406,16 @@ impl StreamableHttp {
         }
         let head = futures_util::stream::iter(first.map(|m| sse::Event::data(text(m))));
         let rest = futures_util::stream::unfold(Some((work, messages, id)), |state| async move {
-            let (mut work, mut messages, id) = state?;
+            let (mut work, messages, id) = state?;
             tokio::select! {
                 biased;
-                Some(message) = messages.recv() => {
+                message = messages.recv() => {
                     Some((vec![sse::Event::data(text(message))], Some((work, messages, id))))
                 }
                 outcome = &mut work => {
                     // What the handler said before it answered goes first.
                     let mut events = Vec::new();
-                    while let Ok(message) = messages.try_recv() {
+                    while let Some(message) = messages.try_recv() {
                         events.push(sse::Event::data(text(message)));
                     }
                     events.push(sse::Event::data(text(response_text(&id, outcome))));
@@ -337,7 +438,7 @@ fn text(bytes: Bytes) -> String {
 /// request's stream cancels it) — unless it names a revision this server
 /// does not speak.
 fn notification(headers: &HeaderMap) -> Response<RouteBody> {
-    let version = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+    let version = headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok());
     match version {
         Some(version) if !is_modern(version) => reply(&Id::NULL, Err(era::unsupported_version(version))),
         _ => accepted(),

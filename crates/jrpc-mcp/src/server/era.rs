@@ -7,18 +7,17 @@
 //! carry both.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
 use jrpc::message::codes::INVALID_PARAMS;
 use jrpc::message::RawValue;
 use jrpc::middleware::{BoxCallService, Call, CallFuture, Layer, RawResult, Service, ServiceExt};
 use jrpc::{Error, RequestContext};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::serve::{read_with_envelope, ReadAlready};
 use super::session::{Phase, Session};
 use crate::types::{
     codes, is_modern, meta_keys, RequestEnvelope, UnsupportedVersionData, MODERN_PROTOCOL_VERSIONS,
@@ -33,10 +32,13 @@ pub(crate) struct Modern {
     /// Where the request's own notifications go when its transport keeps
     /// them apart (Streamable HTTP); on a connection (stdio) they go to the
     /// peer.
-    pub(crate) stream: Option<mpsc::Sender<Bytes>>,
+    pub(crate) stream: Option<super::outlet::Outlet>,
     /// Cancelled when the server shuts down: long-lived requests
     /// (`subscriptions/listen`) end gracefully then.
     pub(crate) closing: Option<CancellationToken>,
+    /// The request's params, when they were read with the envelope (the
+    /// call then carries none, so that nobody reads them twice).
+    read: Mutex<Option<ReadAlready>>,
 }
 
 impl Modern {
@@ -53,7 +55,34 @@ impl Modern {
             version,
             stream: None,
             closing: None,
+            read: Mutex::new(None),
         }
+    }
+
+    /// The facts of a request whose params were read already.
+    pub(crate) fn with_params(envelope: RequestEnvelope, params: ReadAlready) -> Self {
+        let modern = Modern::new(envelope);
+        *modern
+            .read
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(params);
+        modern
+    }
+
+    /// Whether the params were read already.
+    pub(crate) fn has_read(&self) -> bool {
+        self.read
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .is_some()
+    }
+
+    /// The params read already, once.
+    pub(crate) fn take_read(&self) -> Option<ReadAlready> {
+        self.read
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
     }
 }
 
@@ -176,21 +205,39 @@ impl Service<Call> for EraService {
         }
         let decided = call.get::<Arc<Modern>>().is_some();
         if !decided {
-            match modern_envelope(call.method(), call.params()) {
-                Ok(Some(envelope)) => {
-                    call.extensions_mut().insert(Arc::new(Modern::new(envelope)));
+            match modern(call.method(), call.params()) {
+                Ok(Some(modern)) => {
+                    if modern.has_read() {
+                        // The handler takes them as read.
+                        call.take_params();
+                    }
+                    call.extensions_mut().insert(Arc::new(modern));
                 }
                 Ok(None) => return self.legacy(call),
                 Err(refusal) => return Box::pin(async move { Err(refusal) }),
             }
         }
-        if LEGACY_ONLY.contains(&call.method()) {
-            let method = call.method().to_owned();
-            return Box::pin(async move { Err(Error::method_not_found().with_data(&method)) });
+        if let Some(refusal) = removed(call.method()) {
+            return Box::pin(async move { Err(refusal) });
         }
         let inner = self.inner.clone();
         Box::pin(inner.oneshot(call))
     }
+}
+
+/// What the era layer refuses of a request already known to be modern
+/// (Streamable HTTP's modern POST, which runs this itself and calls the
+/// method table without the layer).
+#[cfg(feature = "http")]
+pub(crate) fn refuse_modern(call: &Call) -> Option<Error> {
+    refuse_request(call).or_else(|| removed(call.method()))
+}
+
+/// `-32601` for a method 2026-07-28 removed.
+fn removed(method: &str) -> Option<Error> {
+    LEGACY_ONLY
+        .contains(&method)
+        .then(|| Error::method_not_found().with_data(&method))
 }
 
 impl EraService {
@@ -242,11 +289,12 @@ struct VersionKey {
     version: Option<IgnoredAny>,
 }
 
-/// The modern envelope of a request for `method` with `params`: `None` when
+/// The modern facts of a request for `method` with `params`: `None` when
 /// the request is legacy (no `io.modelcontextprotocol/protocolVersion` in
 /// its `_meta`, or it is `initialize`, which is legacy whatever it
-/// carries), else the checked envelope or the refusal.
-fn modern_envelope(method: &str, params: Option<&RawValue>) -> Result<Option<RequestEnvelope>, Error> {
+/// carries), else its checked envelope (with its params, read in the same
+/// pass, when its handler reads them in a known shape) or the refusal.
+fn modern(method: &str, params: Option<&RawValue>) -> Result<Option<Modern>, Error> {
     if method == "initialize" {
         return Ok(None);
     }
@@ -259,7 +307,11 @@ fn modern_envelope(method: &str, params: Option<&RawValue>) -> Result<Option<Req
     if !claims_modern && !MODERN_ONLY.contains(&method) {
         return Ok(None);
     }
-    envelope(params).map(Some)
+    if let Some((read, envelope)) = params.and_then(|p| read_with_envelope(method, p)) {
+        check_version(&envelope)?;
+        return Ok(Some(Modern::with_params(envelope, read)));
+    }
+    envelope(params).map(|envelope| Some(Modern::new(envelope)))
 }
 
 /// The checked envelope of a modern request's `params`: `-32602` when it is
@@ -332,7 +384,7 @@ mod tests {
         for (method, params) in legacy {
             let params = params.map(raw);
             assert!(
-                matches!(modern_envelope(method, params.as_deref()), Ok(None)),
+                matches!(super::modern(method, params.as_deref()), Ok(None)),
                 "{method} {params:?}"
             );
         }
@@ -340,13 +392,38 @@ mod tests {
             r#"{"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                           "io.modelcontextprotocol/clientCapabilities": {}}}"#,
         );
-        assert!(matches!(
-            modern_envelope("tools/list", Some(&modern)),
-            Ok(Some(_))
-        ));
+        let facts = super::modern("tools/list", Some(&modern)).unwrap().unwrap();
+        assert_eq!(facts.version, "2026-07-28");
+        assert!(!facts.has_read());
+        // The params of tools/call, resources/read and prompts/get are read
+        // with the envelope, in one pass, for the handler to take.
+        let call = raw(r#"{"name": "add", "arguments": {"a": 1},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}"#);
+        let facts = super::modern("tools/call", Some(&call)).unwrap().unwrap();
+        match facts.take_read() {
+            Some(ReadAlready::Tool(tool)) => {
+                assert_eq!(tool.name, "add");
+                assert_eq!(tool.arguments.unwrap().get(), r#"{"a": 1}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(facts.take_read().is_none(), "taken once");
+        // Params the handler cannot read stay with the call, to be refused
+        // there with the reason.
+        let bad = raw(r#"{"name": "add", "arguments": [1],
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}"#);
+        assert!(!super::modern("tools/call", Some(&bad))
+            .unwrap()
+            .unwrap()
+            .has_read());
         let code = |method: &str, params: Option<&str>| {
             let params = params.map(raw);
-            modern_envelope(method, params.as_deref()).unwrap_err().code()
+            super::modern(method, params.as_deref())
+                .err()
+                .expect("refused")
+                .code()
         };
         // A half-built envelope, or a modern-only method without one: -32602.
         assert_eq!(

@@ -162,7 +162,7 @@ impl McpServer {
         }
         let mut meta = Meta::new();
         meta.insert(meta_keys::SUBSCRIPTION_ID.into(), subscription);
-        meta.insert(meta_keys::SERVER_INFO.into(), self.inner.server_info.clone());
+        meta.insert(meta_keys::SERVER_INFO.into(), self.inner.identity.value().clone());
         Ok(ListenResult {
             result_type: ResultType::Complete,
             meta,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::era::{Era, EraLayer};
 use super::session::{Phase, Session};
-use super::shape::Shaped;
+use super::shape::{Shaped, Stamped};
 use super::McpServer;
 use crate::types::{
     codes, negotiate_version, CompleteParams, DiscoverResult, InitializeParams, InitializeResult,
@@ -42,6 +42,13 @@ pub(crate) fn router(server: &McpServer) -> Router {
     let router = methods(server);
     let layer = EraLayer::new(router.method_names());
     router.layer(layer)
+}
+
+/// The server's methods without the era layer, for requests whose era is
+/// decided and checked already (Streamable HTTP's modern POST).
+#[cfg(feature = "http")]
+pub(crate) fn table(server: &McpServer) -> Router {
+    methods(server)
 }
 
 /// Registers `$name` as a method of `$server` that takes `$params` (and the
@@ -99,7 +106,7 @@ fn methods(server: &McpServer) -> Router {
             router,
             server,
             "tools/call",
-            |s, p: super::serve::ToolCall, ctx| s.call_tool(p, ctx).await
+            |s, p: Option<super::serve::ToolCall>, ctx| s.call_tool(p, ctx).await
         );
     }
     if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
@@ -119,7 +126,7 @@ fn methods(server: &McpServer) -> Router {
             router,
             server,
             "resources/read",
-            |s, p: super::serve::ReadCall, ctx| s.read_resource(p, ctx).await
+            |s, p: Option<super::serve::ReadCall>, ctx| s.read_resource(p, ctx).await
         );
     }
     if catalog.subscriptions {
@@ -155,7 +162,7 @@ fn methods(server: &McpServer) -> Router {
             router,
             server,
             "prompts/get",
-            |s, p: super::serve::PromptCall, ctx| s.get_prompt(p, ctx).await
+            |s, p: Option<super::serve::PromptCall>, ctx| s.get_prompt(p, ctx).await
         );
     }
     if server.announces_changes() {
@@ -211,12 +218,22 @@ fn page(
 
 impl McpServer {
     /// `result` in the shape of `era`.
-    pub(crate) fn shaped<T: Shaped>(&self, era: &Era, mut result: T, cache: crate::types::CacheHint) -> T {
+    pub(crate) fn shaped<T: Shaped>(
+        &self,
+        era: &Era,
+        mut result: T,
+        cache: crate::types::CacheHint,
+    ) -> Stamped<T> {
         match era {
-            Era::Modern(_) => result.modern(&self.inner.server_info, cache),
-            Era::Legacy(_) => result.legacy(),
+            Era::Modern(_) => {
+                result.modern(cache);
+                self.inner.identity.stamp(result)
+            }
+            Era::Legacy(_) => {
+                result.legacy();
+                Stamped::plain(result)
+            }
         }
-        result
     }
 
     fn initialize(&self, params: InitializeParams, ctx: &RequestContext) -> Result<InitializeResult, Error> {
@@ -244,7 +261,7 @@ impl McpServer {
         Era::of(ctx)?;
         let hint = self.inner.list_cache;
         let mut meta = None;
-        super::shape::stamp(&mut meta, &self.inner.server_info);
+        super::shape::stamp(&mut meta, self.inner.identity.value());
         Ok(DiscoverResult {
             result_type: ResultType::Complete,
             supported_versions: SUPPORTED_PROTOCOL_VERSIONS
@@ -270,7 +287,11 @@ impl McpServer {
         Ok((items[range].iter().map(pick).collect(), next))
     }
 
-    fn list_tools(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListToolsResult, Error> {
+    fn list_tools(
+        &self,
+        p: PaginatedParams,
+        ctx: &RequestContext,
+    ) -> Result<Stamped<ListToolsResult>, Error> {
         let era = Era::of(ctx)?;
         let (tools, next_cursor) = self.listed(&p, &self.inner.tools, |entry| entry.tool.clone())?;
         let result = ListToolsResult {
@@ -281,7 +302,11 @@ impl McpServer {
         Ok(self.shaped(&era, result, self.inner.list_cache))
     }
 
-    fn list_resources(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListResourcesResult, Error> {
+    fn list_resources(
+        &self,
+        p: PaginatedParams,
+        ctx: &RequestContext,
+    ) -> Result<Stamped<ListResourcesResult>, Error> {
         let era = Era::of(ctx)?;
         let (resources, next_cursor) =
             self.listed(&p, &self.inner.resources, |entry| entry.resource.clone())?;
@@ -297,7 +322,7 @@ impl McpServer {
         &self,
         p: PaginatedParams,
         ctx: &RequestContext,
-    ) -> Result<ListResourceTemplatesResult, Error> {
+    ) -> Result<Stamped<ListResourceTemplatesResult>, Error> {
         let era = Era::of(ctx)?;
         let (resource_templates, next_cursor) =
             self.listed(&p, &self.inner.templates, |entry| entry.template.clone())?;
@@ -309,7 +334,11 @@ impl McpServer {
         Ok(self.shaped(&era, result, self.inner.list_cache))
     }
 
-    fn list_prompts(&self, p: PaginatedParams, ctx: &RequestContext) -> Result<ListPromptsResult, Error> {
+    fn list_prompts(
+        &self,
+        p: PaginatedParams,
+        ctx: &RequestContext,
+    ) -> Result<Stamped<ListPromptsResult>, Error> {
         let era = Era::of(ctx)?;
         let (prompts, next_cursor) = self.listed(&p, &self.inner.prompts, |entry| entry.prompt.clone())?;
         let result = ListPromptsResult {
@@ -349,7 +378,7 @@ impl McpServer {
 
     fn task_get(&self, p: TaskParams, ctx: &RequestContext) -> Result<crate::types::Task, Error> {
         let mut task = self.task_store(ctx)?.get(&p.task_id, owner(ctx))?;
-        super::shape::stamp(&mut task.meta, &self.inner.server_info);
+        super::shape::stamp(&mut task.meta, self.inner.identity.value());
         Ok(task)
     }
 
@@ -366,7 +395,7 @@ impl McpServer {
 
     fn modern_empty(&self) -> Empty {
         let mut meta = None;
-        super::shape::stamp(&mut meta, &self.inner.server_info);
+        super::shape::stamp(&mut meta, self.inner.identity.value());
         Empty {
             result_type: Some(ResultType::Complete),
             meta,

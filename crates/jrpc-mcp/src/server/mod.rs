@@ -44,9 +44,10 @@ mod context;
 pub(crate) mod era;
 mod listen;
 mod methods;
+pub(crate) mod outlet;
 mod request_state;
 mod run;
-mod serve;
+pub(crate) mod serve;
 mod session;
 mod shape;
 mod tasks;
@@ -93,8 +94,9 @@ pub struct McpServer {
 
 struct Catalog {
     info: Implementation,
-    /// `info` as the JSON of `_meta["io.modelcontextprotocol/serverInfo"]`.
-    server_info: serde_json::Value,
+    /// `info` as `_meta["io.modelcontextprotocol/serverInfo"]` of modern
+    /// results.
+    identity: shape::Identity,
     /// The logger name of log messages: the server's name.
     logger: Arc<str>,
     /// Where each tool is in `tools`, by name.
@@ -157,7 +159,7 @@ impl McpServer {
             plan: Plan {
                 catalog: Catalog {
                     info: Implementation::new(name, version),
-                    server_info: serde_json::Value::Null,
+                    identity: shape::Identity::new(&Implementation::new("", "")),
                     logger: Arc::from(""),
                     tool_index: Default::default(),
                     instructions: None,
@@ -247,6 +249,12 @@ impl McpServer {
     /// [`serve_stdio`](Self::serve_stdio) give it.
     pub(crate) fn router(&self) -> Router {
         methods::router(self)
+    }
+
+    /// The methods without the era layer (see [`methods::table`]).
+    #[cfg(feature = "http")]
+    pub(crate) fn table(&self) -> Router {
+        methods::table(self)
     }
 
     /// How MCP connections behave: MCP's cancellation
@@ -629,7 +637,7 @@ impl McpServerBuilder {
             task_support,
             max_subscriptions,
         } = self.plan;
-        catalog.server_info = serde_json::to_value(&catalog.info).unwrap_or(serde_json::Value::Null);
+        catalog.identity = shape::Identity::new(&catalog.info);
         catalog.logger = Arc::from(catalog.info.name.as_str());
         catalog.tool_index = catalog
             .tools

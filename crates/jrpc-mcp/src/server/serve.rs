@@ -17,13 +17,13 @@ use super::era::Era;
 use super::methods::{owner, resource_not_found};
 use super::request_state::Binding;
 use super::run::{self, BoxFuture, Control, Interrupt, Launch, Ran, Round};
-use super::shape::{Answer, Shaped};
+use super::shape::{Answer, Shaped, Stamped};
 use super::tasks::TaskSupport;
 use super::McpServer;
 use crate::types::{
     codes, CallToolResult, ClientCapabilities, CompleteParams, CompleteResult, GetPromptResult,
     InputRequiredResult, InputResponses, JsonObject, MissingCapabilityData, ProgressToken,
-    ReadResourceResult, ResultType, TASKS_EXTENSION,
+    ReadResourceResult, RequestEnvelope, ResultType, TASKS_EXTENSION,
 };
 
 /// Whether the request's client declared the tasks extension (only modern
@@ -121,7 +121,7 @@ impl Request<'_> {
 /// The `_meta` of a request as a handler call needs it: its progress token
 /// (a modern request's envelope was read already).
 #[derive(Debug, Default, Deserialize)]
-struct Progress {
+pub(crate) struct Progress {
     #[serde(
         rename = "progressToken",
         default,
@@ -131,12 +131,14 @@ struct Progress {
 }
 
 /// The params of `tools/call` as the server reads them: the arguments kept
-/// as they came, for the tool to decode into its own type.
+/// as they came, for the tool to decode into its own type. `M` is what its
+/// `_meta` is read as: the progress token of a legacy request, or the whole
+/// envelope where a transport reads a modern request in one pass.
 #[derive(Debug, Deserialize)]
-pub(crate) struct ToolCall {
-    name: String,
+pub(crate) struct ToolCall<M = Progress> {
+    pub(crate) name: String,
     #[serde(default, deserialize_with = "object_or_absent")]
-    arguments: Option<Box<RawValue>>,
+    pub(crate) arguments: Option<Box<RawValue>>,
     #[serde(
         rename = "inputResponses",
         default,
@@ -149,8 +151,12 @@ pub(crate) struct ToolCall {
         deserialize_with = "crate::types::mrtr::request_state"
     )]
     request_state: Option<String>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<Progress>,
+    #[serde(rename = "_meta", default = "none")]
+    meta: Option<M>,
+}
+
+fn none<M>() -> Option<M> {
+    None
 }
 
 /// `arguments`: a JSON object when present.
@@ -165,10 +171,11 @@ fn object_or_absent<'de, D: serde::Deserializer<'de>>(
     }
 }
 
-/// The params of `prompts/get`, as the server reads them.
+/// The params of `prompts/get`, as the server reads them (`M` as for
+/// [`ToolCall`]).
 #[derive(Debug, Deserialize)]
-pub(crate) struct PromptCall {
-    name: String,
+pub(crate) struct PromptCall<M = Progress> {
+    pub(crate) name: String,
     #[serde(default)]
     arguments: Option<BTreeMap<String, String>>,
     #[serde(
@@ -183,14 +190,15 @@ pub(crate) struct PromptCall {
         deserialize_with = "crate::types::mrtr::request_state"
     )]
     request_state: Option<String>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<Progress>,
+    #[serde(rename = "_meta", default = "none")]
+    meta: Option<M>,
 }
 
-/// The params of `resources/read`, as the server reads them.
+/// The params of `resources/read`, as the server reads them (`M` as for
+/// [`ToolCall`]).
 #[derive(Debug, Deserialize)]
-pub(crate) struct ReadCall {
-    uri: String,
+pub(crate) struct ReadCall<M = Progress> {
+    pub(crate) uri: String,
     #[serde(
         rename = "inputResponses",
         default,
@@ -203,8 +211,124 @@ pub(crate) struct ReadCall {
         deserialize_with = "crate::types::mrtr::request_state"
     )]
     request_state: Option<String>,
-    #[serde(rename = "_meta", default)]
-    meta: Option<Progress>,
+    #[serde(rename = "_meta", default = "none")]
+    meta: Option<M>,
+}
+
+/// Params read already, with the envelope (by Streamable HTTP, to check a
+/// modern request's headers, or by the era layer, to learn its era): the
+/// handler takes them from the request's [`Modern`](super::era::Modern)
+/// facts instead of reading the params again.
+#[derive(Debug)]
+pub(crate) enum ReadAlready {
+    Tool(ToolCall),
+    Resource(ReadCall),
+    Prompt(PromptCall),
+}
+
+impl<M> ToolCall<M> {
+    /// The params without their `_meta`, and the `_meta`.
+    pub(crate) fn split_meta(self) -> (ToolCall, Option<M>) {
+        let ToolCall {
+            name,
+            arguments,
+            input_responses,
+            request_state,
+            meta,
+        } = self;
+        let call = ToolCall {
+            name,
+            arguments,
+            input_responses,
+            request_state,
+            meta: None,
+        };
+        (call, meta)
+    }
+}
+
+impl<M> PromptCall<M> {
+    /// The params without their `_meta`, and the `_meta`.
+    pub(crate) fn split_meta(self) -> (PromptCall, Option<M>) {
+        let PromptCall {
+            name,
+            arguments,
+            input_responses,
+            request_state,
+            meta,
+        } = self;
+        let call = PromptCall {
+            name,
+            arguments,
+            input_responses,
+            request_state,
+            meta: None,
+        };
+        (call, meta)
+    }
+}
+
+impl<M> ReadCall<M> {
+    /// The params without their `_meta`, and the `_meta`.
+    pub(crate) fn split_meta(self) -> (ReadCall, Option<M>) {
+        let ReadCall {
+            uri,
+            input_responses,
+            request_state,
+            meta,
+        } = self;
+        let call = ReadCall {
+            uri,
+            input_responses,
+            request_state,
+            meta: None,
+        };
+        (call, meta)
+    }
+}
+
+/// The params of a request for `method` whose handler reads them in one
+/// known shape (`tools/call`, `resources/read`, `prompts/get`), read in that
+/// shape together with the envelope, in one pass; `None` for another method,
+/// or params that do not parse so (the usual path then says why).
+pub(crate) fn read_with_envelope(method: &str, params: &RawValue) -> Option<(ReadAlready, RequestEnvelope)> {
+    let text = params.get();
+    match method {
+        "tools/call" => {
+            let (call, envelope) = serde_json::from_str::<ToolCall<RequestEnvelope>>(text)
+                .ok()?
+                .split_meta();
+            Some((ReadAlready::Tool(call), envelope?))
+        }
+        "resources/read" => {
+            let (read, envelope) = serde_json::from_str::<ReadCall<RequestEnvelope>>(text)
+                .ok()?
+                .split_meta();
+            Some((ReadAlready::Resource(read), envelope?))
+        }
+        "prompts/get" => {
+            let (prompt, envelope) = serde_json::from_str::<PromptCall<RequestEnvelope>>(text)
+                .ok()?
+                .split_meta();
+            Some((ReadAlready::Prompt(prompt), envelope?))
+        }
+        _ => None,
+    }
+}
+
+/// The params of a request for `method` read already, else `-32602` naming the field that is missing (as decoding the
+/// absent params would have).
+fn read_already(ctx: &RequestContext, method: &str) -> Result<ReadAlready, Error> {
+    let taken = ctx
+        .get::<Arc<super::era::Modern>>()
+        .and_then(|modern| modern.take_read());
+    taken.ok_or_else(|| {
+        let field = if method == "resources/read" { "uri" } else { "name" };
+        Error::invalid_params().with_data(&serde_json::json!({
+            "param": field,
+            "reason": format!("missing field `{field}`"),
+        }))
+    })
 }
 
 impl McpServer {
@@ -293,7 +417,7 @@ impl McpServer {
             Ran::Task(task) => {
                 guard.finished = true;
                 let mut created = task.snapshot(ResultType::Task);
-                super::shape::stamp(&mut created.meta, &self.inner.server_info);
+                super::shape::stamp(&mut created.meta, self.inner.identity.value());
                 Ok(Answer::Task(created))
             }
             Ran::Stopped(Interrupt::Error(error)) => Err(error),
@@ -306,25 +430,38 @@ impl McpServer {
                     .state_key
                     .seal(&binding, carried, self.inner.state_ttl)?;
                 let mut result = InputRequiredResult::new(asked, Some(state));
-                super::shape::stamp(&mut result.meta, &self.inner.server_info);
+                super::shape::stamp(&mut result.meta, self.inner.identity.value());
                 Ok(Answer::InputRequired(result))
             }
         }
     }
 
     /// Shapes a handler's complete answer for its era.
-    fn answer<T: Shaped>(&self, era: &Era, answer: Answer<T>, cache: crate::types::CacheHint) -> Answer<T> {
+    fn answer<T: Shaped>(
+        &self,
+        era: &Era,
+        answer: Answer<T>,
+        cache: crate::types::CacheHint,
+    ) -> Answer<Stamped<T>> {
         match answer {
             Answer::Complete(result) => Answer::Complete(self.shaped(era, result, cache)),
-            other => other,
+            Answer::InputRequired(input) => Answer::InputRequired(input),
+            Answer::Task(task) => Answer::Task(task),
         }
     }
 
     pub(crate) async fn call_tool(
         &self,
-        p: ToolCall,
+        p: Option<ToolCall>,
         ctx: RequestContext,
-    ) -> Result<Answer<CallToolResult>, Error> {
+    ) -> Result<Answer<Stamped<CallToolResult>>, Error> {
+        let p = match p {
+            Some(p) => p,
+            None => match read_already(&ctx, "tools/call")? {
+                ReadAlready::Tool(p) => p,
+                _ => return Err(Error::internal_error()),
+            },
+        };
         let era = Era::of(&ctx)?;
         let Some(entry) = self.tool(&p.name) else {
             return Err(Error::new(INVALID_PARAMS, format!("Unknown tool: {}", p.name)));
@@ -365,9 +502,16 @@ impl McpServer {
 
     pub(crate) async fn read_resource(
         &self,
-        p: ReadCall,
+        p: Option<ReadCall>,
         ctx: RequestContext,
-    ) -> Result<Answer<ReadResourceResult>, Error> {
+    ) -> Result<Answer<Stamped<ReadResourceResult>>, Error> {
+        let p = match p {
+            Some(p) => p,
+            None => match read_already(&ctx, "resources/read")? {
+                ReadAlready::Resource(p) => p,
+                _ => return Err(Error::internal_error()),
+            },
+        };
         let era = Era::of(&ctx)?;
         let Some((read, vars)) = self.find_resource(&p.uri) else {
             return Err(resource_not_found(&era, &p.uri));
@@ -390,9 +534,16 @@ impl McpServer {
 
     pub(crate) async fn get_prompt(
         &self,
-        p: PromptCall,
+        p: Option<PromptCall>,
         ctx: RequestContext,
-    ) -> Result<Answer<GetPromptResult>, Error> {
+    ) -> Result<Answer<Stamped<GetPromptResult>>, Error> {
+        let p = match p {
+            Some(p) => p,
+            None => match read_already(&ctx, "prompts/get")? {
+                ReadAlready::Prompt(p) => p,
+                _ => return Err(Error::internal_error()),
+            },
+        };
         let era = Era::of(&ctx)?;
         let Some(entry) = self
             .inner
@@ -438,7 +589,7 @@ impl McpServer {
         &self,
         p: CompleteParams,
         ctx: RequestContext,
-    ) -> Result<CompleteResult, Error> {
+    ) -> Result<Stamped<CompleteResult>, Error> {
         let era = Era::of(&ctx)?;
         let Some(handler) = self.inner.completion.clone() else {
             return Err(Error::method_not_found());

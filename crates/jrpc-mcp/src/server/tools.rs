@@ -33,7 +33,9 @@ pub(crate) struct ToolEntry {
     /// Whether it may run as a task.
     pub(crate) tasks: super::tasks::TaskSupport,
     /// Its parameters annotated `x-mcp-header` (none when the annotations
-    /// are invalid: clients drop such a tool), found once.
+    /// are invalid: clients drop such a tool), found once; Streamable HTTP
+    /// checks a call's `Mcp-Param-*` headers against them.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) param_headers: Arc<[crate::headers::ParamHeader]>,
 }
 

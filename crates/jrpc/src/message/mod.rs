@@ -26,7 +26,7 @@ pub use parse::{parse_frame, Frame};
 pub use write::{encode_call, to_raw};
 #[cfg_attr(not(feature = "runtime"), allow(unused_imports))]
 pub(crate) use write::{
-    result_prefix, result_suffix, serialize_into, write_error, write_json_str, write_result,
+    result_prefix, result_suffix, serialize_into, write_error, write_json_str, write_result, RESULT_CAPACITY,
 };
 
 /// Which protocol an item speaks.

@@ -100,6 +100,11 @@ pub fn encode_call<P: Serialize + ?Sized>(
     Ok(out)
 }
 
+/// The bytes a handler's result is first given room for: most results are
+/// objects of a few hundred bytes, better allocated once than grown from
+/// nothing.
+pub(crate) const RESULT_CAPACITY: usize = 256;
+
 /// Serializes a handler's result into `out`; a value that does not
 /// serialize is an internal error.
 pub(crate) fn serialize_into<T: serde::Serialize + ?Sized>(

@@ -83,6 +83,13 @@ impl Call {
         self.params.as_deref()
     }
 
+    /// Takes the params out of the call, for a layer that has read them
+    /// into a fact of its own (an extension) so that the handler does not
+    /// read them again; the handler then gets none.
+    pub fn take_params(&mut self) -> Option<Box<RawValue>> {
+        self.params.take()
+    }
+
     /// What the transport recorded about the connection.
     pub fn connection(&self) -> &Extensions {
         &self.connection
@@ -159,7 +166,7 @@ impl RawResult {
     /// `value` serialized; a value that does not serialize is an internal
     /// error.
     pub fn new<T: Serialize + ?Sized>(value: &T) -> Result<Self, Error> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(crate::message::RESULT_CAPACITY);
         serialize_into(&mut out, value)?;
         Ok(RawResult(out))
     }

@@ -198,7 +198,9 @@ where
 fn boxed_result<T: Serialize>(fut: impl Future<Output = Result<T, Error>> + Send + 'static) -> ResultFuture {
     Box::pin(async move {
         let value = fut.await?;
-        let mut out = Vec::new();
+        // Most results are objects of a few hundred bytes: start there
+        // rather than grow from nothing.
+        let mut out = Vec::with_capacity(crate::message::RESULT_CAPACITY);
         serialize_into(&mut out, &value)?;
         Ok(out)
     })
