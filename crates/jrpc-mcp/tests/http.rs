@@ -225,6 +225,51 @@ async fn a_cancelled_request_s_stream_ends_without_a_result() {
     endpoint.serving.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_second_request_with_an_id_in_flight_is_refused_at_once() {
+    let endpoint = Endpoint::start_with(HttpOptions::default().json_response(true)).await;
+    let session = endpoint.initialize().await;
+    let slow = {
+        let (addr, session) = (endpoint.addr.clone(), session.clone());
+        tokio::spawn(async move {
+            post(
+                &addr,
+                Some(&session),
+                json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                       "params": {"name": "sleep", "arguments": {"ms": 500}}}),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The same id while the first is in flight: refused, not left waiting
+    // for a reply that would go to the other.
+    let twin = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                   "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}),
+        )
+        .await;
+    assert_eq!(twin.status, 400, "{}", twin.body);
+    assert_eq!(twin.json()["error"]["code"], -32600);
+    let first = bounded("the first request's reply", slow).await.unwrap();
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.json()["id"], 7);
+    assert!(first.json()["result"]["content"].is_array(), "{}", first.body);
+    // Once it is answered, the id may come again.
+    let again = endpoint
+        .post(
+            Some(&session),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                   "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}),
+        )
+        .await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.json()["result"]["structuredContent"]["result"], 3);
+    endpoint.serving.shutdown().await;
+}
+
 /// An HTTP method, headers, body, and the status expected.
 type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, String, u16);
 

@@ -13,11 +13,14 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use jrpc::codec::Inbound;
+use jrpc::message::RawValue;
 use jrpc::peer::Peer;
 use jrpc::server::http::route::{self, RouteBody, RouteContext};
 use jrpc::server::http::{sse, HttpBody};
 use jrpc::transport::Connection;
 use jrpc::{Error, Id};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::streams::{peek, Listener, Message, StreamTable};
@@ -32,34 +35,61 @@ enum Posted {
     Response { id: Id },
 }
 
+/// What classifying a message reads of it: borrowed, the rest skipped.
+#[derive(Deserialize)]
+struct Shape<'a> {
+    #[serde(default, borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    result: bool,
+    #[serde(default, deserialize_with = "present")]
+    error: bool,
+}
+
+/// A member that is there, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    IgnoredAny::deserialize(deserializer).map(|_| true)
+}
+
 fn classify(body: &[u8]) -> Result<Posted, Refusal> {
-    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+    let parse_error = |e: serde_json::Error| {
         Refusal(
             StatusCode::BAD_REQUEST,
             Error::parse_error().with_data(&e.to_string()),
         )
-    })?;
-    let serde_json::Value::Object(message) = value else {
-        let why = if value.is_array() {
-            "batches are not supported: send one message per request"
-        } else {
-            "a message is a JSON object"
-        };
-        return Err(Refusal::bad_request(why));
     };
-    let id = message
-        .get("id")
-        .map(|id| serde_json::from_value::<Id>(id.clone()).map_err(|_| Refusal::bad_request("bad id")))
+    // Only an object is a message (a struct would also read an array).
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        Some(b'[') => {
+            serde_json::from_slice::<IgnoredAny>(body).map_err(parse_error)?;
+            return Err(Refusal::bad_request(
+                "batches are not supported: send one message per request",
+            ));
+        }
+        _ => {
+            serde_json::from_slice::<IgnoredAny>(body).map_err(parse_error)?;
+            return Err(Refusal::bad_request("a message is a JSON object"));
+        }
+    }
+    let shape: Shape<'_> = serde_json::from_slice(body).map_err(parse_error)?;
+    let id = shape
+        .id
+        .map(|id| serde_json::from_str::<Id>(id.get()).map_err(|_| Refusal::bad_request("bad id")))
         .transpose()?;
-    match (message.get("method").and_then(|m| m.as_str()), id) {
+    // A method that is not a string is no method.
+    let method = shape
+        .method
+        .and_then(|m| serde_json::from_str::<std::borrow::Cow<'_, str>>(m.get()).ok());
+    match (method, id) {
         (Some(method), Some(id)) => Ok(Posted::Request {
             id,
-            method: method.to_owned(),
+            method: method.into_owned(),
         }),
         (Some(_), None) => Ok(Posted::Notification),
-        (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
-            Ok(Posted::Response { id })
-        }
+        (None, Some(id)) if shape.result || shape.error => Ok(Posted::Response { id }),
         _ => Err(Refusal::bad_request(
             "not a JSON-RPC request, notification or response",
         )),
@@ -147,7 +177,12 @@ impl StreamableHttp {
                 accepted()
             }
             Posted::Request { id, method } => {
-                let listener = session.streams.open(&id);
+                let Some(listener) = session.streams.open(&id) else {
+                    return Refusal::bad_request(
+                        "a request with this id is in flight in this session: ids must be unique in a session",
+                    )
+                    .into_response();
+                };
                 session.deliver(body).await;
                 let mut response = if !streams_messages(&method) {
                     json_reply(listener, &session.streams).await
@@ -355,5 +390,47 @@ impl HttpSession {
 
     async fn deliver(&self, frame: Bytes) {
         let _ = self.incoming.send(Ok(Inbound::Frame(frame))).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn posted_messages_are_classified() {
+        let kind = |body: &str| match classify(body.as_bytes()) {
+            Ok(Posted::Request { id, method }) => format!("request {id} {method}"),
+            Ok(Posted::Notification) => "notification".to_owned(),
+            Ok(Posted::Response { id }) => format!("response {id}"),
+            Err(Refusal(status, error)) => format!("{} {}", status.as_u16(), error.code()),
+        };
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":[1,{"y":2}]}}"#,
+                "request 1 tools/list",
+            ),
+            (r#" {"method":"a\u0062","id":"s"}"#, r#"request "s" ab"#),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                "notification",
+            ),
+            (r#"{"jsonrpc":"2.0","id":3,"result":null}"#, "response 3"),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"error":{"code":1,"message":"m"}}"#,
+                "response 4",
+            ),
+            // A method that is not a string is no method.
+            (r#"{"jsonrpc":"2.0","id":5,"method":7}"#, "400 -32600"),
+            (r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#, "400 -32600"),
+            (r#"{"jsonrpc":"2.0"}"#, "400 -32600"),
+            (r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#, "400 -32600"),
+            ("17", "400 -32600"),
+            (r#"{"id":1,"method":"#, "400 -32700"),
+            ("[1,", "400 -32700"),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(kind(body), expected, "{body}");
+        }
     }
 }

@@ -403,9 +403,11 @@ impl StreamableHttp {
         }
     }
 
-    async fn post(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
-        let (parts, body) = request.into_parts();
-        let headers = parts.headers;
+    async fn post(&self, mut request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
+        // The headers go on with the request; the rest of its head is done
+        // with now (not kept in the future across the waits below).
+        let headers = std::mem::take(request.headers_mut());
+        let body = request.into_body();
         // What clients send, byte for byte, needs no parsing.
         let usual_accept = headers
             .get(header::ACCEPT)
@@ -438,7 +440,9 @@ impl StreamableHttp {
             Err(unread) => return unread.into_response(),
         };
         match era_of(&headers, &body) {
-            Era::Legacy => self.legacy_post(headers, body, cx).await,
+            // Boxed: a session's POST needs a larger future, which a modern
+            // POST should not have to allocate.
+            Era::Legacy => Box::pin(self.legacy_post(headers, body, cx)).await,
             Era::Modern => self.modern_post(headers, body, cx).await,
         }
     }

@@ -128,6 +128,16 @@ struct Checked<'a> {
     envelope: RequestEnvelope,
 }
 
+/// A modern request whose handler has been called: what its reply needs.
+struct Started {
+    id: Id,
+    work: crate::server::BoxFuture<Result<RawResult, Error>>,
+    /// What the handler says before it answers.
+    messages: Messages,
+    /// `subscriptions/listen`, whose reply is a stream from the start.
+    listen: bool,
+}
+
 /// A request's params, read for the checks.
 enum Reading<'a> {
     /// A `tools/call`, `resources/read` or `prompts/get`, read as its
@@ -198,34 +208,61 @@ impl<'a> Reading<'a> {
 }
 
 impl StreamableHttp {
-    pub(super) async fn modern_post(
+    /// Serves a modern POST. Everything up to the handler is done before
+    /// the first wait, so that the future kept while the handler runs holds
+    /// only what the reply needs (a smaller future is a cheaper allocation).
+    pub(super) fn modern_post(
         &self,
         headers: HeaderMap,
         body: Bytes,
         cx: RouteContext,
-    ) -> Response<RouteBody> {
+    ) -> impl std::future::Future<Output = Response<RouteBody>> + Send + '_ {
+        let started = self.start(headers, &body, &cx);
+        async move {
+            match started {
+                Ok(Started {
+                    id,
+                    work,
+                    messages,
+                    listen,
+                }) => self.respond(id, work, messages, listen).await,
+                Err(refusal) => refusal,
+            }
+        }
+    }
+
+    /// A modern request, checked and on its way to its handler; or the
+    /// reply that refuses it.
+    fn start(
+        &self,
+        headers: HeaderMap,
+        body: &[u8],
+        cx: &RouteContext,
+    ) -> Result<Started, Response<RouteBody>> {
         let limits = Limits {
             max_frame_len: cx.max_body_len(),
             ..Limits::default()
         };
-        let request = match parse_frame(&body, &limits) {
-            Err(error) => return reply(&Id::NULL, Err(error)),
+        let request = match parse_frame(body, &limits) {
+            Err(error) => return Err(reply(&Id::NULL, Err(error))),
             Ok(Frame::Batch(_)) => {
                 let why = "a POST carries one JSON-RPC request or notification, not a batch";
-                return reply(&Id::NULL, Err(Error::invalid_request().with_data(why)));
+                return Err(reply(&Id::NULL, Err(Error::invalid_request().with_data(why))));
             }
-            Ok(Frame::Single(Incoming::Invalid(invalid))) => return reply(&invalid.id, Err(invalid.error)),
+            Ok(Frame::Single(Incoming::Invalid(invalid))) => {
+                return Err(reply(&invalid.id, Err(invalid.error)))
+            }
             Ok(Frame::Single(Incoming::Response(_))) => {
                 let why = "a client sends requests and notifications, not responses";
-                return reply(&Id::NULL, Err(Error::invalid_request().with_data(why)));
+                return Err(reply(&Id::NULL, Err(Error::invalid_request().with_data(why))));
             }
-            Ok(Frame::Single(Incoming::Notification(_))) => return notification(&headers),
+            Ok(Frame::Single(Incoming::Notification(_))) => return Err(notification(&headers)),
             Ok(Frame::Single(Incoming::Request(request))) => request,
         };
         let id = request.id.clone();
         let reading = match self.check(&headers, &request) {
             Ok(reading) => reading,
-            Err(error) => return reply(&id, Err(error)),
+            Err(error) => return Err(reply(&id, Err(error))),
         };
         let listen = request.method == "subscriptions/listen";
         let (sender, messages) = outlet();
@@ -251,12 +288,17 @@ impl StreamableHttp {
         // and the call goes straight to the method table (the layered stack
         // would cost it a few allocations).
         if let Some(refusal) = era::refuse_modern(&call) {
-            return reply(&id, Err(refusal));
+            return Err(reply(&id, Err(refusal)));
         }
         let table = self.table.clone();
         let work: crate::server::BoxFuture<Result<RawResult, Error>> =
             Box::pin(async move { table.call(call).await });
-        self.respond(id, work, messages, listen).await
+        Ok(Started {
+            id,
+            work,
+            messages,
+            listen,
+        })
     }
 
     /// The request's params as read, once the headers have been checked

@@ -133,12 +133,18 @@ impl StreamTable {
         (number, rx)
     }
 
-    /// The stream of the request `id`.
-    pub(super) fn open(&self, id: &Id) -> Listener {
+    /// The stream of the request `id`; `None` while another request with
+    /// that id is in flight in the session (ids are unique in a session: two
+    /// in flight at once could not be told apart, and one would never get
+    /// its reply).
+    pub(super) fn open(&self, id: &Id) -> Option<Listener> {
         let mut state = self.state();
+        if state.by_request.contains_key(id) {
+            return None;
+        }
         let (stream, messages) = Self::new_stream(&mut state);
         state.by_request.insert(id.clone(), stream);
-        Listener { stream, messages }
+        Some(Listener { stream, messages })
     }
 
     /// A new standalone stream (GET), in place of the one before.
@@ -458,7 +464,9 @@ mod tests {
     fn a_broken_stream_resumes_after_its_last_event() {
         let table = Arc::new(table(100, 1 << 20));
         let id = Id::from(7);
-        let mut first = table.open(&id);
+        let mut first = table.open(&id).unwrap();
+        // Another request with that id, while it is in flight: refused.
+        assert!(table.open(&id).is_none());
         table.notify(&id, r#"{"n":1}"#.into());
         assert_eq!(drain(&mut first), [("1-1".to_owned(), r#"{"n":1}"#.to_owned())]);
         // The connection breaks; messages go on into the store.
@@ -466,6 +474,8 @@ mod tests {
         table.notify(&id, r#"{"n":2}"#.into());
         table.route(&Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#));
         assert!(first.messages.try_recv().is_err());
+        // Answered: the id is free again.
+        assert!(table.open(&id).is_some());
         let mut again = table.resume("1-1").unwrap();
         let replayed: Vec<String> = drain(&mut again).into_iter().map(|(id, _)| id).collect();
         assert_eq!(replayed, ["1-2", "1-3"]);
@@ -479,7 +489,7 @@ mod tests {
     fn the_store_is_bounded() {
         let table = Arc::new(table(2, 1 << 20));
         let id = Id::from(1);
-        let _live = table.open(&id);
+        let _live = table.open(&id).unwrap();
         for n in 0..5 {
             table.notify(&id, format!("{{\"n\":{n}}}"));
         }
@@ -488,7 +498,7 @@ mod tests {
         assert_eq!(replayed, [r#"{"n":3}"#, r#"{"n":4}"#]);
         // Without a store: no replay, but messages still flow.
         let table = Arc::new(self::table(0, 0));
-        let mut live = table.open(&id);
+        let mut live = table.open(&id).unwrap();
         table.notify(&id, "{}".into());
         assert_eq!(drain(&mut live).len(), 1);
         assert!(drain(&mut table.resume("1-0").unwrap()).is_empty());
