@@ -128,6 +128,14 @@ struct Checked<'a> {
     envelope: RequestEnvelope,
 }
 
+/// How a modern POST begins.
+enum Start {
+    /// Its handler has been called.
+    Started(Started),
+    /// It is answered at once: refused, or (a notification) accepted.
+    Answered(Response<RouteBody>),
+}
+
 /// A modern request whose handler has been called: what its reply needs.
 struct Started {
     id: Id,
@@ -220,49 +228,44 @@ impl StreamableHttp {
         let started = self.start(headers, &body, &cx);
         async move {
             match started {
-                Ok(Started {
+                Start::Started(Started {
                     id,
                     work,
                     messages,
                     listen,
                 }) => self.respond(id, work, messages, listen).await,
-                Err(refusal) => refusal,
+                Start::Answered(reply) => reply,
             }
         }
     }
 
     /// A modern request, checked and on its way to its handler; or the
-    /// reply that refuses it.
-    fn start(
-        &self,
-        headers: HeaderMap,
-        body: &[u8],
-        cx: &RouteContext,
-    ) -> Result<Started, Response<RouteBody>> {
+    /// reply that refuses it (or accepts a notification).
+    fn start(&self, headers: HeaderMap, body: &[u8], cx: &RouteContext) -> Start {
         let limits = Limits {
             max_frame_len: cx.max_body_len(),
             ..Limits::default()
         };
         let request = match parse_frame(body, &limits) {
-            Err(error) => return Err(reply(&Id::NULL, Err(error))),
+            Err(error) => return Start::Answered(reply(&Id::NULL, Err(error))),
             Ok(Frame::Batch(_)) => {
                 let why = "a POST carries one JSON-RPC request or notification, not a batch";
-                return Err(reply(&Id::NULL, Err(Error::invalid_request().with_data(why))));
+                return Start::Answered(reply(&Id::NULL, Err(Error::invalid_request().with_data(why))));
             }
             Ok(Frame::Single(Incoming::Invalid(invalid))) => {
-                return Err(reply(&invalid.id, Err(invalid.error)))
+                return Start::Answered(reply(&invalid.id, Err(invalid.error)))
             }
             Ok(Frame::Single(Incoming::Response(_))) => {
                 let why = "a client sends requests and notifications, not responses";
-                return Err(reply(&Id::NULL, Err(Error::invalid_request().with_data(why))));
+                return Start::Answered(reply(&Id::NULL, Err(Error::invalid_request().with_data(why))));
             }
-            Ok(Frame::Single(Incoming::Notification(_))) => return Err(notification(&headers)),
+            Ok(Frame::Single(Incoming::Notification(_))) => return Start::Answered(notification(&headers)),
             Ok(Frame::Single(Incoming::Request(request))) => request,
         };
         let id = request.id.clone();
         let reading = match self.check(&headers, &request) {
             Ok(reading) => reading,
-            Err(error) => return Err(reply(&id, Err(error))),
+            Err(error) => return Start::Answered(reply(&id, Err(error))),
         };
         let listen = request.method == "subscriptions/listen";
         let (sender, messages) = outlet();
@@ -288,12 +291,12 @@ impl StreamableHttp {
         // and the call goes straight to the method table (the layered stack
         // would cost it a few allocations).
         if let Some(refusal) = era::refuse_modern(&call) {
-            return Err(reply(&id, Err(refusal)));
+            return Start::Answered(reply(&id, Err(refusal)));
         }
         let table = self.table.clone();
         let work: crate::server::BoxFuture<Result<RawResult, Error>> =
             Box::pin(async move { table.call(call).await });
-        Ok(Started {
+        Start::Started(Started {
             id,
             work,
             messages,
