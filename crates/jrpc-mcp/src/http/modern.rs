@@ -20,6 +20,7 @@ use jrpc::router::{ConnectionInfo, Extensions};
 use jrpc::server::http::route::{RouteBody, RouteContext};
 use jrpc::server::http::sse;
 use jrpc::{Error, Id};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::{accepted, json_body, StreamableHttp, VERSION_NAME};
@@ -98,9 +99,10 @@ fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h st
         .map_err(|_| mismatch(format!("the {name} header is not visible ASCII")))
 }
 
-/// What header checks need of a request's params, borrowed from them.
+/// What header checks need of a request's params, borrowed from them, and
+/// its `_meta`, read as `M` (skipped by default).
 #[derive(Deserialize)]
-struct Named<'a> {
+struct Named<'a, M = IgnoredAny> {
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -109,34 +111,35 @@ struct Named<'a> {
     task_id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default = "none")]
+    meta: Option<M>,
 }
 
-/// A request's params as the checks read them, in one pass: what the
-/// headers mirror, and the envelope. When this does not parse, each part is
-/// read on its own, to say what is wrong.
-#[derive(Deserialize)]
-struct Checked<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    uri: Option<Cow<'a, str>>,
-    #[serde(rename = "taskId", default, borrow)]
-    task_id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta")]
-    envelope: RequestEnvelope,
+fn none<M>() -> Option<M> {
+    None
+}
+
+impl<'a, M> Named<'a, M> {
+    fn without_meta(self) -> Named<'a> {
+        Named {
+            name: self.name,
+            uri: self.uri,
+            task_id: self.task_id,
+            arguments: self.arguments,
+            meta: None,
+        }
+    }
 }
 
 /// How a modern POST begins.
 enum Start {
-    /// Its handler has been called.
+    /// It is on its way to its handler.
     Started(Started),
     /// It is answered at once: refused, or (a notification) accepted.
     Answered(Response<RouteBody>),
 }
 
-/// A modern request whose handler has been called: what its reply needs.
+/// A modern request on its way to its handler: what its reply needs.
 struct Started {
     id: Id,
     work: crate::server::BoxFuture<Result<RawResult, Error>>,
@@ -160,14 +163,12 @@ impl<'a> Reading<'a> {
         if let Some((read, envelope)) = params.and_then(|params| read_with_envelope(method, params)) {
             return Ok(Reading::Already(read, envelope));
         }
-        if let Some(checked) = params.and_then(|p| serde_json::from_str::<Checked<'_>>(p.get()).ok()) {
-            let named = Named {
-                name: checked.name,
-                uri: checked.uri,
-                task_id: checked.task_id,
-                arguments: checked.arguments,
-            };
-            return Ok(Reading::Named(Some(named), checked.envelope));
+        // What the headers mirror and the envelope, in one pass.
+        let checked = params.and_then(|p| serde_json::from_str::<Named<'_, RequestEnvelope>>(p.get()).ok());
+        if let Some(mut checked) = checked {
+            if let Some(envelope) = checked.meta.take() {
+                return Ok(Reading::Named(Some(checked.without_meta()), envelope));
+            }
         }
         // Something is wrong: read each part on its own to say what.
         let envelope = era::parse_envelope(params)?;
@@ -192,24 +193,28 @@ impl<'a> Reading<'a> {
                 uri: borrowed(&n.uri),
                 task_id: borrowed(&n.task_id),
                 arguments: n.arguments,
+                meta: None,
             }),
             Reading::Already(ReadAlready::Tool(call), _) => Some(Named {
                 name: Some(Cow::Borrowed(&call.name)),
                 uri: None,
                 task_id: None,
                 arguments: call.arguments.as_deref(),
+                meta: None,
             }),
             Reading::Already(ReadAlready::Resource(read), _) => Some(Named {
                 name: None,
                 uri: Some(Cow::Borrowed(&read.uri)),
                 task_id: None,
                 arguments: None,
+                meta: None,
             }),
             Reading::Already(ReadAlready::Prompt(prompt), _) => Some(Named {
                 name: Some(Cow::Borrowed(&prompt.name)),
                 uri: None,
                 task_id: None,
                 arguments: None,
+                meta: None,
             }),
         }
     }

@@ -130,29 +130,68 @@ pub(crate) struct Progress {
     progress_token: Option<ProgressToken>,
 }
 
-/// The params of `tools/call` as the server reads them: the arguments kept
-/// as they came, for the tool to decode into its own type. `M` is what its
-/// `_meta` is read as: the progress token of a legacy request, or the whole
-/// envelope where a transport reads a modern request in one pass.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ToolCall<M = Progress> {
-    pub(crate) name: String,
-    #[serde(default, deserialize_with = "object_or_absent")]
-    pub(crate) arguments: Option<Box<RawValue>>,
-    #[serde(
-        rename = "inputResponses",
-        default,
-        deserialize_with = "crate::types::mrtr::input_responses"
-    )]
-    input_responses: Option<InputResponses>,
-    #[serde(
-        rename = "requestState",
-        default,
-        deserialize_with = "crate::types::mrtr::request_state"
-    )]
-    request_state: Option<String>,
-    #[serde(rename = "_meta", default = "none")]
-    meta: Option<M>,
+/// Declares the params of a method served in rounds, as the server reads
+/// them: the method's own fields, then what every such request may carry —
+/// the answers to an earlier round, its state, and its `_meta`, read as `M`:
+/// the progress token of a legacy request ([`Progress`]), or the whole
+/// envelope where a modern request is read in one pass.
+macro_rules! round_params {
+    ($(#[$doc:meta])* $name:ident { $($(#[$attr:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Deserialize)]
+        pub(crate) struct $name<M = Progress> {
+            $($(#[$attr])* pub(crate) $field: $ty,)*
+            #[serde(
+                rename = "inputResponses",
+                default,
+                deserialize_with = "crate::types::mrtr::input_responses"
+            )]
+            input_responses: Option<InputResponses>,
+            #[serde(
+                rename = "requestState",
+                default,
+                deserialize_with = "crate::types::mrtr::request_state"
+            )]
+            request_state: Option<String>,
+            #[serde(rename = "_meta", default = "none")]
+            meta: Option<M>,
+        }
+
+        impl<M> $name<M> {
+            /// The params without their `_meta`, and the `_meta`.
+            pub(crate) fn split_meta(self) -> ($name, Option<M>) {
+                let $name { $($field,)* input_responses, request_state, meta } = self;
+                let params = $name { $($field,)* input_responses, request_state, meta: None };
+                (params, meta)
+            }
+        }
+    };
+}
+
+round_params! {
+    /// The params of `tools/call`: the arguments kept as they came, for the
+    /// tool to decode into its own type.
+    ToolCall {
+        name: String,
+        #[serde(default, deserialize_with = "object_or_absent")]
+        arguments: Option<Box<RawValue>>,
+    }
+}
+
+round_params! {
+    /// The params of `prompts/get`.
+    PromptCall {
+        name: String,
+        #[serde(default)]
+        arguments: Option<BTreeMap<String, String>>,
+    }
+}
+
+round_params! {
+    /// The params of `resources/read`.
+    ReadCall {
+        uri: String,
+    }
 }
 
 fn none<M>() -> Option<M> {
@@ -171,50 +210,6 @@ fn object_or_absent<'de, D: serde::Deserializer<'de>>(
     }
 }
 
-/// The params of `prompts/get`, as the server reads them (`M` as for
-/// [`ToolCall`]).
-#[derive(Debug, Deserialize)]
-pub(crate) struct PromptCall<M = Progress> {
-    pub(crate) name: String,
-    #[serde(default)]
-    arguments: Option<BTreeMap<String, String>>,
-    #[serde(
-        rename = "inputResponses",
-        default,
-        deserialize_with = "crate::types::mrtr::input_responses"
-    )]
-    input_responses: Option<InputResponses>,
-    #[serde(
-        rename = "requestState",
-        default,
-        deserialize_with = "crate::types::mrtr::request_state"
-    )]
-    request_state: Option<String>,
-    #[serde(rename = "_meta", default = "none")]
-    meta: Option<M>,
-}
-
-/// The params of `resources/read`, as the server reads them (`M` as for
-/// [`ToolCall`]).
-#[derive(Debug, Deserialize)]
-pub(crate) struct ReadCall<M = Progress> {
-    pub(crate) uri: String,
-    #[serde(
-        rename = "inputResponses",
-        default,
-        deserialize_with = "crate::types::mrtr::input_responses"
-    )]
-    input_responses: Option<InputResponses>,
-    #[serde(
-        rename = "requestState",
-        default,
-        deserialize_with = "crate::types::mrtr::request_state"
-    )]
-    request_state: Option<String>,
-    #[serde(rename = "_meta", default = "none")]
-    meta: Option<M>,
-}
-
 /// Params read already, with the envelope (by Streamable HTTP, to check a
 /// modern request's headers, or by the era layer, to learn its era): the
 /// handler takes them from the request's [`Modern`](super::era::Modern)
@@ -224,67 +219,6 @@ pub(crate) enum ReadAlready {
     Tool(ToolCall),
     Resource(ReadCall),
     Prompt(PromptCall),
-}
-
-impl<M> ToolCall<M> {
-    /// The params without their `_meta`, and the `_meta`.
-    pub(crate) fn split_meta(self) -> (ToolCall, Option<M>) {
-        let ToolCall {
-            name,
-            arguments,
-            input_responses,
-            request_state,
-            meta,
-        } = self;
-        let call = ToolCall {
-            name,
-            arguments,
-            input_responses,
-            request_state,
-            meta: None,
-        };
-        (call, meta)
-    }
-}
-
-impl<M> PromptCall<M> {
-    /// The params without their `_meta`, and the `_meta`.
-    pub(crate) fn split_meta(self) -> (PromptCall, Option<M>) {
-        let PromptCall {
-            name,
-            arguments,
-            input_responses,
-            request_state,
-            meta,
-        } = self;
-        let call = PromptCall {
-            name,
-            arguments,
-            input_responses,
-            request_state,
-            meta: None,
-        };
-        (call, meta)
-    }
-}
-
-impl<M> ReadCall<M> {
-    /// The params without their `_meta`, and the `_meta`.
-    pub(crate) fn split_meta(self) -> (ReadCall, Option<M>) {
-        let ReadCall {
-            uri,
-            input_responses,
-            request_state,
-            meta,
-        } = self;
-        let call = ReadCall {
-            uri,
-            input_responses,
-            request_state,
-            meta: None,
-        };
-        (call, meta)
-    }
 }
 
 /// The params of a request for `method` whose handler reads them in one
