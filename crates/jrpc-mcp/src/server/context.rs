@@ -47,6 +47,28 @@ pub enum ClientRequestError {
 /// The context of one request to a tool, resource or prompt handler.
 ///
 /// Cloning is cheap; clones share the request's progress and cancellation.
+///
+/// # One handler for both revisions
+///
+/// [`sample`](Self::sample), [`elicit`](Self::elicit) and
+/// [`list_roots`](Self::list_roots) (or [`input`](Self::input) for a named
+/// question) work in both eras. In a 2025-11-25 session they send the client
+/// a request and wait. 2026-07-28 forbids requests to the client: there the
+/// handler runs in *rounds*. When it asks something the client has not
+/// answered yet, the round stops, the call is answered with
+/// `input_required`, and when the client calls again with the answers the
+/// handler runs again from the start and gets further. So:
+///
+/// - ask before you act, and ask together what you need together
+///   (`tokio::join!`): questions awaited at once go out in one round;
+/// - anything with a side effect before the last question runs again in
+///   every round: make it idempotent, or wrap it in
+///   [`once`](Self::once), which runs it in the first round that reaches
+///   it and carries its result (readable by the client: no secrets) to the
+///   later rounds;
+/// - a question for a capability the client did not declare ends a modern
+///   request with `-32021`: check
+///   [`client_capabilities`](Self::client_capabilities) first to do without.
 #[derive(Clone)]
 pub struct McpContext {
     inner: Arc<Inner>,
