@@ -1,12 +1,12 @@
 //! Streamable HTTP: one endpoint that speaks both eras.
 //!
-//! * **2026-07-28 (modern, [`modern`])**: every POST is one request served
+//! * **2026-07-28 (modern)**: every POST is one request served
 //!   on its own, no session; its headers (`MCP-Protocol-Version`,
 //!   `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) must match its body; the reply
 //!   is JSON, or an SSE stream of that request's notifications then its
 //!   response; closing the stream cancels the request. GET and DELETE are
 //!   not part of it (`405`).
-//! * **2025-11-25 and before (legacy, [`legacy`])**: `initialize` opens a
+//! * **2025-11-25 and before (legacy)**: `initialize` opens a
 //!   session (`Mcp-Session-Id`), served by a peer over an in-memory
 //!   connection whose incoming frames are the POSTed messages and whose
 //!   outgoing frames go out on the session's streams (each request's, and
@@ -17,7 +17,7 @@
 //! version header, or (without one) a body carrying the modern `_meta`
 //! envelope, means modern.
 //!
-//! Built on jrpc's HTTP server as a [route](jrpc::server::http::route).
+//! Built on jrpc's HTTP server as a [route].
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
