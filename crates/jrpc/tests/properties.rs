@@ -1,7 +1,7 @@
 //! Property tests: no input makes the router panic or answer with anything
 //! but a valid JSON-RPC reply, and valid requests round-trip exactly.
 
-use jrpc::message::{parse_frame, Frame, Id, Incoming, Limits, Request};
+use jrpc::message::{parse_frame, parse_request_as, Frame, Id, Incoming, Limits, Request};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
@@ -111,6 +111,40 @@ fn message_like() -> impl Strategy<Value = Value> {
         })
 }
 
+/// `parse_request_as` accepts exactly the single requests whose params are
+/// absent or an object, as the same request `parse_frame` sees.
+fn assert_typed_parse_agrees(text: &[u8]) -> Result<(), TestCaseError> {
+    let limits = Limits::default();
+    let typed = parse_request_as::<Map<String, Value>>(text, &limits);
+    let generic = match parse_frame(text, &limits) {
+        Ok(Frame::Single(Incoming::Request(request)))
+            if request.params.map_or(true, |p| p.get().starts_with('{')) =>
+        {
+            Some(request)
+        }
+        _ => None,
+    };
+    match (typed, generic) {
+        (None, None) => {}
+        (Some(typed), Some(generic)) => {
+            prop_assert_eq!(typed.version, generic.version);
+            prop_assert_eq!(&typed.id, &generic.id);
+            prop_assert_eq!(&typed.method, &generic.method);
+            let generic_params: Option<Map<String, Value>> =
+                generic.params.map(|p| serde_json::from_str(p.get()).unwrap());
+            prop_assert_eq!(typed.params, generic_params);
+        }
+        (typed, generic) => prop_assert!(
+            false,
+            "typed {:?} but parse_frame {:?} for {}",
+            typed.map(|t| t.method),
+            generic.map(|g| g.method),
+            String::from_utf8_lossy(text)
+        ),
+    }
+    Ok(())
+}
+
 fn number_text() -> impl Strategy<Value = String> {
     "-?(0|[1-9][0-9]{0,40})(\\.[0-9]{1,6})?([eE][+-]?[0-9]{1,3})?"
 }
@@ -133,6 +167,17 @@ proptest! {
         if let Some(reply) = runtime().block_on(router.handle(text.as_bytes())) {
             assert_valid_reply(&reply)?;
         }
+    }
+
+    #[test]
+    fn a_typed_parse_agrees_with_parse_frame(message in message_like(), bytes in prop::collection::vec(any::<u8>(), 0..64), mutate in any::<bool>()) {
+        let mut text = message.to_string().into_bytes();
+        if mutate {
+            // Some frames broken in arbitrary ways too.
+            let at = bytes.first().map_or(0, |b| *b as usize % text.len().max(1));
+            text.splice(at..at, bytes.iter().copied().skip(1));
+        }
+        assert_typed_parse_agrees(&text)?;
     }
 
     #[test]

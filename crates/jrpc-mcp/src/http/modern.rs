@@ -14,9 +14,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use jrpc::message::codes::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
-use jrpc::message::{parse_frame, Frame, Incoming, Limits, RawValue, RequestRef};
+use jrpc::message::{parse_frame, parse_request_as, Frame, Incoming, Limits, RawValue};
 use jrpc::middleware::{Call, RawResult};
-use jrpc::router::{ConnectionInfo, Extensions};
 use jrpc::server::http::route::{RouteBody, RouteContext};
 use jrpc::server::http::sse;
 use jrpc::{Error, Id};
@@ -26,7 +25,7 @@ use serde::Deserialize;
 use super::{accepted, json_body, StreamableHttp, VERSION_NAME};
 use crate::headers;
 use crate::server::outlet::{outlet, Messages};
-use crate::server::serve::{read_with_envelope, ReadAlready};
+use crate::server::serve::{read_with_envelope, PromptCall, ReadAlready, ReadCall, ToolCall};
 use crate::server::{era, Modern};
 use crate::types::{codes, is_modern, JsonObject, RequestEnvelope};
 
@@ -131,6 +130,42 @@ impl<'a, M> Named<'a, M> {
     }
 }
 
+/// A request for `tools/call`, `resources/read` or `prompts/get` (as its
+/// `Mcp-Method` header says), read in one pass: the frame, and the params
+/// with the envelope as the handler reads them. `None` for any other
+/// request, or anything that does not read so: the frame is then parsed as
+/// usual, to say what it is.
+fn read_in_one_pass<'a>(
+    headers: &HeaderMap,
+    body: &'a [u8],
+    limits: &Limits,
+) -> Option<(Id, Cow<'a, str>, Reading<'a>)> {
+    fn typed<'a, P, F>(body: &'a [u8], limits: &Limits, split: F) -> Option<(Id, Cow<'a, str>, Reading<'a>)>
+    where
+        P: Deserialize<'a>,
+        F: FnOnce(P) -> (ReadAlready, Option<RequestEnvelope>),
+    {
+        let request = parse_request_as::<P>(body, limits)?;
+        let (read, envelope) = split(request.params?);
+        Some((request.id, request.method, Reading::Already(read, envelope?)))
+    }
+    match headers.get(&METHOD_NAME)?.as_bytes() {
+        b"tools/call" => typed(body, limits, |p: ToolCall<RequestEnvelope>| {
+            let (call, envelope) = p.split_meta();
+            (ReadAlready::Tool(call), envelope)
+        }),
+        b"resources/read" => typed(body, limits, |p: ReadCall<RequestEnvelope>| {
+            let (read, envelope) = p.split_meta();
+            (ReadAlready::Resource(read), envelope)
+        }),
+        b"prompts/get" => typed(body, limits, |p: PromptCall<RequestEnvelope>| {
+            let (prompt, envelope) = p.split_meta();
+            (ReadAlready::Prompt(prompt), envelope)
+        }),
+        _ => None,
+    }
+}
+
 /// How a modern POST begins.
 enum Start {
     /// It is on its way to its handler.
@@ -154,8 +189,9 @@ enum Reading<'a> {
     /// A `tools/call`, `resources/read` or `prompts/get`, read as its
     /// handler reads it, so that its params are read once.
     Already(ReadAlready, RequestEnvelope),
-    /// Any other request: what its headers mirror.
-    Named(Option<Named<'a>>, RequestEnvelope),
+    /// Any other request: what its headers mirror, and its params as they
+    /// came, for its handler.
+    Named(Option<Named<'a>>, RequestEnvelope, Option<&'a RawValue>),
 }
 
 impl<'a> Reading<'a> {
@@ -167,18 +203,18 @@ impl<'a> Reading<'a> {
         let checked = params.and_then(|p| serde_json::from_str::<Named<'_, RequestEnvelope>>(p.get()).ok());
         if let Some(mut checked) = checked {
             if let Some(envelope) = checked.meta.take() {
-                return Ok(Reading::Named(Some(checked.without_meta()), envelope));
+                return Ok(Reading::Named(Some(checked.without_meta()), envelope, params));
             }
         }
         // Something is wrong: read each part on its own to say what.
         let envelope = era::parse_envelope(params)?;
         let named = params.and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok());
-        Ok(Reading::Named(named, envelope))
+        Ok(Reading::Named(named, envelope, params))
     }
 
     fn envelope(&self) -> &RequestEnvelope {
         match self {
-            Reading::Already(_, envelope) | Reading::Named(_, envelope) => envelope,
+            Reading::Already(_, envelope) | Reading::Named(_, envelope, _) => envelope,
         }
     }
 
@@ -188,7 +224,7 @@ impl<'a> Reading<'a> {
             s.as_deref().map(Cow::Borrowed)
         }
         match self {
-            Reading::Named(named, _) => named.as_ref().map(|n| Named {
+            Reading::Named(named, _, _) => named.as_ref().map(|n| Named {
                 name: borrowed(&n.name),
                 uri: borrowed(&n.uri),
                 task_id: borrowed(&n.task_id),
@@ -251,46 +287,58 @@ impl StreamableHttp {
             max_frame_len: cx.max_body_len(),
             ..Limits::default()
         };
-        let request = match parse_frame(body, &limits) {
-            Err(error) => return Start::Answered(reply(&Id::NULL, Err(error))),
-            Ok(Frame::Batch(_)) => {
-                let why = "a POST carries one JSON-RPC request or notification, not a batch";
-                return Start::Answered(reply(&Id::NULL, Err(Error::invalid_request().with_data(why))));
+        let (id, method, reading) = match read_in_one_pass(&headers, body, &limits) {
+            Some(read) => read,
+            None => {
+                let request = match parse_frame(body, &limits) {
+                    Err(error) => return Start::Answered(reply(&Id::NULL, Err(error))),
+                    Ok(Frame::Batch(_)) => {
+                        let why = "a POST carries one JSON-RPC request or notification, not a batch";
+                        return Start::Answered(reply(
+                            &Id::NULL,
+                            Err(Error::invalid_request().with_data(why)),
+                        ));
+                    }
+                    Ok(Frame::Single(Incoming::Invalid(invalid))) => {
+                        return Start::Answered(reply(&invalid.id, Err(invalid.error)))
+                    }
+                    Ok(Frame::Single(Incoming::Response(_))) => {
+                        let why = "a client sends requests and notifications, not responses";
+                        return Start::Answered(reply(
+                            &Id::NULL,
+                            Err(Error::invalid_request().with_data(why)),
+                        ));
+                    }
+                    Ok(Frame::Single(Incoming::Notification(_))) => {
+                        return Start::Answered(notification(&headers))
+                    }
+                    Ok(Frame::Single(Incoming::Request(request))) => request,
+                };
+                match Reading::read(&request.method, request.params) {
+                    Ok(reading) => (request.id, request.method, reading),
+                    Err(error) => return Start::Answered(reply(&request.id, Err(error))),
+                }
             }
-            Ok(Frame::Single(Incoming::Invalid(invalid))) => {
-                return Start::Answered(reply(&invalid.id, Err(invalid.error)))
-            }
-            Ok(Frame::Single(Incoming::Response(_))) => {
-                let why = "a client sends requests and notifications, not responses";
-                return Start::Answered(reply(&Id::NULL, Err(Error::invalid_request().with_data(why))));
-            }
-            Ok(Frame::Single(Incoming::Notification(_))) => return Start::Answered(notification(&headers)),
-            Ok(Frame::Single(Incoming::Request(request))) => request,
         };
-        let id = request.id.clone();
-        let reading = match self.check(&headers, &request) {
+        let reading = match self.check(&headers, &method, reading) {
             Ok(reading) => reading,
             Err(error) => return Start::Answered(reply(&id, Err(error))),
         };
-        let listen = request.method == "subscriptions/listen";
+        let listen = method == "subscriptions/listen";
         let (sender, messages) = outlet();
         // Params read already go to the handler as they are, not again as
         // text.
         let (mut modern, params) = match reading {
             Reading::Already(read, envelope) => (Modern::with_params(envelope, read), None),
-            Reading::Named(_, envelope) => (Modern::new(envelope), request.params.map(RawValue::to_owned)),
+            Reading::Named(_, envelope, params) => (Modern::new(envelope), params.map(RawValue::to_owned)),
         };
         modern.stream = Some(sender);
         modern.closing = Some(cx.shutdown().clone());
-        let mut connection = Extensions::new();
-        connection.insert(ConnectionInfo {
-            transport: "mcp-http",
-            peer_addr: cx.peer_addr().map(str::to_owned),
-            local_addr: None,
-        });
-        connection.insert(headers);
+        // The connection's facts are the HTTP server's, made once for all
+        // its requests; the headers are this request's own.
         let mut call =
-            Call::request(id.clone(), request.method.as_ref(), params).with_connection(Arc::new(connection));
+            Call::request(id.clone(), method.as_ref(), params).with_connection(Arc::clone(cx.connection()));
+        call.extensions_mut().insert(headers);
         call.extensions_mut().insert(Arc::new(modern));
         // The era is decided: of the era layer's checks only these apply,
         // and the call goes straight to the method table (the layered stack
@@ -313,8 +361,12 @@ impl StreamableHttp {
     /// against them: `-32602` for a missing or malformed envelope, `-32020`
     /// for headers that are missing or do not match, `-32022` for a
     /// revision that is not modern.
-    fn check<'a>(&self, headers: &HeaderMap, request: &RequestRef<'a>) -> Result<Reading<'a>, Error> {
-        let reading = Reading::read(&request.method, request.params)?;
+    fn check<'a>(
+        &self,
+        headers: &HeaderMap,
+        body_method: &str,
+        reading: Reading<'a>,
+    ) -> Result<Reading<'a>, Error> {
         let envelope = reading.envelope();
         let named = reading.named();
         let version = single(headers, &VERSION_NAME)?;
@@ -326,13 +378,12 @@ impl StreamableHttp {
                 envelope.protocol_version
             )));
         }
-        if method != Some(request.method.as_ref()) {
+        if method != Some(body_method) {
             return Err(mismatch(format!(
-                "Mcp-Method {method:?} does not match the body's {:?}",
-                request.method
+                "Mcp-Method {method:?} does not match the body's {body_method:?}"
             )));
         }
-        if let Some(field) = headers::name_param(&request.method) {
+        if let Some(field) = headers::name_param(body_method) {
             let body_value = named.as_ref().and_then(|n| match field {
                 "name" => n.name.as_deref(),
                 "uri" => n.uri.as_deref(),
@@ -348,7 +399,7 @@ impl StreamableHttp {
             }
         }
         era::check_version(envelope)?;
-        if request.method == "tools/call" {
+        if body_method == "tools/call" {
             if let Some(named) = &named {
                 self.check_param_headers(headers, named)?;
             }

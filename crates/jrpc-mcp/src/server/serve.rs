@@ -410,7 +410,7 @@ impl McpServer {
             request_state: p.request_state,
             tasks: entry.tasks,
         };
-        let arguments = p.arguments.clone();
+        let arguments = p.arguments.as_deref();
         let answer = self
             .serve(&ctx, era.clone(), request, move |cx| handler(arguments, cx))
             .await?;

@@ -18,12 +18,12 @@ pub(crate) use super::run::BoxFuture;
 
 /// A tool call's arguments as they came: a JSON object, decoded by the
 /// handler into what it takes (`None` when the call had none).
-pub(crate) type Arguments = Option<Box<RawValue>>;
+pub(crate) type Arguments<'a> = Option<&'a RawValue>;
 
 /// A registered tool's handler, type-erased: arguments in, result (or a
 /// protocol error) out.
 pub(crate) type ToolHandler =
-    Arc<dyn Fn(Arguments, McpContext) -> BoxFuture<Result<CallToolResult, Error>> + Send + Sync>;
+    Arc<dyn Fn(Arguments<'_>, McpContext) -> BoxFuture<Result<CallToolResult, Error>> + Send + Sync>;
 
 /// A tool and its handler.
 #[derive(Clone)]
@@ -40,8 +40,8 @@ pub(crate) struct ToolEntry {
 }
 
 /// The text of `arguments`: `{}` when there are none.
-fn arguments_text(arguments: &Arguments) -> &str {
-    arguments.as_deref().map_or("{}", RawValue::get)
+fn arguments_text<'a>(arguments: Arguments<'a>) -> &'a str {
+    arguments.map_or("{}", RawValue::get)
 }
 
 /// Why a tool failed. It reaches the client as a result with
@@ -287,15 +287,19 @@ where
     Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
 {
     let handler = Arc::new(handler);
-    Arc::new(move |arguments: Arguments, cx: McpContext| {
+    Arc::new(move |arguments: Arguments<'_>, cx: McpContext| {
+        // Read before the future is made, so that it need not own the text.
+        let args: A = match serde_json::from_str(arguments_text(arguments)) {
+            Ok(args) => args,
+            // Bad arguments are the model's mistake: it gets to read why
+            // and try again.
+            Err(e) => {
+                let refusal = CallToolResult::error(format!("invalid arguments: {e}"));
+                return Box::pin(std::future::ready(Ok(refusal)));
+            }
+        };
         let handler = Arc::clone(&handler);
         Box::pin(async move {
-            let args: A = match serde_json::from_str(arguments_text(&arguments)) {
-                Ok(args) => args,
-                // Bad arguments are the model's mistake: it gets to read why
-                // and try again.
-                Err(e) => return Ok(CallToolResult::error(format!("invalid arguments: {e}"))),
-            };
             match handler(args, cx).await {
                 Ok(output) => Ok(output.into_result()),
                 Err(e) => e.into_result(),
@@ -311,11 +315,11 @@ where
     Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
 {
     let handler = Arc::new(handler);
-    Arc::new(move |arguments: Arguments, cx: McpContext| {
+    Arc::new(move |arguments: Arguments<'_>, cx: McpContext| {
+        // The call's params were checked to carry an object.
+        let arguments: JsonObject = serde_json::from_str(arguments_text(arguments)).unwrap_or_default();
         let handler = Arc::clone(&handler);
         Box::pin(async move {
-            // The call's params were checked to carry an object.
-            let arguments = serde_json::from_str(arguments_text(&arguments)).unwrap_or_default();
             match handler(arguments, cx).await {
                 Ok(result) => Ok(result),
                 Err(e) => e.into_result(),

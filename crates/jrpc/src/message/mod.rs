@@ -22,7 +22,7 @@ pub use serde_json::value::RawValue;
 
 pub use error::{codes, Error};
 pub use id::Id;
-pub use parse::{parse_frame, Frame};
+pub use parse::{parse_frame, parse_request_as, Frame, TypedRequest};
 pub use write::{encode_call, to_raw};
 #[cfg_attr(not(feature = "runtime"), allow(unused_imports))]
 pub(crate) use write::{

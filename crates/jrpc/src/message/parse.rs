@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -51,29 +52,11 @@ pub enum Frame<'a> {
 /// assert_eq!(req.id.as_i64(), Some(7));
 /// ```
 pub fn parse_frame<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Error> {
-    if bytes.len() > limits.max_frame_len {
-        return Err(
-            Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
-                "frame is {} bytes; the limit is {}",
-                bytes.len(),
-                limits.max_frame_len
-            )),
-        );
-    }
-    if depth::exceeds(bytes, limits.max_depth) {
-        return Err(nesting_too_deep(limits));
-    }
+    let text = frame_text(bytes, limits)?;
     let batch_overflow = Cell::new(false);
     let seed = FrameSeed {
         max_batch_len: limits.max_batch_len,
         batch_overflow: &batch_overflow,
-    };
-    // RFC 8259 lets a parser ignore a byte order mark.
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    // Validating UTF-8 once up front lets the parser borrow every string and
-    // raw value without checking each again.
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Err(Error::parse_error());
     };
     let mut de = serde_json::Deserializer::from_str(text);
     let raw = seed
@@ -103,6 +86,174 @@ pub fn parse_frame<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Er
     })
 }
 
+/// The text of a frame within `limits`: not too long, not nested too deep,
+/// valid UTF-8, a byte order mark dropped.
+fn frame_text<'a>(bytes: &'a [u8], limits: &Limits) -> Result<&'a str, Error> {
+    if bytes.len() > limits.max_frame_len {
+        return Err(
+            Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+                "frame is {} bytes; the limit is {}",
+                bytes.len(),
+                limits.max_frame_len
+            )),
+        );
+    }
+    if depth::exceeds(bytes, limits.max_depth) {
+        return Err(nesting_too_deep(limits));
+    }
+    // RFC 8259 lets a parser ignore a byte order mark.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    // Validating UTF-8 once up front lets the parser borrow every string and
+    // raw value without checking each again.
+    std::str::from_utf8(bytes).map_err(|_| Error::parse_error())
+}
+
+/// A single request whose params were read as the caller's type `P` while
+/// the frame was parsed (see [`parse_request_as`]).
+#[derive(Debug)]
+pub struct TypedRequest<'a, P> {
+    /// The protocol version it was sent in.
+    pub version: Version,
+    /// The id to echo in the response.
+    pub id: Id,
+    /// The method name.
+    pub method: Cow<'a, str>,
+    /// The params, read as `P`; `None` when omitted.
+    pub params: Option<P>,
+}
+
+/// [`parse_frame`] for a caller that knows what shape a request's params
+/// take: a frame holding one request whose params are an object that reads
+/// as `P`, read in the same pass (without keeping the params as raw JSON to
+/// read them again).
+///
+/// `None` for anything else — a batch, a notification, a response, an
+/// invalid message, a frame past `limits`, params that are an array or not
+/// a `P` — which the caller then parses with [`parse_frame`] to learn what
+/// it is. What this accepts, `parse_frame` accepts as the same request.
+///
+/// ```
+/// use jrpc::message::{parse_request_as, Limits};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Add { a: i64, b: i64 }
+///
+/// let frame = br#"{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":7}"#;
+/// let request = parse_request_as::<Add>(frame, &Limits::default()).unwrap();
+/// assert_eq!((request.method.as_ref(), request.id.as_i64()), ("add", Some(7)));
+/// let params = request.params.unwrap();
+/// assert_eq!(params.a + params.b, 3);
+/// // Positional params are not an object: the caller parses the frame as usual.
+/// let positional = br#"{"jsonrpc":"2.0","method":"add","params":[1,2],"id":7}"#;
+/// assert!(parse_request_as::<Add>(positional, &Limits::default()).is_none());
+/// ```
+pub fn parse_request_as<'a, P: Deserialize<'a>>(
+    bytes: &'a [u8],
+    limits: &Limits,
+) -> Option<TypedRequest<'a, P>> {
+    let text = frame_text(bytes, limits).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    // Only an object: a batch is never one request.
+    let members = de::Deserializer::deserialize_map(&mut de, TypedVisitor(PhantomData)).ok()?;
+    de.end().ok()?;
+    // The rules of a request are checked where parse_frame checks them, on
+    // the members with an object standing in for the params read.
+    let (members, params) = members.take_params();
+    match members.classify(limits.accept_v1) {
+        Incoming::Request(request) => Some(TypedRequest {
+            version: request.version,
+            id: request.id,
+            method: request.method,
+            params,
+        }),
+        _ => None,
+    }
+}
+
+struct TypedVisitor<P>(PhantomData<P>);
+
+impl<'de, P: Deserialize<'de>> Visitor<'de> for TypedVisitor<P> {
+    type Value = Members<'de, AsObject<P>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC request")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        collect_members(map)
+    }
+}
+
+/// How a message's `params` member is read: kept as raw JSON
+/// ([`parse_frame`]), or read as a caller's type ([`parse_request_as`]).
+trait ReadParams<'de>: Sized {
+    fn read<A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error>;
+}
+
+impl<'de> ReadParams<'de> for &'de RawValue {
+    fn read<A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error> {
+        map.next_value()
+    }
+}
+
+/// Params read as `P`, from an object only.
+struct AsObject<P>(P);
+
+impl<'de, P: Deserialize<'de>> ReadParams<'de> for AsObject<P> {
+    fn read<A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error> {
+        map.next_value_seed(ObjectSeed(PhantomData)).map(AsObject)
+    }
+}
+
+struct ObjectSeed<P>(PhantomData<P>);
+
+impl<'de, P: Deserialize<'de>> DeserializeSeed<'de> for ObjectSeed<P> {
+    type Value = P;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<P, D::Error> {
+        // A struct would also read an array; params read so must be an object.
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, P: Deserialize<'de>> Visitor<'de> for ObjectSeed<P> {
+    type Value = P;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("params that are an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<P, A::Error> {
+        P::deserialize(de::value::MapAccessDeserializer::new(map))
+    }
+}
+
+impl<'a, P> Members<'a, AsObject<P>> {
+    /// The members with a stand-in object for the params, and the params.
+    fn take_params(self) -> (Members<'a>, Option<P>) {
+        let (stand_in, params) = match self.params {
+            Some(AsObject(params)) => (Some(empty_object()), Some(params)),
+            None => (None, None),
+        };
+        let members = Members {
+            jsonrpc: self.jsonrpc,
+            method: self.method,
+            params: stand_in,
+            id: self.id,
+            result: self.result,
+            error: self.error,
+            duplicate: self.duplicate,
+        };
+        (members, params)
+    }
+}
+
+/// `{}`, as raw JSON.
+fn empty_object() -> &'static RawValue {
+    static EMPTY: std::sync::OnceLock<Box<RawValue>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| RawValue::from_string("{}".to_owned()).expect("{} is JSON"))
+}
+
 fn nesting_too_deep(limits: &Limits) -> Error {
     Error::new(codes::NESTING_TOO_DEEP, "Nesting too deep").with_data(&format!(
         "arrays and objects may nest at most {} levels deep",
@@ -121,17 +272,31 @@ enum RawItem<'a> {
     NotObject,
 }
 
-/// The members of an object that JSON-RPC gives meaning to, as raw JSON.
-/// `Some(raw null)` is a member present with value `null`; `None` is absent.
-#[derive(Default)]
-struct Members<'a> {
+/// The members of an object that JSON-RPC gives meaning to, as raw JSON
+/// (the params, read as `P`). `Some(raw null)` is a member present with
+/// value `null`; `None` is absent.
+struct Members<'a, P = &'a RawValue> {
     jsonrpc: Option<StrMember<'a>>,
     method: Option<StrMember<'a>>,
-    params: Option<&'a RawValue>,
+    params: Option<P>,
     id: Option<&'a RawValue>,
     result: Option<&'a RawValue>,
     error: Option<&'a RawValue>,
     duplicate: bool,
+}
+
+impl<P> Default for Members<'_, P> {
+    fn default() -> Self {
+        Members {
+            jsonrpc: None,
+            method: None,
+            params: None,
+            id: None,
+            result: None,
+            error: None,
+            duplicate: false,
+        }
+    }
 }
 
 /// Visitor methods for every JSON value that is not an object or an array.
@@ -227,7 +392,11 @@ impl<'de> Visitor<'de> for ItemVisitor {
     not_an_object!(RawItem::NotObject);
 }
 
-fn collect_members<'de, A: MapAccess<'de>>(mut map: A) -> Result<Members<'de>, A::Error> {
+fn collect_members<'de, A, P>(mut map: A) -> Result<Members<'de, P>, A::Error>
+where
+    A: MapAccess<'de>,
+    P: ReadParams<'de>,
+{
     let mut m = Members::default();
     while let Some(key) = map.next_key::<Key>()? {
         let slot = match key {
@@ -239,7 +408,10 @@ fn collect_members<'de, A: MapAccess<'de>>(mut map: A) -> Result<Members<'de>, A
                 m.duplicate |= m.method.replace(map.next_value()?).is_some();
                 continue;
             }
-            Key::Params => &mut m.params,
+            Key::Params => {
+                m.duplicate |= m.params.replace(P::read(&mut map)?).is_some();
+                continue;
+            }
             Key::Id => &mut m.id,
             Key::Result => &mut m.result,
             Key::Error => &mut m.error,

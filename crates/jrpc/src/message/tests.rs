@@ -133,3 +133,68 @@ fn outgoing_messages_parse_back() {
         (req.id, "m\"", "[1,2]")
     );
 }
+
+#[test]
+fn a_typed_parse_reads_only_single_requests_with_object_params() {
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    struct Named {
+        name: String,
+    }
+    let limits = Limits::default();
+    let typed = |text: &str| {
+        parse_request_as::<Named>(text.as_bytes(), &limits).map(|r| {
+            let name = r.params.map(|p| p.name);
+            (r.id.to_string(), r.method.into_owned(), name)
+        })
+    };
+    let some = |id: &str, method: &str, name: Option<&str>| {
+        Some((id.to_owned(), method.to_owned(), name.map(str::to_owned)))
+    };
+    let cases = [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"x","other":[1]}}"#,
+            some("1", "m", Some("x")),
+        ),
+        (
+            r#"{"params":{"name":"x"},"method":"m","id":"a","jsonrpc":"2.0"}"#,
+            some(r#""a""#, "m", Some("x")),
+        ),
+        (
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"m\"}",
+            some("2", "m", None),
+        ),
+        // Not for the typed parse: the caller parses these as usual.
+        (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":["x"]}"#, None),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"other":1}}"#,
+            None,
+        ),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#, None),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"x"},"params":{"name":"y"}}"#,
+            None,
+        ),
+        (r#"{"jsonrpc":"2.0","method":"m","params":{"name":"x"}}"#, None),
+        (
+            r#"{"jsonrpc":"1.0","id":1,"method":"m","params":{"name":"x"}}"#,
+            None,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1.5e3,"method":"m"}"#,
+            some("1.5e3", "m", None),
+        ),
+        (r#"{"jsonrpc":"2.0","id":{},"method":"m"}"#, None),
+        (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, None),
+        (r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#, None),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"m"} x"#, None),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(typed(text), expected, "{text}");
+    }
+    let shallow = Limits {
+        max_depth: 2,
+        ..Limits::default()
+    };
+    let deep = r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"name":"x","n":[[[1]]]}}"#;
+    assert!(parse_request_as::<Named>(deep.as_bytes(), &shallow).is_none());
+}

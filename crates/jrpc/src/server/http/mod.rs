@@ -467,7 +467,8 @@ impl HttpServer {
         }
         let routes = Routes(Arc::new(routes));
         let route_context = route::RouteContext {
-            peer_addr: None,
+            // Replaced per connection by its own facts.
+            connection: Arc::default(),
             max_body_len: self.router.parse_limits().max_frame_len,
             budget: self.body_budget.clone(),
             // Replaced per connection by its own stop signal.
@@ -646,7 +647,7 @@ async fn serve_connection<I>(
         .service(BoxBody(rpc.clone()));
     // Routes see shutdown begin, so that their streams can end then.
     let route_context = route::RouteContext {
-        peer_addr: client.0.clone(),
+        connection: Arc::clone(&facts),
         shutdown: stop.clone(),
         ..route_context
     };

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::service::{self, BodyError};
 use super::HttpBody;
 use crate::codec::BufferBudget;
+use crate::context::{ConnectionInfo, Extensions};
 use crate::message::Error;
 
 /// A route's response body: whole, or streaming.
@@ -50,7 +51,9 @@ pub fn error_response(status: StatusCode, error: Error) -> Response<RouteBody> {
 /// server's body limits and shutdown.
 #[derive(Clone, Debug)]
 pub struct RouteContext {
-    pub(crate) peer_addr: Option<String>,
+    /// The connection's facts ([`ConnectionInfo`]), made once for all its
+    /// requests.
+    pub(crate) connection: Arc<Extensions>,
     pub(crate) max_body_len: usize,
     pub(crate) budget: BufferBudget,
     pub(crate) shutdown: CancellationToken,
@@ -106,7 +109,17 @@ const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 impl RouteContext {
     /// The client's address.
     pub fn peer_addr(&self) -> Option<&str> {
-        self.peer_addr.as_deref()
+        self.connection
+            .get::<ConnectionInfo>()
+            .and_then(|info| info.peer_addr.as_deref())
+    }
+
+    /// What a handler learns of the connection ([`ConnectionInfo`]), shared
+    /// by all its requests: pass it to [`Call::with_connection`].
+    ///
+    /// [`Call::with_connection`]: crate::middleware::Call::with_connection
+    pub fn connection(&self) -> &Arc<Extensions> {
+        &self.connection
     }
 
     /// The server's limit on request bodies (its router's frame limit).
