@@ -789,12 +789,30 @@ fn print_outcomes(outcomes: &[Outcome], target: &str, as_json: bool) {
             println!("      {}", o.evidence);
         }
     }
-    println!("{passed} passed, {failed} failed ({skipped} skipped) against {target}");
+    // The last line is exactly `N passed, M failed[, K skipped]`, for
+    // parsers of test results; what was checked goes on the line before.
+    println!("target: {target}");
+    println!("{}", summary_line(passed, failed, skipped));
+}
+
+/// `N passed, M failed`, then `, K skipped` when any were.
+fn summary_line(passed: usize, failed: usize, skipped: usize) -> String {
+    let mut line = format!("{passed} passed, {failed} failed");
+    if skipped > 0 {
+        line.push_str(&format!(", {skipped} skipped"));
+    }
+    line
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_line_is_what_result_parsers_read() {
+        assert_eq!(summary_line(26, 0, 0), "26 passed, 0 failed");
+        assert_eq!(summary_line(20, 3, 2), "20 passed, 3 failed, 2 skipped");
+    }
 
     #[test]
     fn ids_compare_as_json_values() {

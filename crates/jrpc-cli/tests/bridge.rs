@@ -298,6 +298,28 @@ fn notifications_and_errors_pass_through() {
     );
 }
 
+/// Issue 33: a child that answers a request with a null-id error (it
+/// could not read the request) does not leave the client hanging: the
+/// error reaches the client, with the client's own id.
+#[test]
+fn a_null_id_error_from_the_child_reaches_its_client() {
+    let bridge = Bridge::start(&[], &chatty_server());
+    for target in [&bridge.http, &bridge.tcp] {
+        let started = Instant::now();
+        let out = jrpc(&["call", target, "--timeout", "30", "--envelope", "unreadable"]);
+        let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+        assert_eq!(reply["error"]["code"], json!(-32700), "{reply}");
+        assert!(!reply["id"].is_null(), "the client's id comes back: {reply}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "answered, not timed out"
+        );
+    }
+    // The bridge goes on serving.
+    let sum = jrpc(&["call", &bridge.http, "add", "1", "2"]);
+    assert_eq!(String::from_utf8_lossy(&sum.stdout).trim(), "3", "{}", text(&sum));
+}
+
 /// A child that dies is started again with backoff; the call in flight
 /// fails with a clear error, and later calls reach the new child.
 #[test]

@@ -21,8 +21,29 @@ fn assert_all_pass(out: &Output) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", text(out));
     assert!(!stdout.contains("FAIL"), "{}", text(out));
-    let last = stdout.lines().last().unwrap_or_default();
-    assert!(last.contains(" passed, 0 failed"), "{}", text(out));
+    assert_summary(&stdout, 0);
+}
+
+/// The last line is exactly `N passed, M failed` (`, K skipped` may
+/// follow), as parsers of test results read it; the target is on the line
+/// before.
+fn assert_summary(stdout: &str, failed: usize) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let last = lines.last().copied().unwrap_or_default();
+    let words: Vec<&str> = last.split(' ').collect();
+    let shape_ok = matches!(
+        words.as_slice(),
+        [n, "passed,", m, "failed"] | [n, "passed,", m, "failed,", _, "skipped"]
+            if n.parse::<usize>().is_ok() && m.parse::<usize>().is_ok()
+    ) && (words.len() == 4 || words[4].parse::<usize>().is_ok());
+    assert!(shape_ok, "last line {last:?}");
+    assert_eq!(
+        words[2].trim_end_matches(','),
+        failed.to_string(),
+        "last line {last:?}"
+    );
+    let before = lines.len().checked_sub(2).map(|i| lines[i]).unwrap_or_default();
+    assert!(before.starts_with("target: "), "the line before: {before:?}");
 }
 
 #[test]
@@ -136,6 +157,7 @@ fn a_wrong_expectation_fails_the_success_rule() {
     let line = stdout.lines().find(|l| l.contains(" success ")).unwrap();
     assert!(line.starts_with("FAIL"), "{stdout}");
     assert!(stdout.contains("the result 19, not 20"), "{stdout}");
+    assert_summary(&stdout, 1);
 }
 
 /// A line server with planted faults: parse errors answered -32603,

@@ -952,3 +952,86 @@ async fn a_burst_of_mixed_frames_is_answered_whole_and_in_order() {
     assert_eq!(got, expected);
     drop(serving);
 }
+
+/// A TCP "server" that answers the requests it reads with `reply` (its
+/// `ID` replaced by the request's id) once it has read `together` of them
+/// (then each at once), and records every line it reads.
+async fn scripted_server(reply: &'static str, together: usize) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&heard);
+    tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.unwrap();
+        let (read, mut write) = stream.into_split();
+        let mut lines = BufReader::new(read).lines();
+        let mut held = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let request: Value = serde_json::from_str(&line).unwrap();
+            held.push(reply.replace("ID", &request["id"].to_string()));
+            log.lock().unwrap().push(request);
+            if log.lock().unwrap().len() >= together {
+                for reply in held.drain(..) {
+                    write.write_all(format!("{reply}\n").as_bytes()).await.unwrap();
+                }
+            }
+        }
+    });
+    (addr, heard)
+}
+
+const NULL_ID_PARSE_ERROR: &str =
+    r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#;
+
+/// Issue 33: an error with `"id": null` (the server could not read the
+/// request's id, say a number out of its range) answers the one call
+/// waiting, at once, instead of leaving it to its timeout; and it is not
+/// answered back as a stray response.
+#[tokio::test]
+async fn a_null_id_error_answers_the_only_call_waiting() {
+    let (addr, heard) = scripted_server(NULL_ID_PARSE_ERROR, 1).await;
+    let client = Client::builder()
+        .call_timeout(Duration::from_secs(60))
+        .connect_tcp(addr)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let outcome = bounded(
+            "a call answered with id null",
+            client.call::<Value>("subtract", [1, 2]),
+        )
+        .await;
+        match outcome {
+            Err(CallError::Rpc(e)) => assert_eq!(e.code(), -32700),
+            other => panic!("expected the parse error, got {other:?}"),
+        }
+    }
+    // Only the two requests reached the server: no -32600 about the error.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let heard = heard.lock().unwrap();
+    assert_eq!(heard.len(), 2, "{heard:?}");
+    assert!(heard.iter().all(|m| m["method"] == "subtract"), "{heard:?}");
+}
+
+/// With several calls waiting, a null-id error cannot be told to answer
+/// any of them: each waits for its own answer (here, its timeout).
+#[tokio::test]
+async fn a_null_id_error_with_several_calls_waiting_answers_none() {
+    let (addr, _heard) = scripted_server(NULL_ID_PARSE_ERROR, 2).await;
+    let timeout = Duration::from_millis(300);
+    let client = Client::builder()
+        .call_timeout(timeout)
+        .connect_tcp(addr)
+        .await
+        .unwrap();
+    let (a, b) = bounded("two calls", async {
+        tokio::join!(client.call::<Value>("a", ()), client.call::<Value>("b", ()))
+    })
+    .await;
+    for outcome in [a, b] {
+        assert!(
+            matches!(outcome, Err(CallError::Timeout(d)) if d == timeout),
+            "{outcome:?}"
+        );
+    }
+}

@@ -4,8 +4,9 @@ tests: one request at a time, newline-delimited.
 Methods: add [a, b]; pid (its process id); notes (the notes received);
 progress (sends a `progress` notification, then answers "done"); secret
 (an error whose data has members named token and password); ask (asks
-its client `client.name` and answers with what it said); die (exits with
-status 3 without answering). Notification `note` [text] is remembered.
+its client `client.name` and answers with what it said); unreadable
+(answered as a server answers a request it could not read: a parse error
+with `"id": null`); die (exits with status 3 without answering). Notification `note` [text] is remembered.
 """
 import json
 import os
@@ -58,6 +59,9 @@ def serve(message):
         reply = {"result": {"client said": answer.get("result", answer.get("error"))}}
     elif method == "secret":
         reply = {"error": {"code": -32000, "message": "denied", "data": {"token": "abc", "password": "xyz"}}}
+    elif method == "unreadable":
+        send({"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": None})
+        return
     elif method == "die":
         sys.exit(3)
     else:

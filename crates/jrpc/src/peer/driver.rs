@@ -529,7 +529,7 @@ impl Reader {
                 // caller gets the response after them. Taken off the
                 // pending calls now, so that the connection ending
                 // meanwhile does not fail a call already answered.
-                let Some(waiter) = self.shared.take_waiter(&response.id) else {
+                let Some(waiter) = self.shared.waiter_of(&response) else {
                     return tracing::debug!(id = %response.id, "response to no pending call");
                 };
                 let barrier = self.notifications_queued;

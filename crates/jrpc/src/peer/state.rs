@@ -164,12 +164,15 @@ impl PeerState {
     pub(crate) fn is_stray(&self, response: &ResponseRef<'_>) -> bool {
         let bounced =
             matches!(&response.outcome, Err(e) if e.code() == crate::message::codes::INVALID_REQUEST);
-        !bounced && !self.issued(&response.id)
+        // An error with a null id says the peer could not read a request's
+        // id: it answers a call of ours (see `take_waiter`), never a stray.
+        let unreadable = response.id.is_null() && response.outcome.is_err();
+        !bounced && !unreadable && !self.issued(&response.id)
     }
 
     /// Hands an incoming response to the call waiting for it, if any.
     pub(crate) fn deliver(&self, response: ResponseRef<'_>) {
-        match self.take_waiter(&response.id) {
+        match self.waiter_of(&response) {
             Some(tx) => {
                 let _ = tx.send(response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc));
             }
@@ -177,10 +180,41 @@ impl PeerState {
         }
     }
 
+    /// The caller `response` answers, no longer pending.
+    ///
+    /// An error with a null id is the peer saying it could not read a
+    /// request's id (the request did not parse, say): when exactly one call
+    /// is waiting, the answer is that call's; with several, nothing tells
+    /// which, so none is taken (their timeouts decide) and a warning says
+    /// why.
+    pub(crate) fn waiter_of(&self, response: &ResponseRef<'_>) -> Option<Waiter> {
+        if response.id.is_null() && response.outcome.is_err() {
+            return self.take_sole_waiter();
+        }
+        self.take_waiter(&response.id)
+    }
+
     /// The caller waiting for the response with `id`, no longer pending.
     pub(crate) fn take_waiter(&self, id: &Id) -> Option<Waiter> {
         let key = id.as_number_text().and_then(|n| n.parse::<u64>().ok())?;
         self.calls().pending.remove(&key)
+    }
+
+    fn take_sole_waiter(&self) -> Option<Waiter> {
+        let mut calls = self.calls();
+        let waiting = calls.pending.len();
+        if waiting != 1 {
+            if waiting > 1 {
+                tracing::warn!(
+                    waiting,
+                    "the peer answered a request it could not read (id null); \
+                     with {waiting} calls waiting, none can be told to be it"
+                );
+            }
+            return None;
+        }
+        let key = *calls.pending.keys().next()?;
+        calls.pending.remove(&key)
     }
 
     /// An item that is not a valid message but carries the id of a call
