@@ -52,6 +52,12 @@ impl Served {
         std::thread::spawn(move || for _ in stderr.lines() {});
         Served { child, targets }
     }
+
+    /// The server's process id.
+    #[allow(dead_code)] // not every test binary reads it
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Served {

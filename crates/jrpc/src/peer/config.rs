@@ -58,6 +58,18 @@ pub struct ConnectionConfig {
     /// request has not arrived within this (default 10 s; `None`: never),
     /// so that silent connections cannot hold slots.
     pub first_request_timeout: Option<Duration>,
+    /// What a connection holds for its peer and has not written yet —
+    /// replies, notifications, this side's requests — at most (default
+    /// 4 MiB). Past it the connection stops reading until the peer reads:
+    /// a peer that sends and never reads cannot make this side hold its
+    /// replies without limit. Over HTTP/2 it bounds a connection's
+    /// response bodies waiting to be sent, in all.
+    pub max_outgoing_bytes: usize,
+    /// A connection whose peer takes none of its output for this long is
+    /// closed (default 60 s; `None`: never). With
+    /// [`max_outgoing_bytes`](Self::max_outgoing_bytes), a peer that never
+    /// reads holds its connection this long at most.
+    pub write_timeout: Option<Duration>,
 }
 
 impl ConnectionConfig {
@@ -70,6 +82,10 @@ impl ConnectionConfig {
     /// The default wait for an HTTP, WebSocket or TLS connection's first
     /// request: 10 s.
     pub const DEFAULT_FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The default bound on output not yet written to the peer: 4 MiB.
+    pub const DEFAULT_MAX_OUTGOING_BYTES: usize = 4 << 20;
+    /// The default wait for a peer to take output: 60 s.
+    pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 
     /// The framing of byte streams.
     pub fn framing(mut self, framing: Framing) -> Self {
@@ -116,6 +132,20 @@ impl ConnectionConfig {
         self
     }
 
+    /// The most a connection holds for its peer unwritten (at least one
+    /// byte); see [`max_outgoing_bytes`](Self::max_outgoing_bytes).
+    pub fn max_outgoing_bytes(mut self, bytes: usize) -> Self {
+        self.max_outgoing_bytes = bytes.max(1);
+        self
+    }
+
+    /// How long a connection waits for its peer to take output before it
+    /// closes; see [`write_timeout`](Self::write_timeout).
+    pub fn write_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.write_timeout = limit;
+        self
+    }
+
     /// Make each incoming request wait until the notifications that arrived
     /// before it have been handled. Editors rely on this: an LSP
     /// `textDocument/didChange` must be applied before the `completion`
@@ -150,6 +180,8 @@ impl Default for ConnectionConfig {
             ordered_responses: false,
             idle_timeout: Some(Self::DEFAULT_IDLE_TIMEOUT),
             first_request_timeout: Some(Self::DEFAULT_FIRST_REQUEST_TIMEOUT),
+            max_outgoing_bytes: Self::DEFAULT_MAX_OUTGOING_BYTES,
+            write_timeout: Some(Self::DEFAULT_WRITE_TIMEOUT),
         }
     }
 }

@@ -24,7 +24,8 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::state::{InFlight, Outbound, PeerState};
+use super::outbox::{Outbound, OutboxReceiver};
+use super::state::{InFlight, PeerState};
 use super::CallError;
 use crate::codec::Inbound;
 use crate::message::{
@@ -55,6 +56,8 @@ pub(crate) struct Bounds {
     /// Close the connection after this long with nothing read and no call
     /// in flight (servers' network connections only).
     pub(crate) idle: Option<Duration>,
+    /// Close the connection when one write waits this long for the peer.
+    pub(crate) write_timeout: Option<Duration>,
 }
 
 fn busy(reason: &str) -> Error {
@@ -65,7 +68,7 @@ pub(crate) fn start<S, K>(
     shared: Arc<PeerState>,
     stream: S,
     sink: K,
-    outbox: mpsc::Receiver<Outbound>,
+    outbox: OutboxReceiver,
     bounds: Bounds,
     eof_reason: Option<EofReason>,
     resources: Vec<Box<dyn std::any::Any + Send>>,
@@ -74,7 +77,13 @@ pub(crate) fn start<S, K>(
     K: Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
 {
     let finish = CancellationToken::new();
-    let writer = tokio::spawn(write_loop(Arc::clone(&shared), sink, outbox, finish.clone()));
+    let writer = tokio::spawn(write_loop(
+        Arc::clone(&shared),
+        sink,
+        outbox,
+        bounds.write_timeout,
+        finish.clone(),
+    ));
     let (handled_tx, handled) = watch::channel(0u64);
     let mut reader = Reader {
         shared: Arc::clone(&shared),
@@ -151,52 +160,65 @@ pub(crate) fn start<S, K>(
 }
 
 /// Writes frames as they come, coalescing whatever is queued into one flush.
-/// On `finish`, writes what is left and closes the sink.
+/// On `finish`, writes what is left and closes the sink. The room frames
+/// hold in the outbox is given back once they are flushed; a write that
+/// waits longer than `write_timeout` for the peer to take its bytes ends
+/// the connection.
 async fn write_loop<K>(
     shared: Arc<PeerState>,
     mut sink: K,
-    mut outbox: mpsc::Receiver<Outbound>,
+    mut outbox: OutboxReceiver,
+    write_timeout: Option<Duration>,
     finish: CancellationToken,
 ) -> io::Result<()>
 where
     K: Sink<Bytes, Error = io::Error> + Unpin,
 {
     let writing = async {
+        let mut writer = Writer {
+            sink: &mut sink,
+            limit: write_timeout,
+            unflushed: 0,
+        };
         // One waiter for the whole loop, not one per frame.
         let finished = finish.cancelled();
         tokio::pin!(finished);
         loop {
-            let frame = tokio::select! {
+            let queued = tokio::select! {
                 biased;
-                frame = outbox.recv() => frame,
+                queued = outbox.recv() => queued,
                 () = &mut finished => {
-                    while let Ok(frame) = outbox.try_recv() {
-                        feed(&mut sink, frame).await?;
+                    while let Some(queued) = outbox.try_recv() {
+                        writer.feed(queued).await?;
                     }
                     break;
                 }
             };
-            let Some(frame) = frame else { break };
-            feed(&mut sink, frame).await?;
-            while let Ok(frame) = outbox.try_recv() {
-                feed(&mut sink, frame).await?;
+            let Some(queued) = queued else { break };
+            writer.feed(queued).await?;
+            while let Some(queued) = outbox.try_recv() {
+                writer.feed(queued).await?;
             }
             // Under load the reader is still answering what it read in the
             // same burst: one turn for it first, so that those replies go
             // out in this write instead of one write (and one wakeup of the
             // other side) each.
             tokio::task::yield_now().await;
-            while let Ok(frame) = outbox.try_recv() {
-                feed(&mut sink, frame).await?;
+            while let Some(queued) = outbox.try_recv() {
+                writer.feed(queued).await?;
             }
-            sink.flush().await?;
+            writer.flush().await?;
+            outbox.written(std::mem::take(&mut writer.unflushed));
         }
-        sink.close().await
+        writer.within(|sink| sink.close()).await
     };
     let result: io::Result<()> = tokio::select! {
         result = writing => result,
         () = shared.kill.cancelled() => Ok(()),
     };
+    // Nothing more is written: whoever waits for room in the outbox (the
+    // reader among them) stops waiting.
+    outbox.close();
     if let Err(e) = &result {
         // The other side is gone: stop reading and fail every call.
         let e = Arc::new(io::Error::new(e.kind(), e.to_string()));
@@ -204,6 +226,53 @@ where
         shared.stop_reading.cancel();
     }
     result
+}
+
+/// The sink, with what it holds unflushed and how long a write may wait.
+struct Writer<'a, K> {
+    sink: &'a mut K,
+    limit: Option<Duration>,
+    /// The outbox room of the frames fed since the last flush.
+    unflushed: u64,
+}
+
+impl<K> Writer<'_, K>
+where
+    K: Sink<Bytes, Error = io::Error> + Unpin,
+{
+    async fn feed(&mut self, queued: crate::peer::outbox::Queued) -> io::Result<()> {
+        self.unflushed = self.unflushed.saturating_add(queued.room);
+        let outbound = queued.outbound;
+        self.within(|sink| feed(sink, outbound)).await
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        self.within(|sink| sink.flush()).await
+    }
+
+    /// Runs a write, failing it when the peer takes nothing for longer
+    /// than the limit.
+    async fn within<'s, F, Fut>(&'s mut self, write: F) -> io::Result<()>
+    where
+        F: FnOnce(&'s mut K) -> Fut,
+        Fut: std::future::Future<Output = io::Result<()>> + 's,
+    {
+        let Some(limit) = self.limit else {
+            return write(self.sink).await;
+        };
+        // Most writes finish at once: no timer for them.
+        let mut write = std::pin::pin!(write(self.sink));
+        if let Some(result) = futures_util::FutureExt::now_or_never(write.as_mut()) {
+            return result;
+        }
+        match tokio::time::timeout(limit, write).await {
+            Ok(result) => result,
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the peer took no output for {limit:?}"),
+            )),
+        }
+    }
 }
 
 /// Hands `outbound` to the sink, unflushed.
@@ -711,7 +780,7 @@ impl Reader {
             // A cancellation that got here first has answered already.
             if !task_answered.swap(true, Ordering::AcqRel) {
                 if let Some(frame) = reply.frame(out) {
-                    let _ = shared.outbox.send(frame.into()).await;
+                    let _ = shared.outbox.send(frame).await;
                 }
             }
             if cancellable {

@@ -22,6 +22,7 @@
 
 mod config;
 mod driver;
+mod outbox;
 mod state;
 
 use std::borrow::Cow;
@@ -37,7 +38,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::caller::{
@@ -282,7 +283,6 @@ impl PeerBuilder {
         S: Stream<Item = io::Result<Inbound>> + Send + Unpin + 'static,
         K: Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
     {
-        let (outbox, outbox_rx) = mpsc::channel(256);
         let PeerBuilder {
             router,
             config,
@@ -292,6 +292,7 @@ impl PeerBuilder {
             outgoing,
             idle,
         } = self;
+        let (outbox, outbox_rx) = outbox::outbox(config.max_outgoing_bytes);
         let shared = Arc::new_cyclic(|weak: &Weak<PeerState>| {
             extensions.insert(PeerLink(weak.clone()));
             let stack = (!outgoing.is_empty()).then(|| {
@@ -322,6 +323,7 @@ impl PeerBuilder {
             ordered: config.ordered,
             ordered_responses: config.ordered_responses,
             idle,
+            write_timeout: config.write_timeout,
         };
         driver::start(
             Arc::clone(&shared),
@@ -554,7 +556,7 @@ impl Peer {
     pub(crate) async fn send(&self, frame: Bytes) -> Result<(), CallError> {
         self.shared
             .outbox
-            .send(frame.into())
+            .send(frame)
             .await
             .map_err(|_| self.closed_error())
     }
@@ -692,9 +694,9 @@ impl CallGuard<'_> {
             return true;
         };
         let frame = protocol.notification(self.id, reason);
-        match self.shared.outbox.try_send(frame.into()) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-            Err(mpsc::error::TrySendError::Full(frame)) => {
+        match self.shared.outbox.try_send(frame) {
+            Ok(()) | Err(outbox::TrySendError::Closed) => {}
+            Err(outbox::TrySendError::Full(frame)) => {
                 // Cannot wait here; hand the send to a task.
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     let outbox = self.shared.outbox.clone();

@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::outbox::Outbox;
 use super::{CallError, CancelProtocol};
 use crate::caller::{BoxOutgoingService, Outcome};
 use crate::context::Extensions;
@@ -20,22 +20,9 @@ use crate::Router;
 /// Where a pending call's outcome goes.
 pub(crate) type Waiter = oneshot::Sender<Outcome>;
 
-/// What the writer writes: one frame, or the frames (replies above all)
-/// the reader produced in one burst of reading, handed over at once.
-pub(crate) enum Outbound {
-    Frame(Bytes),
-    Frames(Vec<Bytes>),
-}
-
-impl From<Bytes> for Outbound {
-    fn from(frame: Bytes) -> Self {
-        Outbound::Frame(frame)
-    }
-}
-
 pub(crate) struct PeerState {
-    /// Frames to write, in order.
-    pub(crate) outbox: mpsc::Sender<Outbound>,
+    /// Frames to write, in order, bounded in bytes.
+    pub(crate) outbox: Outbox,
     pub(crate) router: Router,
     pub(crate) connection: Arc<Extensions>,
     pub(crate) call_timeout: Duration,
@@ -75,7 +62,7 @@ struct Calls {
 
 impl PeerState {
     pub(crate) fn new(
-        outbox: mpsc::Sender<Outbound>,
+        outbox: Outbox,
         router: Router,
         connection: Arc<Extensions>,
         call_timeout: Duration,

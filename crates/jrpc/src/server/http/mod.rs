@@ -451,6 +451,7 @@ impl HttpServer {
             grace: self.shutdown_grace,
             first_request: self.config.first_request_timeout,
             idle: self.config.idle_timeout,
+            outgoing: self.config.max_outgoing_bytes,
         };
         let mut routes = self.routes.clone();
         if self.playground {
@@ -538,6 +539,8 @@ struct ConnectionLimits {
     first_request: Option<Duration>,
     /// How long the connection may go without a request (none in flight).
     idle: Option<Duration>,
+    /// What an HTTP/2 connection buffers of its response bodies, in all.
+    outgoing: usize,
 }
 
 /// When a connection last began or finished a request, and how many it is
@@ -621,6 +624,7 @@ async fn serve_connection<I>(
         grace,
         first_request,
         idle,
+        outgoing,
     } = limits;
     let activity = Arc::new(Activity::new());
     let watched = Arc::clone(&activity);
@@ -720,7 +724,11 @@ async fn serve_connection<I>(
         .keep_alive_interval(Some(Duration::from_secs(20)))
         .keep_alive_timeout(Duration::from_secs(20))
         // Each stream may buffer a body up to the frame limit.
-        .max_concurrent_streams(MAX_STREAMS);
+        .max_concurrent_streams(MAX_STREAMS)
+        // A client that never reads its responses leaves them here: their
+        // share of the connection's bound on unwritten output, each (hyper
+        // takes 400 KiB a stream otherwise, 25 MiB a connection).
+        .max_send_buf_size((outgoing / MAX_STREAMS as usize).max(16 << 10));
     let io = FirstRequest::new(io, first_request);
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(connection);
