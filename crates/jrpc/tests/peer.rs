@@ -1035,3 +1035,45 @@ async fn a_null_id_error_with_several_calls_waiting_answers_none() {
         );
     }
 }
+
+/// Issue 33: a peer that sends requests and never reads stops being read
+/// once the replies waiting for it pass `max_outgoing_bytes`, and is closed
+/// once a write has waited `write_timeout` for it.
+#[tokio::test]
+async fn a_peer_that_never_reads_is_closed_after_the_write_timeout() {
+    let (ours, theirs) = tokio::io::duplex(4 * 1024);
+    let (read, write) = tokio::io::split(ours);
+    let config = jrpc::ConnectionConfig::default()
+        .max_outgoing_bytes(64 * 1024)
+        .write_timeout(Some(Duration::from_millis(300)));
+    let server =
+        Peer::builder()
+            .router(jrpc::demo::router())
+            .config(config)
+            .start(read, write, Framing::Ndjson);
+    // The other side writes 1 KiB echo requests and reads nothing.
+    let (_their_read, mut their_write) = tokio::io::split(theirs);
+    let request = format!(
+        r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":1}}"#,
+        "x".repeat(1024)
+    );
+    let writing = tokio::spawn(async move {
+        let mut taken = 0usize;
+        while taken < 10_000 {
+            if their_write
+                .write_all(format!("{request}\n").as_bytes())
+                .await
+                .is_err()
+            {
+                break;
+            }
+            taken += 1;
+        }
+        taken
+    });
+    let reason = bounded("the close", server.closed()).await;
+    assert!(reason.contains("took no output"), "{reason}");
+    let taken = bounded("the writer", writing).await.unwrap();
+    // Replies for 64 KiB and the pipe's 4 KiB, not all 10 000 requests.
+    assert!(taken < 1_000, "{taken} requests were taken in");
+}
