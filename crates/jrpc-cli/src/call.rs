@@ -38,16 +38,18 @@ TARGETS:
                        (then there is no TARGET argument)
 
 PARAMS:
-  Each PARAM is one positional param: a JSON value, or a bare word that is not
-  JSON, taken as a string. --named k=v (repeatable) sends named params instead;
-  --raw sends a whole params value as given.
+  Each PARAM is a JSON value, or a bare word that is not JSON, taken as a
+  string: positional params. NAME=VALUE words are named params instead (as in
+  jrpc connect and jrpc mcp); the two do not mix, and a string with = in it is
+  written as JSON ('\"a=b\"'). --named k=v (repeatable) names a param
+  explicitly; --raw sends a whole params value as given.
 
 EXAMPLES:
   jrpc call http://127.0.0.1:4000 subtract 42 23
   jrpc call ws://127.0.0.1:4000 sum 1 2 3 -H 'Authorization: Bearer s3cret'
   jrpc call tcp://127.0.0.1:4000 subtract 42 23
   jrpc call unix:/tmp/jrpc.sock echo hello
-  jrpc call subtract --named minuend=42 --named subtrahend=23 -- jrpc serve --stdio
+  jrpc call subtract minuend=42 subtrahend=23 -- jrpc serve --stdio
   echo '[{\"jsonrpc\":\"2.0\",\"method\":\"sum\",\"params\":[1,2],\"id\":1}]' | jrpc call tcp://127.0.0.1:4000 --batch -
 
 EXIT STATUS:
@@ -281,6 +283,25 @@ pub(crate) enum Target {
     Command(Vec<String>),
 }
 
+/// `HOST:PORT`, optionally followed by a path: `127.0.0.1:4000`,
+/// `localhost:4000/rpc`, `[::1]:4000`.
+fn is_host_port(text: &str) -> bool {
+    let authority = text.split_once('/').map_or(text, |(authority, _)| authority);
+    let Some((host, port)) = authority.rsplit_once(':') else {
+        return false;
+    };
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => !v6.is_empty() && v6.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.'),
+        None => {
+            !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+        }
+    };
+    host_ok && !port.is_empty() && port.len() <= 5 && port.parse::<u16>().is_ok_and(|p| p > 0)
+}
+
 impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -328,6 +349,9 @@ impl Target {
         ];
         if SCHEMES.iter().any(|s| text.starts_with(s)) {
             Ok(Target::Url(text.to_owned()))
+        } else if is_host_port(text) {
+            // As curl does: a bare HOST:PORT is an HTTP server.
+            Ok(Target::Url(format!("http://{text}")))
         } else {
             bail!("{text:?} is not a target: use tcp://HOST:PORT, udp://HOST:PORT, unix:PATH, http(s)://…, ws(s)://…, nats://HOST:PORT/SUBJECT, mqtt://HOST:PORT/TOPIC, amqp://HOST:PORT/VHOST?queue=NAME, or put a command after --")
         }
@@ -641,35 +665,46 @@ pub(crate) fn params(args: &ParamArgs, positional: &[String]) -> anyhow::Result<
             raw_members.join(",")
         ))?));
     }
-    if positional.is_empty() {
-        return Ok(None);
-    }
-    let items: Vec<String> = positional.iter().map(|w| json_word(w).get().to_owned()).collect();
-    Ok(Some(RawValue::from_string(format!("[{}]", items.join(",")))?))
+    line_params(positional)
 }
 
-/// The params of a line typed at `jrpc connect`: named when every word is
-/// NAME=VALUE, else positional.
+/// Whether a PARAM word is `NAME=VALUE`: a named param.
+fn is_named(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    })
+}
+
+/// The params of PARAM words, by the one rule of `jrpc call`, `jrpc
+/// connect` and `jrpc mcp`: `NAME=VALUE` words are named params (VALUE is
+/// JSON or a bare string), any other word is a positional one (JSON or a
+/// bare string); a string with `=` in it is written as JSON (`'"a=b"'`).
+/// The two kinds do not mix.
 pub(crate) fn line_params(words: &[String]) -> anyhow::Result<Option<Box<RawValue>>> {
-    let is_named = |w: &String| {
-        w.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-        })
-    };
-    if !words.is_empty() && words.iter().all(is_named) {
+    if words.is_empty() {
+        return Ok(None);
+    }
+    let named = words.iter().filter(|w| is_named(w)).count();
+    if named == words.len() {
         let named = ParamArgs {
             named: words.to_vec(),
             raw: None,
         };
         return params(&named, &[]);
     }
-    params(
-        &ParamArgs {
-            named: Vec::new(),
-            raw: None,
-        },
-        words,
-    )
+    if named > 0 {
+        let example = words
+            .iter()
+            .find(|w| is_named(w))
+            .map(String::as_str)
+            .unwrap_or_default();
+        bail!(
+            "{example:?} is a named param (NAME=VALUE) among positional ones: give all params named \
+             or all positional (a string with = in it is written as JSON: '\"{example}\"')"
+        );
+    }
+    let items: Vec<String> = words.iter().map(|w| json_word(w).get().to_owned()).collect();
+    Ok(Some(RawValue::from_string(format!("[{}]", items.join(",")))?))
 }
 
 /// One entry of a `--batch`.
@@ -739,8 +774,35 @@ async fn batch(client: &Client, text: &str, compact: bool) -> Result<(), Failure
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, Target};
     use std::time::Duration;
+
+    #[test]
+    fn a_bare_host_and_port_is_an_http_target() {
+        for (text, url) in [
+            ("127.0.0.1:4000", "http://127.0.0.1:4000"),
+            ("localhost:4000/rpc", "http://localhost:4000/rpc"),
+            ("[::1]:4000", "http://[::1]:4000"),
+            ("tcp://127.0.0.1:4001", "tcp://127.0.0.1:4001"),
+        ] {
+            match Target::parse(text) {
+                Ok(Target::Url(got)) => assert_eq!(got, url, "{text}"),
+                other => panic!("{text}: {:?}", other.map(|t| t.to_string())),
+            }
+        }
+        // Method names are not targets.
+        for method in [
+            "subtract",
+            "rpc.discover",
+            "ns:method",
+            "a:b:c",
+            "host:0",
+            "host:99999",
+            ":4000",
+        ] {
+            assert!(Target::parse(method).is_err(), "{method} read as a target");
+        }
+    }
 
     #[test]
     fn durations_take_every_unit() {

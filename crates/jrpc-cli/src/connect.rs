@@ -37,7 +37,8 @@ use crate::wire::{id_key, message, post, present, request_ids, Posted, Wire};
 #[derive(Debug, Args)]
 #[command(after_help = "LINES:
   METHOD [PARAM]...          call METHOD: each PARAM a JSON value or a bare word
-                             (a string); all NAME=VALUE words send named params
+                             (a string); NAME=VALUE words send named params (not
+                             mixed with the others; '\"a=b\"' is a string)
   :notify METHOD [PARAM]...  send a notification
   :batch ... :end            gather the calls and notifications typed in between
                              into one batch

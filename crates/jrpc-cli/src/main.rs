@@ -8,6 +8,7 @@ mod call_log;
 mod check;
 mod connect;
 mod describe;
+mod invoked;
 mod mcp;
 mod params_check;
 mod pretty;

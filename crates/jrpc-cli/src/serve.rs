@@ -660,7 +660,7 @@ fn print_try_lines(addr: &str, args: &ServeArgs, example: Option<DemoCall>) {
     };
     eprintln!("jrpc: try it:");
     eprintln!("  curl{curl_tls} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{request}'");
-    eprintln!("  jrpc {command}");
+    eprintln!("  {} {command}", crate::invoked::program());
     if args.playground() {
         eprintln!("  open {addr}/playground in a browser");
     }

@@ -387,3 +387,69 @@ fn calls_over_udp() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout_json(&out)[0]["result"], json!(6));
 }
+
+/// Issue 33: the `jrpc call` line `jrpc serve` suggests runs as printed,
+/// from where the server was started — after `cargo run` there is no
+/// `jrpc` on the PATH, so it names the binary by its path.
+#[test]
+fn the_suggested_call_runs_as_printed() {
+    let mut child = std::process::Command::new(JRPC)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let line = stderr
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.trim_start().contains(" call http"))
+        .expect("a suggested call");
+    let out = std::process::Command::new("sh")
+        .args(["-c", line.trim()])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        out.status.success(),
+        "{line}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).trim().is_empty(), "{line}");
+}
+
+/// Issue 33: one rule for PARAM words in `jrpc call`, `jrpc connect` and
+/// `jrpc mcp`: NAME=VALUE is a named param; a string with `=` is written
+/// as JSON; the two kinds do not mix.
+#[test]
+fn name_value_words_are_named_params() {
+    let call = |words: &[&str]| {
+        Command::new(JRPC)
+            .arg("call")
+            .args(words)
+            .args(["--", JRPC, "serve", "--stdio"])
+            .output()
+            .unwrap()
+    };
+    let named = call(&["subtract", "minuend=42", "subtrahend=23"]);
+    assert_eq!(
+        String::from_utf8_lossy(&named.stdout).trim(),
+        "19",
+        "{}",
+        String::from_utf8_lossy(&named.stderr)
+    );
+    let literal = call(&["echo", r#""a=b""#]);
+    assert_eq!(String::from_utf8_lossy(&literal.stdout).trim(), r#""a=b""#);
+    let mixed = call(&["subtract", "42", "subtrahend=23"]);
+    assert_eq!(mixed.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&mixed.stderr);
+    assert!(
+        said.contains("named param") && said.contains(r#"'"subtrahend=23"'"#),
+        "{said}"
+    );
+}
