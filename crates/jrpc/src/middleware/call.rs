@@ -16,7 +16,7 @@ use crate::message::{serialize_into, Error, Id};
 /// maps of facts: the connection's, recorded by the transport (its
 /// [`ConnectionInfo`], HTTP headers, an authenticated [`Identity`]), and its
 /// own, which layers may add to for the layers and the handler after them
-/// (the handler reads both through [`RequestContext::get`]).
+/// (the handler reads both through [`RequestContext::get`](crate::RequestContext::get)).
 pub struct Call {
     id: Option<Id>,
     /// Shared, so that layers keep it cheaply for after the call.

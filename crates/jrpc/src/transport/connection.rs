@@ -177,7 +177,7 @@ impl fmt::Debug for Connection {
     }
 }
 
-/// Where connections come from, for a [`Server`](super::Server) to serve:
+/// Where connections come from, for a [`Server`](crate::server::Server) to serve:
 /// `Server::serve(listener)`. TCP ([`tcp::TcpListener`](super::tcp::TcpListener))
 /// and Unix sockets are built in; a message broker or an in-memory pipe is
 /// one implementation away.

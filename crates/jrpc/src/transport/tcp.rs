@@ -1,5 +1,5 @@
-//! TCP: [`TcpListener`] for a [`Server`](super::Server) (or
-//! [`Server::bind_tcp`](super::Server::bind_tcp)), [`TcpDialer`] for a
+//! TCP: [`TcpListener`] for a [`Server`](crate::server::Server) (or
+//! [`Server::bind_tcp`](crate::server::Server::bind_tcp)), [`TcpDialer`] for a
 //! [`Client`](crate::client::Client) (or `Client::connect("tcp://…")`).
 
 use std::io;

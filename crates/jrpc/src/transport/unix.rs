@@ -1,5 +1,5 @@
-//! Unix domain sockets: [`UnixListener`] for a [`Server`](super::Server)
-//! (or [`Server::bind_unix`](super::Server::bind_unix)), [`UnixDialer`] for a
+//! Unix domain sockets: [`UnixListener`] for a [`Server`](crate::server::Server)
+//! (or [`Server::bind_unix`](crate::server::Server::bind_unix)), [`UnixDialer`] for a
 //! [`Client`](crate::client::Client) (or `Client::connect("unix:…")`).
 
 use std::io;

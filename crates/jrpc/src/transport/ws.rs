@@ -7,7 +7,7 @@
 //! client that stops reading cannot grow the server's memory: its frames
 //! wait, then the handlers wait, then reading stops.
 //!
-//! A server's connection is cheap until it is used: [`until_used`] keeps it
+//! A server's connection is cheap until it is used: `until_used` keeps it
 //! alive (pings and pongs) with nothing but its socket, and the pump and the
 //! peer start with the first message.
 
