@@ -76,8 +76,14 @@ fn main() -> ExitCode {
         _ => false,
     };
     let filter = Targets::new().with_default(cli.log_level);
-    // `jrpc call -v`: the frames and HTTP heads, plainly, on stderr.
-    let wire = matches!(&cli.command, Command::Call(args) if args.verbose()).then(|| {
+    // `jrpc call -v`, `jrpc mcp … -v`: the frames and HTTP heads, plainly,
+    // on stderr.
+    let verbose = match &cli.command {
+        Command::Call(args) => args.verbose(),
+        Command::Mcp(args) => args.verbose(),
+        _ => false,
+    };
+    let wire = verbose.then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
             .with_ansi(false)

@@ -34,6 +34,19 @@ struct Client {
     #[arg(long, default_value = "60s", value_parser = crate::call::parse_duration)]
     timeout: std::time::Duration,
 
+    /// A header for an http(s):// server, 'Name: value'. Repeatable.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+
+    /// Send 'Authorization: Bearer TOKEN' to an http(s):// server.
+    #[arg(long, value_name = "TOKEN")]
+    bearer: Option<String>,
+
+    /// Show the wire on stderr: every frame sent and received (and HTTP
+    /// heads), as `jrpc call -v` does.
+    #[arg(short = 'v', long)]
+    verbose: bool,
+
     /// A server to spawn and talk to over its stdin/stdout.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -125,6 +138,20 @@ struct ServeArgs {
     /// progress, a log line or a request before its reply.
     #[arg(long)]
     json_response: bool,
+}
+
+impl McpArgs {
+    /// Whether to show the wire (`-v` on a client command).
+    pub fn verbose(&self) -> bool {
+        let client = match &self.command {
+            McpCommand::Serve(_) => return false,
+            McpCommand::List(a) => &a.client,
+            McpCommand::Call(a) => &a.client,
+            McpCommand::Read(a) => &a.client,
+            McpCommand::Prompt(a) => &a.client,
+        };
+        client.verbose
+    }
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
@@ -248,9 +275,24 @@ mod client {
                 let logger = m.logger.map(|l| format!(" {l}")).unwrap_or_default();
                 eprintln!("log [{}]{logger}: {}", m.level, m.data);
             });
+        let mut builder = builder;
+        for header in &client.headers {
+            let (name, value) = header
+                .split_once(':')
+                .ok_or_else(|| usage(format!("-H {header:?}: expected 'Name: value'")))?;
+            builder = builder.header(name.trim(), value.trim());
+        }
+        if let Some(token) = &client.bearer {
+            builder = builder.header("Authorization", format!("Bearer {}", token.trim()));
+        }
         let name = url.clone().unwrap_or_else(|| client.command.join(" "));
-        let connected = match url {
-            Some(url) => builder.connect_http(&url).await,
+        let connected = match url.as_deref() {
+            Some(url) => {
+                return builder
+                    .connect_http(url)
+                    .await
+                    .map_err(|e| not_mcp_here(e, url).naming(&name))
+            }
             None => {
                 let mut command = tokio::process::Command::new(&client.command[0]);
                 command.args(&client.command[1..]);
@@ -259,6 +301,70 @@ mod client {
         };
         // Failing to start or to initialize: say which server.
         connected.map_err(|e| failure(e).naming(&name))
+    }
+
+    /// An HTTP server that does not know `initialize` (or has nothing at
+    /// that path) is not an MCP endpoint there: say so, and where one
+    /// usually is.
+    fn not_mcp_here(e: McpClientError, url: &str) -> Failure {
+        let http_status = match &e {
+            McpClientError::Call(call) => call
+                .transport_error::<jrpc::client::HttpError>()
+                .map(|http| http.status),
+            _ => None,
+        };
+        let not_found =
+            e.rpc().is_some_and(|rpc| rpc.code() == -32601) || matches!(http_status, Some(404 | 405));
+        if !not_found {
+            return failure(e);
+        }
+        let trimmed = url.trim_end_matches('/');
+        let hint = if trimmed.ends_with("/mcp") {
+            String::new()
+        } else {
+            format!(
+                "; MCP servers serve Streamable HTTP at a path of their own, most often /mcp: try {trimmed}/mcp"
+            )
+        };
+        Failure::Transport(anyhow::anyhow!(
+            "not an MCP endpoint: it answered initialize with {e}{hint}"
+        ))
+    }
+
+    /// A tool's arguments as a signature, from its input schema:
+    /// `(a: number, b: number, note?: string)`.
+    fn signature(tool: &jrpc_mcp::types::Tool) -> String {
+        let schema = &tool.input_schema;
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(|r| r.as_array())
+            .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        let params: Vec<String> = schema
+            .get("properties")
+            .and_then(|p| p.as_object())
+            .map(|properties| {
+                properties
+                    .iter()
+                    .map(|(name, property)| {
+                        let kind = match property.get("type") {
+                            Some(serde_json::Value::String(t)) => t.clone(),
+                            Some(serde_json::Value::Array(ts)) => {
+                                ts.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>().join("|")
+                            }
+                            _ => "any".to_owned(),
+                        };
+                        let optional = if required.contains(&name.as_str()) {
+                            ""
+                        } else {
+                            "?"
+                        };
+                        format!("{name}{optional}: {kind}")
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        format!("({})", params.join(", "))
     }
 
     fn end_bar() {
@@ -327,11 +433,8 @@ mod client {
                     if !args.json {
                         println!("tools ({}):", tools.len());
                         for tool in &tools {
-                            println!(
-                                "  {:<20} {}",
-                                tool.name,
-                                tool.description.as_deref().unwrap_or("")
-                            );
+                            let called = format!("{}{}", tool.name, signature(tool));
+                            println!("  {called:<32} {}", tool.description.as_deref().unwrap_or(""));
                         }
                     }
                     out.insert("tools".into(), serde_json::to_value(tools).unwrap_or_default());
@@ -421,7 +524,10 @@ mod client {
         let client = connect(url, &args.client).await?;
         let result = client.call_tool(tool, arguments).await;
         end_bar();
-        let result = result.map_err(failure)?;
+        let result = match result {
+            Ok(result) => result,
+            Err(e) => return Err(unknown_tool(&client, tool, e).await),
+        };
         if args.json.is_some() {
             let shown = match &result.structured_content {
                 Some(structured) => serde_json::Value::Object(structured.clone()),
@@ -439,6 +545,31 @@ mod client {
         } else {
             ExitCode::SUCCESS
         })
+    }
+
+    /// A call refused because the server has no such tool also says which
+    /// tools it has (on stderr, before the error).
+    async fn unknown_tool(client: &McpClient, tool: &str, e: McpClientError) -> Failure {
+        let invalid = e.rpc().is_some_and(|rpc| rpc.code() == -32602);
+        if !invalid {
+            return failure(e);
+        }
+        let Ok(tools) = client.list_tools().await else {
+            return failure(e);
+        };
+        if tools.iter().any(|t| t.name == tool) {
+            return failure(e);
+        }
+        let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        eprintln!(
+            "jrpc: the server has no tool {tool:?}; it has: {}",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        );
+        failure(e)
     }
 
     pub(super) async fn read(args: ReadArgs) -> ExitCode {

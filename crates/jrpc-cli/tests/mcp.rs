@@ -292,6 +292,7 @@ fn the_mcp_client_commands_over_stdio() {
     let (code, _, err) = mcp_client(&["call", "nope"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("-32602"), "{err}");
+    assert!(err.contains(r#"no tool "nope"; it has: add, echo"#), "{err}");
     // Progress is shown on stderr, not stdout.
     let (code, out, err) = mcp_client(&["call", "sleep", "ms=250"]);
     assert_eq!((code, out.as_str()), (Some(0), "slept 250\n"));
@@ -301,7 +302,9 @@ fn the_mcp_client_commands_over_stdio() {
     assert_eq!(code, Some(0));
     for expected in [
         "tools (8):",
-        "add",
+        "add(a: number, b: number)",
+        "sleep(ms: integer)",
+        "list_roots()",
         "resources (2):",
         "demo://counter",
         "demo://greeting",
@@ -347,6 +350,48 @@ fn mcp_serve_http_allows_named_hosts() {
     };
     assert_eq!(status_for(&format!("mcp.example.test:{port}")), "200");
     assert_eq!(status_for(&format!("other.example.test:{port}")), "421");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Issue 33: an HTTP URL that is not an MCP endpoint (the path `/mcp`
+/// forgotten, or a plain JSON-RPC server) says so and suggests `/mcp`;
+/// `-H`/`--bearer` headers and `-v` (the wire) work as in `jrpc call`.
+#[test]
+fn a_url_that_is_not_an_mcp_endpoint_says_so() {
+    let (mut child, url, addr) = spawn_http(&[]);
+    let jrpc = env!("CARGO_BIN_EXE_jrpc");
+    let output = Command::new(jrpc)
+        .args(["mcp", "list", &format!("http://{addr}/")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(err.contains("not an MCP endpoint"), "{err}");
+    assert!(err.contains(&format!("try http://{addr}/mcp")), "{err}");
+    let output = Command::new(jrpc)
+        .args([
+            "mcp",
+            "call",
+            &url,
+            "add",
+            "a=1",
+            "b=2",
+            "--bearer",
+            "t0ken",
+            "-H",
+            "X-Trace: 7",
+            "-v",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "3\n", "{err}");
+    assert!(
+        err.contains(r#"> {"jsonrpc":"2.0","method":"initialize""#),
+        "{err}"
+    );
+    assert!(err.contains(r#""method":"tools/call""#), "{err}");
     let _ = child.kill();
     let _ = child.wait();
 }

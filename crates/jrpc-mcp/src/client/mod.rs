@@ -92,6 +92,9 @@ pub struct McpClientBuilder {
     on_log: Option<Listener<LoggingMessageParams>>,
     on_notification: Option<Listener<(String, Option<serde_json::Value>)>>,
     timeout: Duration,
+    /// Sent with every request over Streamable HTTP.
+    #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
+    headers: Vec<(String, String)>,
 }
 
 impl McpClient {
@@ -106,6 +109,7 @@ impl McpClient {
             on_log: None,
             on_notification: None,
             timeout: Duration::from_secs(60),
+            headers: Vec::new(),
         }
     }
 }
@@ -160,6 +164,14 @@ impl McpClientBuilder {
         listener: impl Fn(String, Option<serde_json::Value>) + Send + Sync + 'static,
     ) -> Self {
         self.on_notification = Some(Arc::new(move |(method, params)| listener(method, params)));
+        self
+    }
+
+    /// A header sent with every request over Streamable HTTP
+    /// ([`connect_http`](Self::connect_http)): `Authorization: Bearer …`,
+    /// say. A name or value that is not a valid header fails the connect.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
         self
     }
 
@@ -263,7 +275,13 @@ impl McpClientBuilder {
     /// client ends the session (`DELETE`).
     #[cfg(feature = "http-client")]
     pub async fn connect_http(self, url: &str) -> Result<McpClient, McpClientError> {
-        let http = Client::builder().http(url)?;
+        let mut builder = Client::builder();
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("header {name}: {e}"))
+            })?;
+        }
+        let http = builder.http(url)?;
         let (connection, session) = http::HttpSession::connect(http);
         let client = self
             .jrpc_client()
