@@ -23,3 +23,8 @@ pub mod types;
 
 pub use client::{McpClient, McpClientError};
 pub use server::{McpContext, McpServer, Structured, ToolError};
+
+/// The `schemars` (1.x) that tools' argument and output types derive
+/// `JsonSchema` with. Depend on `schemars = "1"` yourself to use the derive
+/// plainly, or point it here: `#[schemars(crate = "jrpc_mcp::schemars")]`.
+pub use schemars;
