@@ -525,7 +525,14 @@ async fn call(args: CallArgs) -> Result<(), Failure> {
     let params = params(&args.params, &positional).map_err(Failure::Usage)?;
     let named = target.to_string();
     if !args.no_openrpc {
-        check_params(args.openrpc.as_deref(), &named, &method, params.as_deref())?;
+        check_params(
+            args.openrpc.as_deref(),
+            &target,
+            &args.connect,
+            &method,
+            params.as_deref(),
+        )
+        .await?;
     }
     if args.envelope {
         return envelope(&target, &args, &method, params.as_deref()).await;
@@ -595,35 +602,54 @@ async fn envelope(
     Ok(())
 }
 
-/// Closes the connection the way a well-behaved client does: queued frames
-/// flushed, a WebSocket's closing handshake, a child given time to read its
-/// stdin and exit; bounded, so that a server that never answers cannot keep
-/// `jrpc call` from exiting.
-/// Refuses params that do not fit the method's description in the OpenRPC
-/// document given (or cached for `target`); no request is made for it.
-fn check_params(
+/// Refuses params that do not fit the method's description in an OpenRPC
+/// document; no request is made for it. A document given with `--openrpc`
+/// is the user's word. A cached one (saved by `jrpc describe`) may describe
+/// another server that was at this address before: when it refuses, the
+/// server is asked for its own document first, which replaces the cached
+/// one (or, when the server has none, the cached one is removed), and only
+/// a misfit with the server's own document refuses the call.
+async fn check_params(
     file: Option<&std::path::Path>,
-    target: &str,
+    target: &Target,
+    connect: &ConnectArgs,
     method: &str,
     params: Option<&RawValue>,
 ) -> Result<(), Failure> {
-    let Some((document, path)) = crate::describe::load_for_call(file, target)? else {
+    let key = target.to_string();
+    let Some((document, path)) = crate::describe::load_for_call(file, &key)? else {
         return Ok(());
     };
     let params: Option<serde_json::Value> = params
         .map(|raw| serde_json::from_str(raw.get()))
         .transpose()
         .map_err(|e| Failure::Usage(e.into()))?;
-    crate::params_check::check(&document, method, params.as_ref()).map_err(|misfit| {
-        let hint = if file.is_some() {
-            String::new()
-        } else {
-            " (--no-openrpc skips the check; `jrpc describe` refreshes the document)".to_owned()
-        };
-        Failure::Usage(anyhow!("{misfit}\n  checked against {}{hint}", path.display()))
+    let Err(misfit) = crate::params_check::check(&document, method, params.as_ref()) else {
+        return Ok(());
+    };
+    if file.is_some() {
+        return Err(Failure::Usage(anyhow!(
+            "{misfit}\n  checked against {}",
+            path.display()
+        )));
+    }
+    let Some(current) = crate::describe::refresh_cached(target, connect).await else {
+        // The server publishes no document: the cached one was another's.
+        return Ok(());
+    };
+    crate::params_check::check(&current, method, params.as_ref()).map_err(|misfit| {
+        Failure::Usage(anyhow!(
+            "{misfit}\n  checked against the server's own OpenRPC document (rpc.discover), cached at {} \
+             (--no-openrpc skips the check)",
+            path.display()
+        ))
     })
 }
 
+/// Closes the connection the way a well-behaved client does: queued frames
+/// flushed, a WebSocket's closing handshake, a child given time to read its
+/// stdin and exit; bounded, so that a server that never answers cannot keep
+/// `jrpc call` from exiting.
 pub(crate) async fn close(client: Client) {
     let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
 }

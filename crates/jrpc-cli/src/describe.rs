@@ -20,7 +20,9 @@ use crate::pretty::format_json;
 TARGET is as for `jrpc call` (http(s)://, ws(s)://, tcp://, unix:, or a
 command after --). The document is also saved in the user's cache directory
 ($XDG_CACHE_HOME/jrpc/openrpc, else ~/.cache/jrpc/openrpc), where `jrpc call`
-finds it for the same target and checks params before sending.
+finds it for the same target and checks params before sending (asking the
+server for its own document before it refuses a call). A server without
+rpc.discover has its cached document removed.
 
 EXAMPLES:
   jrpc describe http://127.0.0.1:4000
@@ -70,6 +72,8 @@ async fn describe(args: DescribeArgs) -> Result<(), Failure> {
         if matches!(&e, jrpc::CallError::Rpc(error) if error.code() == jrpc::message::codes::METHOD_NOT_FOUND)
         {
             eprintln!("jrpc: {key} does not answer rpc.discover: it publishes no OpenRPC document");
+            // A document cached for this address was another server's.
+            forget_cached(&key);
         }
         Failure::from(e).naming(&key)
     })?;
@@ -172,6 +176,55 @@ fn inline_ref(value: &mut Value, components: &Value) {
         .cloned();
     if let Some(target) = target {
         *value = target;
+    }
+}
+
+/// Removes the document cached for `target`, saying so.
+fn forget_cached(target: &str) {
+    if let Some(path) = cache_path(target).filter(|p| p.exists()) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => eprintln!(
+                "jrpc: removed the document cached for {target} ({})",
+                path.display()
+            ),
+            Err(e) => tracing::warn!("could not remove {}: {e}", path.display()),
+        }
+    }
+}
+
+/// Asks `target` for its OpenRPC document and caches it in place of the
+/// one cached before; `None` (and the cached one removed) when it
+/// publishes none. A server that cannot be reached keeps the cache as it
+/// is and gets `None` too: the call then goes ahead and fails, or not, on
+/// its own.
+pub(crate) async fn refresh_cached(target: &Target, connect: &ConnectArgs) -> Option<Document> {
+    let key = target.to_string();
+    let client = target.clone().connect(connect).await.ok()?;
+    let answer = client.call_raw(DISCOVER_METHOD, (), connect.dial.timeout).await;
+    close(client).await;
+    let document = match answer {
+        Ok(raw) => serde_json::from_str(raw.get())
+            .map_err(anyhow::Error::from)
+            .and_then(parse)
+            .ok()
+            .map(|document| (document, raw)),
+        Err(jrpc::CallError::Rpc(_)) => None,
+        // Unreachable, timed out: nothing learned about the document.
+        Err(_) => return None,
+    };
+    match document {
+        Some((document, raw)) => {
+            if let Some(path) = cache_path(&key) {
+                if let Err(e) = save(&path, raw.get()) {
+                    tracing::warn!("could not cache the document at {}: {e:#}", path.display());
+                }
+            }
+            Some(document)
+        }
+        None => {
+            forget_cached(&key);
+            None
+        }
     }
 }
 

@@ -199,3 +199,66 @@ fn describe_fails_clearly_without_rpc_discover() {
     assert!(!text(&out.stderr).is_empty());
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+/// Issue 33: a document cached for a target never stops a call to a
+/// server it does not describe. Here the same command starts `jrpc serve`
+/// at first (described and cached), then a server of its own with other
+/// methods and no `rpc.discover`: a call it answers goes through, the stale
+/// document is removed, and `jrpc describe` says there is none.
+#[test]
+fn a_cached_document_of_another_server_does_not_stop_a_call() {
+    let cache = cache_dir();
+    std::fs::create_dir_all(&cache).unwrap();
+    let flag = cache.join("other-server");
+    let chatty = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bridge/chatty_server.py");
+    let script = format!(
+        "if [ -e '{}' ]; then exec python3 '{chatty}'; else exec '{JRPC}' serve --stdio; fi",
+        flag.display()
+    );
+    let command = ["--", "sh", "-c", script.as_str()];
+    let with = |words: &[&str]| {
+        let mut all: Vec<&str> = words.to_vec();
+        all.extend(command);
+        jrpc(&cache, &all)
+    };
+    assert!(with(&["describe"]).status.success());
+    let cached = || {
+        std::fs::read_dir(cache.join("jrpc/openrpc"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(cached(), 1);
+    // Against the cached document `pid` is no method; the server now at
+    // the command has it.
+    std::fs::write(&flag, "").unwrap();
+    let out = with(&["call", "pid"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).trim().parse::<u32>().is_ok(),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("removed the document cached"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(cached(), 0, "the stale document is gone");
+    // Cached again, then described where there is no rpc.discover: removed.
+    std::fs::remove_file(&flag).unwrap();
+    assert!(with(&["describe"]).status.success());
+    std::fs::write(&flag, "").unwrap();
+    let out = with(&["describe"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("publishes no OpenRPC document"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(cached(), 0, "describe removed the stale document");
+    let _ = std::fs::remove_dir_all(&cache);
+}
