@@ -89,6 +89,9 @@ step "playground: the page in headless Chromium (playwright-core from npm, pinne
 cargo build -q --locked --example playground
 bash crates/jrpc-cli/tests/playground/run.sh "$target_dir/debug/jrpc" "$target_dir/debug/examples/playground"
 
+step "jrpc bench --report: the pages in headless Chromium (plots drawn, nothing fetched)"
+bash crates/jrpc-cli/tests/bench_report/run.sh "$target_dir/debug/jrpc"
+
 step "MCP interop: the official Python SDK (pinned) as a client of jrpc mcp serve, over stdio and Streamable HTTP"
 venv="$target_dir/mcp-venv"
 if [ ! -x "$venv/bin/python" ]; then

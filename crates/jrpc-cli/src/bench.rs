@@ -13,6 +13,7 @@ use jrpc::client::{AutoBatch, Client};
 use jrpc::message::RawValue;
 use jrpc::CallError;
 
+use crate::bench_report;
 use crate::call::{parse_duration, ConnectArgs, Failure, ParamArgs, Target};
 
 #[derive(Debug, Args)]
@@ -28,7 +29,12 @@ EXAMPLES:
   jrpc bench ws://127.0.0.1:4000 echo hello --connections 16 --in-flight 64
   jrpc bench tcp://127.0.0.1:4001 add 1 2 --batch 100 --json
   jrpc bench http://127.0.0.1:4000 add 1 2 -c 1 -m 64 --auto-batch 32/1ms
-  jrpc bench sum 1 2 3 --requests 10000 -- jrpc serve --stdio")]
+  jrpc bench sum 1 2 3 --requests 10000 -- jrpc serve --stdio
+  jrpc bench http://127.0.0.1:4000 add 1 2 -d 30s --report run.html
+  jrpc bench --compare before.html after.html --report compared.html
+
+A run of more than two seconds shows its progress (elapsed, requests/s,
+errors) on one line of stderr when stderr is a terminal.")]
 pub struct BenchArgs {
     /// TARGET, METHOD and PARAMS (no TARGET when a command follows `--`).
     #[arg(value_name = "[TARGET] METHOD [PARAMS]", allow_negative_numbers = true)]
@@ -76,6 +82,18 @@ pub struct BenchArgs {
     #[arg(long)]
     json: bool,
 
+    /// Also write the results as one self-contained HTML page: requests/s
+    /// each second, latency percentiles (log scale), errors by kind. With
+    /// --compare: where the comparison goes (stdout without it).
+    #[arg(long, value_name = "FILE.html")]
+    report: Option<std::path::PathBuf>,
+
+    /// Draw two or more earlier runs side by side, from their --report
+    /// pages or --json output, instead of running: jrpc bench --compare
+    /// A.html B.html --report both.html
+    #[arg(long, value_name = "REPORT", num_args = 2.., conflicts_with_all = ["json", "command"])]
+    compare: Vec<std::path::PathBuf>,
+
     #[command(flatten)]
     connect: ConnectArgs,
 }
@@ -110,6 +128,8 @@ struct Shared {
     /// Requests taken (closed loop) or scheduled (open loop) so far.
     issued: AtomicU64,
     done: AtomicU64,
+    /// Requests that failed so far.
+    failed: AtomicU64,
     limit: u64,
     /// Open loop: the interval between scheduled requests.
     interval: Option<Duration>,
@@ -217,7 +237,10 @@ async fn work(
         let _ = worker.latencies.record(micros.min(3_600_000_000));
         match outcome {
             Ok(()) => worker.ok += 1,
-            Err(e) => worker.errors.count(&e),
+            Err(e) => {
+                worker.errors.count(&e);
+                shared.failed.fetch_add(1, Ordering::Relaxed);
+            }
         }
         shared.done.fetch_add(1, Ordering::Relaxed);
     }
@@ -232,6 +255,9 @@ pub async fn run(args: BenchArgs) -> ExitCode {
 }
 
 async fn bench(args: BenchArgs) -> Result<(), Failure> {
+    if !args.compare.is_empty() {
+        return compare(&args);
+    }
     if args.connections == 0 || args.in_flight == 0 || args.batch == Some(0) {
         return Err(Failure::Usage(anyhow!(
             "--connections, --in-flight and --batch must be at least 1"
@@ -272,6 +298,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         started: Instant::now(),
         issued: AtomicU64::new(0),
         done: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
         limit: args.requests.unwrap_or(u64::MAX),
         interval: args.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
     });
@@ -291,6 +318,8 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
     let progress = std::io::stderr()
         .is_terminal()
         .then(|| tokio::spawn(progress(Arc::clone(&shared))));
+    let sampled = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sampling = tokio::spawn(timeline(Arc::clone(&shared), Arc::clone(&sampled)));
     let deadline = tokio::time::sleep(args.duration);
     tokio::pin!(deadline);
     let mut all = futures_join(tasks);
@@ -307,6 +336,31 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         progress.abort();
         eprint!("\r\x1b[2K");
     }
+    sampling.abort();
+    let mut seconds = std::mem::take(&mut *sampled.lock().unwrap_or_else(|p| p.into_inner()));
+    // The last, shorter second.
+    let (done, failed) = (
+        shared.done.load(Ordering::Relaxed),
+        shared.failed.load(Ordering::Relaxed),
+    );
+    let (counted, counted_errors) = seconds.iter().fold((0, 0), |(r, e), s: &bench_report::Second| {
+        (r + s.requests, e + s.errors)
+    });
+    let rest = bench_report::Second {
+        second: elapsed.as_secs_f64(),
+        requests: done.saturating_sub(counted),
+        errors: failed.saturating_sub(counted_errors),
+    };
+    match seconds.last_mut() {
+        // A sliver after the last whole second joins it: a rate over a few
+        // milliseconds says nothing.
+        Some(last) if rest.second - last.second < 0.25 => {
+            last.second = rest.second;
+            last.requests += rest.requests;
+            last.errors += rest.errors;
+        }
+        _ => seconds.push(rest),
+    }
     let mut latencies = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
     let (mut errors, mut ok) = (Errors::default(), 0);
     for worker in workers {
@@ -314,7 +368,12 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         errors.add(&worker.errors);
         ok += worker.ok;
     }
-    print_report(&args, &method, elapsed, ok, &errors, &latencies);
+    let report = make_report(&args, &target, &method, elapsed, ok, &errors, &latencies, seconds);
+    print_report(&args, &report);
+    if let Some(path) = &args.report {
+        std::fs::write(path, bench_report::html(std::slice::from_ref(&report)))
+            .map_err(|e| Failure::Usage(anyhow!("--report {}: {e}", path.display())))?;
+    }
     // Closed before the runtime ends, so transports with threads of their
     // own (the AMQP client's) stop cleanly; bounded, the report is out.
     let mut closing = tokio::task::JoinSet::new();
@@ -340,60 +399,150 @@ fn futures_join(
     })
 }
 
+/// The run's progress on one line of stderr, once it has gone on for two
+/// seconds: elapsed, requests/s, errors.
 async fn progress(shared: Arc<Shared>) {
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
-    tick.tick().await;
     loop {
         tick.tick().await;
         let done = shared.done.load(Ordering::Relaxed);
+        let failed = shared.failed.load(Ordering::Relaxed);
         let secs = shared.started.elapsed().as_secs_f64();
         eprint!(
-            "\r\x1b[2K{secs:6.1}s  {done} requests  {:.0} req/s",
+            "\r\x1b[2K{secs:6.1}s  {done} requests  {:.0} req/s  {failed} errors",
             done as f64 / secs
         );
     }
 }
 
-fn print_report(
+/// Adds the requests and errors finished in each second of the run to
+/// `seconds`, until aborted.
+async fn timeline(shared: Arc<Shared>, seconds: Arc<std::sync::Mutex<Vec<bench_report::Second>>>) {
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::from_std(shared.started) + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    let (mut done, mut failed) = (0, 0);
+    loop {
+        tick.tick().await;
+        let now_done = shared.done.load(Ordering::Relaxed);
+        let now_failed = shared.failed.load(Ordering::Relaxed);
+        seconds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(bench_report::Second {
+                second: shared.started.elapsed().as_secs_f64(),
+                requests: now_done - done,
+                errors: now_failed - failed,
+            });
+        (done, failed) = (now_done, now_failed);
+    }
+}
+
+/// The shell words that started this run, for the report.
+fn command_line() -> String {
+    std::env::args()
+        .map(|word| {
+            if !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,%+".contains(c))
+            {
+                word
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn make_report(
     args: &BenchArgs,
+    target: &Target,
     method: &str,
     elapsed: Duration,
     ok: u64,
     errors: &Errors,
     latencies: &Histogram<u64>,
-) {
+    timeline: Vec<bench_report::Second>,
+) -> bench_report::Report {
     let requests = ok + errors.total();
     let secs = elapsed.as_secs_f64();
     let items_per_request = args.batch.unwrap_or(1) as f64;
-    let micros = |q: f64| latencies.value_at_quantile(q);
-    if args.json {
-        let report = serde_json::json!({
-            "method": method,
-            "connections": args.connections,
-            "in_flight": args.in_flight,
-            "batch": args.batch,
-            "auto_batch": args.auto_batch.map(|a| serde_json::json!({
+    let at = |q: f64| latencies.value_at_quantile(q);
+    bench_report::Report {
+        command_line: command_line(),
+        target: target.to_string(),
+        method: method.to_owned(),
+        connections: args.connections,
+        in_flight: args.in_flight,
+        batch: args.batch,
+        auto_batch: args.auto_batch.map(|a| {
+            serde_json::json!({
                 "max_entries": a.max_entries(),
                 "linger_ms": a.linger_window().as_secs_f64() * 1000.0,
-            })),
-            "rate": args.rate,
-            "seconds": secs,
-            "requests": requests,
-            "ok": ok,
-            "requests_per_second": requests as f64 / secs,
-            "items_per_second": requests as f64 * items_per_request / secs,
-            "latency_us": {
-                "p50": micros(0.5), "p90": micros(0.9), "p99": micros(0.99),
-                "p999": micros(0.999), "max": latencies.max(),
-            },
-            "errors": {
-                "rpc": errors.rpc, "timeout": errors.timeout, "transport": errors.transport,
-                "http": errors.http, "other": errors.other,
-            },
-        });
-        println!("{report}");
+            })
+        }),
+        rate: args.rate,
+        seconds: secs,
+        requests,
+        ok,
+        requests_per_second: requests as f64 / secs,
+        items_per_second: requests as f64 * items_per_request / secs,
+        latency_us: bench_report::Latency {
+            p50: at(0.5),
+            p75: at(0.75),
+            p90: at(0.9),
+            p95: at(0.95),
+            p99: at(0.99),
+            p999: at(0.999),
+            p9999: at(0.9999),
+            max: latencies.max(),
+        },
+        errors: bench_report::Errors {
+            rpc: errors.rpc,
+            timeout: errors.timeout,
+            transport: errors.transport,
+            http: errors.http,
+            other: errors.other,
+        },
+        timeline,
+    }
+}
+
+/// `jrpc bench --compare`: earlier runs side by side.
+fn compare(args: &BenchArgs) -> Result<(), Failure> {
+    if !args.words.is_empty() {
+        return Err(Failure::Usage(anyhow!(
+            "--compare takes report files, not a TARGET or METHOD"
+        )));
+    }
+    let mut runs = Vec::new();
+    for path in &args.compare {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Usage(anyhow!("--compare {}: {e}", path.display())))?;
+        let read = bench_report::read(&text)
+            .map_err(|e| Failure::Usage(e.context(format!("--compare {}", path.display()))))?;
+        runs.extend(read);
+    }
+    let page = bench_report::html(&runs);
+    match &args.report {
+        Some(path) => std::fs::write(path, page)
+            .map_err(|e| Failure::Usage(anyhow!("--report {}: {e}", path.display())))?,
+        None => print!("{page}"),
+    }
+    Ok(())
+}
+
+fn print_report(args: &BenchArgs, report: &bench_report::Report) {
+    if args.json {
+        println!("{}", serde_json::to_string(report).unwrap_or_default());
         return;
     }
+    let (requests, secs, errors) = (report.requests, report.seconds, &report.errors);
     let ms = |us: u64| us as f64 / 1000.0;
     let shape = match (args.batch, args.auto_batch) {
         (Some(k), _) => format!(", batches of {k}"),
@@ -414,20 +563,18 @@ fn print_report(
         "{requests} {noun} in {secs:.2}s over {} connection(s) x {} in flight{shape}",
         args.connections, args.in_flight,
     );
-    println!("  requests/s  {:>12.0}", requests as f64 / secs);
+    println!("  requests/s  {:>12.0}", report.requests_per_second);
     if args.batch.is_some() || args.auto_batch.is_some() {
-        println!(
-            "  items/s     {:>12.0}",
-            requests as f64 * items_per_request / secs
-        );
+        println!("  items/s     {:>12.0}", report.items_per_second);
     }
+    let l = &report.latency_us;
     println!(
         "  latency ms  p50 {:.3}  p90 {:.3}  p99 {:.3}  p999 {:.3}  max {:.3}",
-        ms(micros(0.5)),
-        ms(micros(0.9)),
-        ms(micros(0.99)),
-        ms(micros(0.999)),
-        ms(latencies.max())
+        ms(l.p50),
+        ms(l.p90),
+        ms(l.p99),
+        ms(l.p999),
+        ms(l.max)
     );
     println!(
         "  errors      {} (rpc {}, timeout {}, transport {}, http {}, other {})",
@@ -438,4 +585,7 @@ fn print_report(
         errors.http,
         errors.other
     );
+    if let Some(path) = &args.report {
+        println!("  report      {}", path.display());
+    }
 }

@@ -1,6 +1,7 @@
 //! `jrpc`: serve, call and bench JSON-RPC servers.
 
 mod bench;
+mod bench_report;
 mod bridge;
 mod call;
 mod call_line;

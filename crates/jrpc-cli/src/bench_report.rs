@@ -1,0 +1,530 @@
+//! What a `jrpc bench` run measured, as JSON (`--json`) and as one
+//! self-contained HTML page (`--report FILE.html`): requests per second
+//! over time, the latency percentiles on a log scale, the errors by kind,
+//! with the command line, the target and the totals. The page needs no
+//! script and fetches nothing; it carries its data as JSON too, so that
+//! `jrpc bench --compare A.html B.html` can draw several runs side by side.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+/// One run. The field names of `--json` output (kept as they were, with
+/// more beside them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Report {
+    #[serde(default)]
+    pub(crate) command_line: String,
+    #[serde(default)]
+    pub(crate) target: String,
+    pub(crate) method: String,
+    pub(crate) connections: usize,
+    pub(crate) in_flight: usize,
+    pub(crate) batch: Option<usize>,
+    pub(crate) auto_batch: Option<serde_json::Value>,
+    pub(crate) rate: Option<f64>,
+    pub(crate) seconds: f64,
+    pub(crate) requests: u64,
+    pub(crate) ok: u64,
+    pub(crate) requests_per_second: f64,
+    pub(crate) items_per_second: f64,
+    pub(crate) latency_us: Latency,
+    pub(crate) errors: Errors,
+    /// Requests finished (and errors) in each second of the run.
+    #[serde(default)]
+    pub(crate) timeline: Vec<Second>,
+}
+
+/// Latency percentiles, in microseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Latency {
+    pub(crate) p50: u64,
+    #[serde(default)]
+    pub(crate) p75: u64,
+    pub(crate) p90: u64,
+    #[serde(default)]
+    pub(crate) p95: u64,
+    pub(crate) p99: u64,
+    pub(crate) p999: u64,
+    #[serde(default)]
+    pub(crate) p9999: u64,
+    pub(crate) max: u64,
+}
+
+impl Latency {
+    /// The percentiles with their labels, in order (a report without one,
+    /// from an older `--json`, skips it).
+    fn points(&self) -> Vec<(&'static str, u64)> {
+        [
+            ("p50", self.p50),
+            ("p75", self.p75),
+            ("p90", self.p90),
+            ("p95", self.p95),
+            ("p99", self.p99),
+            ("p99.9", self.p999),
+            ("p99.99", self.p9999),
+            ("max", self.max),
+        ]
+        .into_iter()
+        .filter(|(_, us)| *us > 0)
+        .collect()
+    }
+}
+
+/// Errors by kind.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub(crate) struct Errors {
+    pub(crate) rpc: u64,
+    pub(crate) timeout: u64,
+    pub(crate) transport: u64,
+    pub(crate) http: u64,
+    pub(crate) other: u64,
+}
+
+impl Errors {
+    pub(crate) fn total(&self) -> u64 {
+        self.rpc + self.timeout + self.transport + self.http + self.other
+    }
+
+    fn kinds(&self) -> [(&'static str, u64); 5] {
+        [
+            ("rpc", self.rpc),
+            ("timeout", self.timeout),
+            ("transport", self.transport),
+            ("http", self.http),
+            ("other", self.other),
+        ]
+    }
+}
+
+/// One second of a run.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) struct Second {
+    /// Seconds since the start, at the end of this one (the last may be
+    /// shorter).
+    pub(crate) second: f64,
+    pub(crate) requests: u64,
+    pub(crate) errors: u64,
+}
+
+/// Where the page keeps its data, for `--compare`.
+const DATA_OPEN: &str = r#"<script type="application/json" id="jrpc-bench-data">"#;
+const DATA_CLOSE: &str = "</script>";
+
+/// The runs in a report file: a page written by `--report`, or JSON
+/// (`--json` output: one run, or an array of them).
+pub(crate) fn read(text: &str) -> anyhow::Result<Vec<Report>> {
+    let json = match text.find(DATA_OPEN) {
+        Some(start) => {
+            let rest = &text[start + DATA_OPEN.len()..];
+            let end = rest
+                .find(DATA_CLOSE)
+                .ok_or_else(|| anyhow::anyhow!("the page's data block is not closed"))?;
+            rest[..end].replace("<\\/", "</")
+        }
+        None => text.to_owned(),
+    };
+    let value: serde_json::Value = serde_json::from_str(json.trim())
+        .map_err(|e| anyhow::anyhow!("neither a jrpc bench page nor its JSON: {e}"))?;
+    match value {
+        serde_json::Value::Array(runs) => runs
+            .into_iter()
+            .map(|run| serde_json::from_value(run).map_err(Into::into))
+            .collect(),
+        run => Ok(vec![serde_json::from_value(run)?]),
+    }
+}
+
+/// Colours of the runs, in order.
+const COLOURS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"];
+
+fn colour(i: usize) -> &'static str {
+    COLOURS[i % COLOURS.len()]
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A number for people: 1.2 M, 35.4 k, 812.
+fn human(n: f64) -> String {
+    if n >= 1e6 {
+        format!("{:.2} M", n / 1e6)
+    } else if n >= 1e4 {
+        format!("{:.1} k", n / 1e3)
+    } else {
+        format!("{n:.0}")
+    }
+}
+
+fn latency_text(us: u64) -> String {
+    if us >= 1000 {
+        format!("{:.2} ms", us as f64 / 1000.0)
+    } else {
+        format!("{us} µs")
+    }
+}
+
+const WIDTH: f64 = 720.0;
+const HEIGHT: f64 = 260.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 20.0;
+const BOTTOM: f64 = 40.0;
+
+/// Requests per second over time, one line per run.
+fn throughput_svg(runs: &[Report]) -> String {
+    let longest = runs
+        .iter()
+        .flat_map(|r| r.timeline.last().map(|s| s.second))
+        .fold(1.0_f64, f64::max);
+    let rate = |s: &Second, previous: f64| s.requests as f64 / (s.second - previous).max(1e-3);
+    let highest = runs
+        .iter()
+        .flat_map(|r| {
+            let mut previous = 0.0;
+            r.timeline.iter().map(move |s| {
+                let v = rate(s, previous);
+                previous = s.second;
+                v
+            })
+        })
+        .fold(1.0_f64, f64::max)
+        * 1.1;
+    let x = |t: f64| LEFT + t / longest * (WIDTH - LEFT - RIGHT);
+    let y = |v: f64| HEIGHT - BOTTOM - v / highest * (HEIGHT - TOP - BOTTOM);
+    let mut svg = format!(
+        r#"<svg id="throughput" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="requests per second over time">"#
+    );
+    axes(&mut svg);
+    for i in 0..=4 {
+        let v = highest * f64::from(i) / 4.0;
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="end" class="tick">{}</text>"#,
+            LEFT - 6.0,
+            y(v) + 4.0,
+            human(v)
+        );
+    }
+    for i in 0..=4 {
+        let t = longest * f64::from(i) / 4.0;
+        let shown = if longest < 10.0 {
+            format!("{t:.1}")
+        } else {
+            format!("{t:.0}")
+        };
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle" class="tick">{shown} s</text>"#,
+            x(t),
+            HEIGHT - BOTTOM + 16.0
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="{}" text-anchor="middle" class="label">seconds into the run</text>"#,
+        (LEFT + WIDTH - RIGHT) / 2.0,
+        HEIGHT - 4.0
+    );
+    for (i, run) in runs.iter().enumerate() {
+        let mut previous = 0.0;
+        let points: Vec<String> = run
+            .timeline
+            .iter()
+            .map(|s| {
+                // Each second's rate at its middle.
+                let v = rate(s, previous);
+                let middle = (previous + s.second) / 2.0;
+                previous = s.second;
+                format!("{:.1},{:.1}", x(middle), y(v))
+            })
+            .collect();
+        let _ = write!(
+            svg,
+            r#"<polyline class="run" fill="none" stroke="{}" stroke-width="2" points="{}"/>"#,
+            colour(i),
+            points.join(" ")
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The latency percentiles on a log scale, one line per run.
+fn latency_svg(runs: &[Report]) -> String {
+    let labels = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"];
+    let all: Vec<u64> = runs
+        .iter()
+        .flat_map(|r| r.latency_us.points().into_iter().map(|(_, us)| us))
+        .collect();
+    let low = all.iter().copied().min().unwrap_or(1).max(1) as f64;
+    let high = all.iter().copied().max().unwrap_or(10).max(2) as f64;
+    let (low_decade, high_decade) = (
+        low.log10().floor(),
+        high.log10().ceil().max(low.log10().floor() + 1.0),
+    );
+    let x = |i: usize| LEFT + i as f64 / (labels.len() - 1) as f64 * (WIDTH - LEFT - RIGHT);
+    let y = |us: f64| {
+        let f = (us.log10() - low_decade) / (high_decade - low_decade);
+        HEIGHT - BOTTOM - f * (HEIGHT - TOP - BOTTOM)
+    };
+    let mut svg = format!(
+        r#"<svg id="latency" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="latency percentiles, log scale">"#
+    );
+    axes(&mut svg);
+    let mut decade = low_decade;
+    while decade <= high_decade {
+        let us = 10f64.powf(decade);
+        let _ = write!(
+            svg,
+            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end" class="tick">{}</text>"##,
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            y(us) + 4.0,
+            latency_text(us as u64),
+            y = y(us),
+        );
+        decade += 1.0;
+    }
+    for (i, label) in labels.iter().enumerate() {
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle" class="tick">{label}</text>"#,
+            x(i),
+            HEIGHT - BOTTOM + 16.0
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="{}" text-anchor="middle" class="label">percentile (log scale of latency)</text>"#,
+        (LEFT + WIDTH - RIGHT) / 2.0,
+        HEIGHT - 4.0
+    );
+    for (i, run) in runs.iter().enumerate() {
+        let points: Vec<String> = run
+            .latency_us
+            .points()
+            .into_iter()
+            .filter_map(|(label, us)| {
+                let at = labels.iter().position(|l| *l == label)?;
+                Some(format!("{:.1},{:.1}", x(at), y(us as f64)))
+            })
+            .collect();
+        let _ = write!(
+            svg,
+            r#"<polyline class="run" fill="none" stroke="{}" stroke-width="2" points="{}"/>"#,
+            colour(i),
+            points.join(" ")
+        );
+        for point in &points {
+            let (px, py) = point.split_once(',').unwrap_or(("0", "0"));
+            let _ = write!(svg, r#"<circle cx="{px}" cy="{py}" r="3" fill="{}"/>"#, colour(i));
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+fn axes(svg: &mut String) {
+    let _ = write!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" stroke="#333"/><line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" stroke="#333"/>"##,
+        b = HEIGHT - BOTTOM,
+        r = WIDTH - RIGHT
+    );
+}
+
+/// The page for one run, or several side by side.
+pub(crate) fn html(runs: &[Report]) -> String {
+    let title = match runs {
+        [one] => format!("jrpc bench: {} {}", one.target, one.method),
+        _ => format!("jrpc bench: {} runs compared", runs.len()),
+    };
+    let mut page = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>\
+         body{{font-family:sans-serif;margin:24px;color:#222}} table{{border-collapse:collapse;margin:8px 0 20px}}\
+         td,th{{border:1px solid #ccc;padding:4px 10px;text-align:right}} th{{background:#f3f3f3}}\
+         td.l,th.l{{text-align:left}} code{{font-size:90%}} .tick{{font-size:11px;fill:#444}}\
+         .label{{font-size:12px;fill:#222}} .swatch{{display:inline-block;width:12px;height:12px;margin-right:6px}}\
+         </style></head><body>\n<h1>{}</h1>\n",
+        escape(&title),
+        escape(&title)
+    );
+    page.push_str("<h2>Runs</h2>\n<table id=\"runs\"><tr><th class=\"l\">run</th><th class=\"l\">command line</th><th class=\"l\">target</th><th>connections × in flight</th><th>seconds</th><th>requests</th><th>requests/s</th><th>p50</th><th>p99</th><th>errors</th></tr>\n");
+    for (i, run) in runs.iter().enumerate() {
+        let _ = writeln!(
+            page,
+            "<tr><td class=\"l\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{} × {}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            colour(i),
+            i + 1,
+            escape(&run.command_line),
+            escape(&run.target),
+            run.connections,
+            run.in_flight,
+            run.seconds,
+            run.requests,
+            human(run.requests_per_second),
+            latency_text(run.latency_us.p50),
+            latency_text(run.latency_us.p99),
+            run.errors.total(),
+        );
+    }
+    page.push_str("</table>\n<h2>Requests per second, each second</h2>\n");
+    page.push_str(&throughput_svg(runs));
+    page.push_str("\n<h2>Latency percentiles</h2>\n");
+    page.push_str(&latency_svg(runs));
+    page.push_str("\n<table id=\"percentiles\"><tr><th class=\"l\">run</th>");
+    for label in ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"] {
+        let _ = write!(page, "<th>{label}</th>");
+    }
+    page.push_str("</tr>\n");
+    for (i, run) in runs.iter().enumerate() {
+        let l = &run.latency_us;
+        let _ = write!(page, "<tr><td class=\"l\">{}</td>", i + 1);
+        for us in [l.p50, l.p75, l.p90, l.p95, l.p99, l.p999, l.p9999, l.max] {
+            let shown = if us == 0 {
+                "–".to_owned()
+            } else {
+                latency_text(us)
+            };
+            let _ = write!(page, "<td>{shown}</td>");
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str("</table>\n<h2>Errors by kind</h2>\n<table id=\"errors\"><tr><th class=\"l\">run</th>");
+    for (kind, _) in Errors::default().kinds() {
+        let _ = write!(page, "<th>{kind}</th>");
+    }
+    page.push_str("<th>total</th></tr>\n");
+    for (i, run) in runs.iter().enumerate() {
+        let _ = write!(page, "<tr><td class=\"l\">{}</td>", i + 1);
+        for (_, n) in run.errors.kinds() {
+            let _ = write!(page, "<td>{n}</td>");
+        }
+        let _ = writeln!(page, "<td>{}</td></tr>", run.errors.total());
+    }
+    page.push_str("</table>\n");
+    // The data, for `jrpc bench --compare`; never run by the browser.
+    let data = serde_json::to_string(runs).unwrap_or_else(|_| "[]".to_owned());
+    let _ = writeln!(page, "{DATA_OPEN}{}{DATA_CLOSE}", data.replace("</", "<\\/"));
+    page.push_str("</body></html>\n");
+    page
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(rps: u64) -> Report {
+        Report {
+            command_line: "jrpc bench http://127.0.0.1:4000 add 1 2 -d 3s".to_owned(),
+            target: "http://127.0.0.1:4000".to_owned(),
+            method: "add".to_owned(),
+            connections: 4,
+            in_flight: 8,
+            batch: None,
+            auto_batch: None,
+            rate: None,
+            seconds: 2.5,
+            requests: rps * 2 + rps / 2,
+            ok: rps * 2 + rps / 2 - 3,
+            requests_per_second: rps as f64,
+            items_per_second: rps as f64,
+            latency_us: Latency {
+                p50: 120,
+                p75: 150,
+                p90: 200,
+                p95: 260,
+                p99: 900,
+                p999: 4_000,
+                p9999: 12_000,
+                max: 30_000,
+            },
+            errors: Errors {
+                rpc: 1,
+                timeout: 2,
+                ..Errors::default()
+            },
+            timeline: vec![
+                Second {
+                    second: 1.0,
+                    requests: rps,
+                    errors: 1,
+                },
+                Second {
+                    second: 2.0,
+                    requests: rps,
+                    errors: 2,
+                },
+                Second {
+                    second: 2.5,
+                    requests: rps / 2,
+                    errors: 0,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_page_has_its_plots_and_fetches_nothing() {
+        let page = html(&[run(1000)]);
+        for part in [
+            r#"<svg id="throughput""#,
+            r#"<svg id="latency""#,
+            "<polyline",
+            r#"id="errors""#,
+            "p99.99",
+        ] {
+            assert!(page.contains(part), "{part} missing");
+        }
+        assert!(!page.contains("src="), "the page loads nothing");
+        assert!(!page.contains("<link"), "the page loads nothing");
+        // Script only as a data block.
+        assert_eq!(page.matches("<script").count(), 1);
+        assert!(page.contains(r#"<script type="application/json""#));
+    }
+
+    #[test]
+    fn a_page_reads_back_for_comparing() {
+        let (a, b) = (run(1000), run(2000));
+        let page = html(std::slice::from_ref(&a));
+        let back = read(&page).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].requests, a.requests);
+        assert_eq!(back[0].timeline.len(), 3);
+        // JSON output of one run, and an array.
+        let json = serde_json::to_string(&b).unwrap();
+        assert_eq!(read(&json).unwrap()[0].requests, b.requests);
+        let compared = html(&[a, b]);
+        assert_eq!(
+            compared.matches(r#"<polyline class="run""#).count(),
+            4,
+            "two lines in each plot"
+        );
+        assert!(compared.contains("2 runs compared"));
+    }
+
+    #[test]
+    fn text_that_looks_like_markup_stays_text() {
+        let mut odd = run(10);
+        odd.command_line = "jrpc bench </script><b>x</b>".to_owned();
+        let page = html(&[odd]);
+        assert!(!page.contains("<b>x</b>"));
+        assert_eq!(
+            read(&page).unwrap()[0].command_line,
+            "jrpc bench </script><b>x</b>"
+        );
+    }
+
+    #[test]
+    fn older_json_reports_still_read() {
+        let old = r#"{"auto_batch":null,"batch":null,"connections":16,"errors":{"http":0,"other":0,"rpc":0,"timeout":0,"transport":0},"in_flight":64,"items_per_second":465693.6,"latency_us":{"max":161919,"p50":634,"p90":939,"p99":56383,"p999":97023},"method":"add","ok":1865268,"rate":null,"requests":1865268,"requests_per_second":465693.6,"seconds":4.005}"#;
+        let runs = read(old).unwrap();
+        assert_eq!(runs[0].requests, 1_865_268);
+        assert!(html(&runs).contains(r#"<svg id="latency""#));
+    }
+}
