@@ -65,10 +65,12 @@ pub struct ConnectionConfig {
     /// replies without limit. Over HTTP/2 it bounds a connection's
     /// response bodies waiting to be sent, in all.
     pub max_outgoing_bytes: usize,
-    /// A connection whose peer takes none of its output for this long is
-    /// closed (default 60 s; `None`: never). With
+    /// A server closes a network connection (TCP, Unix socket, WebSocket,
+    /// one of your own) whose peer takes none of its output for this long
+    /// (default 60 s; `None`: never). With
     /// [`max_outgoing_bytes`](Self::max_outgoing_bytes), a peer that never
-    /// reads holds its connection this long at most.
+    /// reads holds its connection this long at most. Stdio, child processes
+    /// and clients wait for their peer as long as it takes.
     pub write_timeout: Option<Duration>,
 }
 

@@ -143,6 +143,8 @@ pub struct PeerBuilder {
     outgoing: Vec<OutgoingLayerFn>,
     /// The idle limit a server puts on its network connections.
     idle: Option<Duration>,
+    /// Whether `config.write_timeout` applies (see `write_limit`).
+    write_limit: bool,
 }
 
 impl PeerBuilder {
@@ -205,6 +207,14 @@ impl PeerBuilder {
     /// connections).
     pub(crate) fn idle_limit(mut self, limit: Option<Duration>) -> Self {
         self.idle = limit;
+        self
+    }
+
+    /// Closes the connection once a write has waited the configured
+    /// `write_timeout` for the peer (servers' network connections: stdio,
+    /// child processes and clients wait as long as it takes).
+    pub(crate) fn write_limit(mut self) -> Self {
+        self.write_limit = true;
         self
     }
 
@@ -291,6 +301,7 @@ impl PeerBuilder {
             resources,
             outgoing,
             idle,
+            write_limit,
         } = self;
         let (outbox, outbox_rx) = outbox::outbox(config.max_outgoing_bytes);
         let shared = Arc::new_cyclic(|weak: &Weak<PeerState>| {
@@ -323,7 +334,7 @@ impl PeerBuilder {
             ordered: config.ordered,
             ordered_responses: config.ordered_responses,
             idle,
-            write_timeout: config.write_timeout,
+            write_timeout: config.write_timeout.filter(|_| write_limit),
         };
         driver::start(
             Arc::clone(&shared),

@@ -325,6 +325,7 @@ impl Server {
                 let peer = server
                     .peer_builder(server.router.clone(), Extensions::new())
                     .idle_limit(server.config.idle_timeout)
+                    .write_limit()
                     .connect(connection);
                 let grace = server.shutdown_grace;
                 async move {

@@ -520,6 +520,7 @@ fn upgrade<B>(
                 .router(router)
                 .config(config)
                 .extensions(extensions)
+                .write_limit()
                 .start_framed(frames_in, frames_out);
             tokio::select! {
                 reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),
