@@ -25,6 +25,8 @@ pub struct Broker {
     epmd_port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// Launches tried again after losing a port race.
+    port_retries: u32,
 }
 
 /// A port free right now on 127.0.0.1.
@@ -64,6 +66,7 @@ impl Broker {
             epmd_port: free_port(),
             dir,
             child: None,
+            port_retries: 0,
         };
         broker.launch();
         broker
@@ -111,6 +114,14 @@ impl Broker {
         self.wait_until_up();
     }
 
+    /// Whether the broker died because a port it was given (RabbitMQ's
+    /// distribution port, picked free a moment before) was taken meanwhile
+    /// by another process: worth another try with a fresh one.
+    fn lost_a_port_race(&self) -> bool {
+        let log = self.log();
+        self.kind == Kind::RabbitMq && (log.contains("dist_port_already_used") || log.contains("eaddrinuse"))
+    }
+
     fn rabbitmq_command(&self) -> Command {
         let dir = &self.dir;
         std::fs::write(dir.join("enabled_plugins"), "[].\n").unwrap();
@@ -150,6 +161,13 @@ impl Broker {
                 return;
             }
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                if self.lost_a_port_race() && self.port_retries < 3 {
+                    self.port_retries += 1;
+                    self.child = None;
+                    // Its port mapper may have lost the race too.
+                    self.epmd_port = free_port();
+                    return self.launch();
+                }
                 panic!("{:?} exited ({status}): {}", self.kind, self.log());
             }
             assert!(
