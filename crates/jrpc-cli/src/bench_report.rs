@@ -52,24 +52,17 @@ pub(crate) struct Latency {
 }
 
 impl Latency {
-    /// The percentiles with their labels, in order (a report without one,
-    /// from an older `--json`, skips it).
-    fn points(&self) -> Vec<(&'static str, u64)> {
+    /// Every percentile, in the order of [`PERCENTILES`] (0 for one an
+    /// older `--json` report did not have).
+    fn all(&self) -> [u64; 8] {
         [
-            ("p50", self.p50),
-            ("p75", self.p75),
-            ("p90", self.p90),
-            ("p95", self.p95),
-            ("p99", self.p99),
-            ("p99.9", self.p999),
-            ("p99.99", self.p9999),
-            ("max", self.max),
+            self.p50, self.p75, self.p90, self.p95, self.p99, self.p999, self.p9999, self.max,
         ]
-        .into_iter()
-        .filter(|(_, us)| *us > 0)
-        .collect()
     }
 }
+
+/// The labels of [`Latency::all`].
+const PERCENTILES: [&str; 8] = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"];
 
 /// Errors by kind.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
@@ -175,167 +168,172 @@ const RIGHT: f64 = 20.0;
 const TOP: f64 = 20.0;
 const BOTTOM: f64 = 40.0;
 
+/// A plot's frame: the `<svg>` element with its axes, and the writers of
+/// its tick labels, its axis label and its lines.
+struct Plot {
+    svg: String,
+}
+
+impl Plot {
+    fn new(id: &str, description: &str) -> Plot {
+        let mut svg = format!(
+            r#"<svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{description}">"#
+        );
+        let _ = write!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" stroke="#333"/><line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" stroke="#333"/>"##,
+            b = HEIGHT - BOTTOM,
+            r = WIDTH - RIGHT
+        );
+        Plot { svg }
+    }
+
+    /// A label under the x axis at `x`.
+    fn x_tick(&mut self, x: f64, text: &str) {
+        let _ = write!(
+            self.svg,
+            r#"<text x="{x:.1}" y="{}" text-anchor="middle" class="tick">{text}</text>"#,
+            HEIGHT - BOTTOM + 16.0
+        );
+    }
+
+    /// A label left of the y axis at `y`, with a grid line when `grid`.
+    fn y_tick(&mut self, y: f64, text: &str, grid: bool) {
+        if grid {
+            let _ = write!(
+                self.svg,
+                r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/>"##,
+                WIDTH - RIGHT
+            );
+        }
+        let _ = write!(
+            self.svg,
+            r#"<text x="{}" y="{:.1}" text-anchor="end" class="tick">{text}</text>"#,
+            LEFT - 6.0,
+            y + 4.0
+        );
+    }
+
+    /// What the x axis measures.
+    fn x_label(&mut self, text: &str) {
+        let _ = write!(
+            self.svg,
+            r#"<text x="{}" y="{}" text-anchor="middle" class="label">{text}</text>"#,
+            (LEFT + WIDTH - RIGHT) / 2.0,
+            HEIGHT - 4.0
+        );
+    }
+
+    /// Run `run`'s line through `points`, with a dot on each when `dots`.
+    fn line(&mut self, run: usize, points: &[(f64, f64)], dots: bool) {
+        let joined: Vec<String> = points.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let _ = write!(
+            self.svg,
+            r#"<polyline class="run" fill="none" stroke="{}" stroke-width="2" points="{}"/>"#,
+            colour(run),
+            joined.join(" ")
+        );
+        for (x, y) in points.iter().filter(|_| dots) {
+            let _ = write!(
+                self.svg,
+                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3" fill="{}"/>"#,
+                colour(run)
+            );
+        }
+    }
+
+    fn end(mut self) -> String {
+        self.svg.push_str("</svg>");
+        self.svg
+    }
+}
+
+/// A run's requests per second in each second, at the middle of it.
+fn rates(run: &Report) -> Vec<(f64, f64)> {
+    let mut previous = 0.0;
+    run.timeline
+        .iter()
+        .map(|s| {
+            let point = (
+                (previous + s.second) / 2.0,
+                s.requests as f64 / (s.second - previous).max(1e-3),
+            );
+            previous = s.second;
+            point
+        })
+        .collect()
+}
+
 /// Requests per second over time, one line per run.
 fn throughput_svg(runs: &[Report]) -> String {
     let longest = runs
         .iter()
         .flat_map(|r| r.timeline.last().map(|s| s.second))
         .fold(1.0_f64, f64::max);
-    let rate = |s: &Second, previous: f64| s.requests as f64 / (s.second - previous).max(1e-3);
-    let highest = runs
-        .iter()
-        .flat_map(|r| {
-            let mut previous = 0.0;
-            r.timeline.iter().map(move |s| {
-                let v = rate(s, previous);
-                previous = s.second;
-                v
-            })
-        })
-        .fold(1.0_f64, f64::max)
-        * 1.1;
+    let rates: Vec<Vec<(f64, f64)>> = runs.iter().map(rates).collect();
+    let highest = rates.iter().flatten().map(|(_, v)| *v).fold(1.0_f64, f64::max) * 1.1;
     let x = |t: f64| LEFT + t / longest * (WIDTH - LEFT - RIGHT);
     let y = |v: f64| HEIGHT - BOTTOM - v / highest * (HEIGHT - TOP - BOTTOM);
-    let mut svg = format!(
-        r#"<svg id="throughput" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="requests per second over time">"#
-    );
-    axes(&mut svg);
+    let mut plot = Plot::new("throughput", "requests per second over time");
     for i in 0..=4 {
         let v = highest * f64::from(i) / 4.0;
-        let _ = write!(
-            svg,
-            r#"<text x="{}" y="{}" text-anchor="end" class="tick">{}</text>"#,
-            LEFT - 6.0,
-            y(v) + 4.0,
-            human(v)
-        );
-    }
-    for i in 0..=4 {
+        plot.y_tick(y(v), &human(v), false);
         let t = longest * f64::from(i) / 4.0;
         let shown = if longest < 10.0 {
-            format!("{t:.1}")
+            format!("{t:.1} s")
         } else {
-            format!("{t:.0}")
+            format!("{t:.0} s")
         };
-        let _ = write!(
-            svg,
-            r#"<text x="{}" y="{}" text-anchor="middle" class="tick">{shown} s</text>"#,
-            x(t),
-            HEIGHT - BOTTOM + 16.0
-        );
+        plot.x_tick(x(t), &shown);
     }
-    let _ = write!(
-        svg,
-        r#"<text x="{}" y="{}" text-anchor="middle" class="label">seconds into the run</text>"#,
-        (LEFT + WIDTH - RIGHT) / 2.0,
-        HEIGHT - 4.0
-    );
-    for (i, run) in runs.iter().enumerate() {
-        let mut previous = 0.0;
-        let points: Vec<String> = run
-            .timeline
-            .iter()
-            .map(|s| {
-                // Each second's rate at its middle.
-                let v = rate(s, previous);
-                let middle = (previous + s.second) / 2.0;
-                previous = s.second;
-                format!("{:.1},{:.1}", x(middle), y(v))
-            })
-            .collect();
-        let _ = write!(
-            svg,
-            r#"<polyline class="run" fill="none" stroke="{}" stroke-width="2" points="{}"/>"#,
-            colour(i),
-            points.join(" ")
-        );
+    plot.x_label("seconds into the run");
+    for (i, run) in rates.iter().enumerate() {
+        let points: Vec<(f64, f64)> = run.iter().map(|(t, v)| (x(*t), y(*v))).collect();
+        plot.line(i, &points, false);
     }
-    svg.push_str("</svg>");
-    svg
+    plot.end()
 }
 
 /// The latency percentiles on a log scale, one line per run.
 fn latency_svg(runs: &[Report]) -> String {
-    let labels = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"];
     let all: Vec<u64> = runs
         .iter()
-        .flat_map(|r| r.latency_us.points().into_iter().map(|(_, us)| us))
+        .flat_map(|r| r.latency_us.all())
+        .filter(|us| *us > 0)
         .collect();
     let low = all.iter().copied().min().unwrap_or(1).max(1) as f64;
     let high = all.iter().copied().max().unwrap_or(10).max(2) as f64;
-    let (low_decade, high_decade) = (
-        low.log10().floor(),
-        high.log10().ceil().max(low.log10().floor() + 1.0),
-    );
-    let x = |i: usize| LEFT + i as f64 / (labels.len() - 1) as f64 * (WIDTH - LEFT - RIGHT);
+    let low_decade = low.log10().floor();
+    let high_decade = high.log10().ceil().max(low_decade + 1.0);
+    let x = |i: usize| LEFT + i as f64 / (PERCENTILES.len() - 1) as f64 * (WIDTH - LEFT - RIGHT);
     let y = |us: f64| {
         let f = (us.log10() - low_decade) / (high_decade - low_decade);
         HEIGHT - BOTTOM - f * (HEIGHT - TOP - BOTTOM)
     };
-    let mut svg = format!(
-        r#"<svg id="latency" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="latency percentiles, log scale">"#
-    );
-    axes(&mut svg);
+    let mut plot = Plot::new("latency", "latency percentiles, log scale");
     let mut decade = low_decade;
     while decade <= high_decade {
         let us = 10f64.powf(decade);
-        let _ = write!(
-            svg,
-            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end" class="tick">{}</text>"##,
-            WIDTH - RIGHT,
-            LEFT - 6.0,
-            y(us) + 4.0,
-            latency_text(us as u64),
-            y = y(us),
-        );
+        plot.y_tick(y(us), &latency_text(us as u64), true);
         decade += 1.0;
     }
-    for (i, label) in labels.iter().enumerate() {
-        let _ = write!(
-            svg,
-            r#"<text x="{}" y="{}" text-anchor="middle" class="tick">{label}</text>"#,
-            x(i),
-            HEIGHT - BOTTOM + 16.0
-        );
+    for (i, label) in PERCENTILES.iter().enumerate() {
+        plot.x_tick(x(i), label);
     }
-    let _ = write!(
-        svg,
-        r#"<text x="{}" y="{}" text-anchor="middle" class="label">percentile (log scale of latency)</text>"#,
-        (LEFT + WIDTH - RIGHT) / 2.0,
-        HEIGHT - 4.0
-    );
+    plot.x_label("percentile (log scale of latency)");
     for (i, run) in runs.iter().enumerate() {
-        let points: Vec<String> = run
+        // A percentile an older report lacks is left out of its line.
+        let points: Vec<(f64, f64)> = run
             .latency_us
-            .points()
+            .all()
             .into_iter()
-            .filter_map(|(label, us)| {
-                let at = labels.iter().position(|l| *l == label)?;
-                Some(format!("{:.1},{:.1}", x(at), y(us as f64)))
-            })
+            .enumerate()
+            .filter(|(_, us)| *us > 0)
+            .map(|(at, us)| (x(at), y(us as f64)))
             .collect();
-        let _ = write!(
-            svg,
-            r#"<polyline class="run" fill="none" stroke="{}" stroke-width="2" points="{}"/>"#,
-            colour(i),
-            points.join(" ")
-        );
-        for point in &points {
-            let (px, py) = point.split_once(',').unwrap_or(("0", "0"));
-            let _ = write!(svg, r#"<circle cx="{px}" cy="{py}" r="3" fill="{}"/>"#, colour(i));
-        }
+        plot.line(i, &points, true);
     }
-    svg.push_str("</svg>");
-    svg
-}
-
-fn axes(svg: &mut String) {
-    let _ = write!(
-        svg,
-        r##"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" stroke="#333"/><line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" stroke="#333"/>"##,
-        b = HEIGHT - BOTTOM,
-        r = WIDTH - RIGHT
-    );
+    plot.end()
 }
 
 /// The page for one run, or several side by side.
@@ -378,14 +376,13 @@ pub(crate) fn html(runs: &[Report]) -> String {
     page.push_str("\n<h2>Latency percentiles</h2>\n");
     page.push_str(&latency_svg(runs));
     page.push_str("\n<table id=\"percentiles\"><tr><th class=\"l\">run</th>");
-    for label in ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"] {
+    for label in PERCENTILES {
         let _ = write!(page, "<th>{label}</th>");
     }
     page.push_str("</tr>\n");
     for (i, run) in runs.iter().enumerate() {
-        let l = &run.latency_us;
         let _ = write!(page, "<tr><td class=\"l\">{}</td>", i + 1);
-        for us in [l.p50, l.p75, l.p90, l.p95, l.p99, l.p999, l.p9999, l.max] {
+        for us in run.latency_us.all() {
             let shown = if us == 0 {
                 "–".to_owned()
             } else {

@@ -12,17 +12,8 @@ cd "$here/../../../.."
 
 jrpc=$(realpath "$1")
 screenshot=${2:+$(realpath -m "$2")}
-export CHROMIUM="${CHROMIUM:-$(command -v chromium || true)}"
-if [ -z "$CHROMIUM" ]; then
-  echo "chromium not found: install Debian's chromium (apt-get install chromium) or set CHROMIUM" >&2
-  exit 1
-fi
-dir="${CARGO_TARGET_DIR:-target}/playground-browser"
-mkdir -p "$dir"
-dir=$(realpath "$dir")
-if [ ! -d "$dir/node_modules/playwright-core" ] || [ ! -x "$dir/node_modules/.bin/node" ]; then
-  (cd "$dir" && npm install --silent --no-audit --no-fund --no-save node@22.23.3 playwright-core@1.65.1)
-fi
+. "$here/../browser_env.sh"
+dir="$browser_dir"
 work=$(mktemp -d)
 log="$work/serve.log"
 "$jrpc" serve --http 127.0.0.1:0 2>"$log" &
