@@ -695,7 +695,7 @@ pub(crate) fn params(args: &ParamArgs, positional: &[String]) -> anyhow::Result<
 }
 
 /// Whether a PARAM word is `NAME=VALUE`: a named param.
-fn is_named(word: &str) -> bool {
+pub(crate) fn is_named(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {
         !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
     })

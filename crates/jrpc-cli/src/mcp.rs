@@ -395,8 +395,12 @@ mod client {
     ) -> Result<serde_json::Map<String, serde_json::Value>, Failure> {
         let mut map = serde_json::Map::new();
         for word in words {
-            let Some((key, value)) = word.split_once('=') else {
-                return Err(usage(format!("{word:?} is not KEY=VALUE")));
+            // The rule of `jrpc call` and `jrpc connect`: only NAME=VALUE
+            // words name an argument.
+            let (Some((key, value)), true) = (word.split_once('='), crate::call::is_named(word)) else {
+                return Err(usage(format!(
+                    "{word:?} is not NAME=VALUE: arguments are named (a value with = in it goes after the name: k='\"a=b\"')"
+                )));
             };
             let value = match serde_json::from_str(value) {
                 Ok(json) if json_values => json,
