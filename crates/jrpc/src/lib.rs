@@ -8,7 +8,8 @@
 //! | module | job |
 //! |---|---|
 //! | [`message`] | ids, error objects, requests and responses; parse a frame into classified items; serialize replies |
-//! | [`router`] | the method table; typed params; send each call through the middleware to its handler; build the reply frame |
+//! | [`router`] | the method table: handlers, typed params, the middleware stack (a `tower::Service<Call>`) |
+//! | [`dispatch`] | serving frames, one engine for every transport: the inline fast path, batches, in-flight bounds, cancellation, ordering |
 //! | [`middleware`] | tower layers around every call: call logs with redaction, metrics, deadlines, concurrency and rate limits, authorization |
 //! | [`context`] | what is known about a call and its connection |
 //! | [`typed`] | typed methods: a type naming a method, its params and its result, for both sides |
@@ -34,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod context;
+pub mod dispatch;
 pub mod message;
 pub mod middleware;
 pub mod openrpc;

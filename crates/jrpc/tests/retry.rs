@@ -223,7 +223,7 @@ async fn tries_stop_at_the_attempt_and_time_bounds() {
     let error = bounded("the call", client.call::<i64>("flaky", [1]))
         .await
         .unwrap_err();
-    assert_eq!(error.rpc().map(|e| e.code()), Some(-32007));
+    assert_eq!(error.rpc().map(|e| e.code()), Some(-32007), "{error:?}");
     let made = calls.load(Ordering::SeqCst);
     assert!(
         (2..100_000).contains(&made),

@@ -14,6 +14,8 @@ pub struct Served {
     /// The listeners' addresses, in the order of their flags (an HTTP
     /// listener's WebSocket address after its own).
     pub targets: Vec<String>,
+    /// The server's stderr lines after the listening ones (its log).
+    pub log: std::sync::mpsc::Receiver<String>,
 }
 
 impl Served {
@@ -49,8 +51,14 @@ impl Served {
                 }
             }
         }
-        std::thread::spawn(move || for _ in stderr.lines() {});
-        Served { child, targets }
+        let (tx, log) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                // Nobody may be reading: the lines are dropped then.
+                let _ = tx.send(line);
+            }
+        });
+        Served { child, targets, log }
     }
 
     /// The server's process id.

@@ -380,6 +380,9 @@ impl tower::Service<Outgoing> for RetryService {
                 budget = budget.min(limit);
             }
             let mut attempt = 0;
+            // What the last attempt failed with: more telling than a
+            // timeout when the time bound cuts a later attempt short.
+            let mut last: Option<CallError> = None;
             loop {
                 let mut this = call.clone();
                 let left = budget.saturating_sub(started.elapsed());
@@ -390,7 +393,7 @@ impl tower::Service<Outgoing> for RetryService {
                 let error = match tower::ServiceExt::oneshot(inner.clone(), this).await {
                     Ok(result) => return Ok(result),
                     Err(CallError::Timeout(_)) if started.elapsed() >= budget => {
-                        return Err(CallError::Timeout(call.timeout()));
+                        return Err(last.unwrap_or(CallError::Timeout(call.timeout())));
                     }
                     Err(error) => error,
                 };
@@ -408,6 +411,7 @@ impl tower::Service<Outgoing> for RetryService {
                     return Err(error);
                 }
                 tracing::debug!(method = call.method(), attempt, ?wait, error = %error, "trying the call again");
+                last = Some(error);
                 tokio::time::sleep(wait).await;
                 attempt += 1;
             }

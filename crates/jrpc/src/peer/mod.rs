@@ -21,11 +21,10 @@
 //! ```
 
 mod config;
-mod driver;
-mod outbox;
+mod reader;
 mod state;
+mod writer;
 
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::io;
@@ -46,73 +45,18 @@ use crate::caller::{
     Outcome, Outgoing, OutgoingLayerFn,
 };
 pub use crate::caller::{Batch, BatchCall, CallError, Caller};
+pub use crate::dispatch::CancelProtocol;
 pub use config::ConnectionConfig;
 use state::PeerState;
 
 use crate::codec::{Framing, Inbound};
 pub use crate::context::ConnectionInfo;
 use crate::context::{Extensions, RequestContext};
-use crate::message::{encode_call, write_json_str, Id};
+use crate::dispatch::connection::{Bounds, Shared as Dispatch};
+use crate::dispatch::{outbox, Cancellation};
+use crate::message::{encode_call, Id};
 use crate::transport::{CloseReason, Connection};
-use crate::{Error, Router};
-
-/// How calls are cancelled across the connection: which notification is
-/// sent when a call is dropped or times out, and which incoming notification
-/// aborts the handler serving a request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CancelProtocol {
-    /// The notification's method.
-    pub method: Cow<'static, str>,
-    /// The params member holding the cancelled request's id.
-    pub id_field: Cow<'static, str>,
-    /// A params member for a human-readable reason, if the protocol has one.
-    pub reason_field: Option<Cow<'static, str>>,
-    /// The error to answer a cancelled incoming request with; `None` sends
-    /// no response at all.
-    pub reply: Option<Error>,
-}
-
-impl CancelProtocol {
-    /// MCP: `notifications/cancelled` with `{"requestId", "reason"}`; a
-    /// cancelled request gets no response.
-    pub fn mcp() -> Self {
-        CancelProtocol {
-            method: "notifications/cancelled".into(),
-            id_field: "requestId".into(),
-            reason_field: Some("reason".into()),
-            reply: None,
-        }
-    }
-
-    /// LSP: `$/cancelRequest` with `{"id"}`; a cancelled request is answered
-    /// `-32800 Request cancelled`.
-    pub fn lsp() -> Self {
-        CancelProtocol {
-            method: "$/cancelRequest".into(),
-            id_field: "id".into(),
-            reason_field: None,
-            reply: Some(Error::new(-32800, "Request cancelled")),
-        }
-    }
-
-    fn notification(&self, id: u64, reason: &str) -> Bytes {
-        let mut out = Vec::with_capacity(96);
-        out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
-        write_json_str(&mut out, &self.method);
-        out.extend_from_slice(br#","params":{"#);
-        write_json_str(&mut out, &self.id_field);
-        out.push(b':');
-        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
-        if let Some(field) = &self.reason_field {
-            out.push(b',');
-            write_json_str(&mut out, field);
-            out.push(b':');
-            write_json_str(&mut out, reason);
-        }
-        out.extend_from_slice(b"}}");
-        out.into()
-    }
-}
+use crate::Router;
 
 /// A weak link from a connection's extensions back to its peer, so that a
 /// handler can call the other side without keeping the connection alive.
@@ -305,6 +249,7 @@ impl PeerBuilder {
         } = self;
         let (outbox, outbox_rx) = outbox::outbox(config.max_outgoing_bytes);
         let shared = Arc::new_cyclic(|weak: &Weak<PeerState>| {
+            // Handlers reach this connection through its facts.
             extensions.insert(PeerLink(weak.clone()));
             let stack = (!outgoing.is_empty()).then(|| {
                 let weak = weak.clone();
@@ -319,29 +264,32 @@ impl PeerBuilder {
                 });
                 build_stack(BoxOutgoingService::new(innermost), &outgoing)
             });
-            PeerState::new(
-                outbox,
-                router,
-                Arc::new(extensions),
-                config.call_timeout,
-                config.cancel.clone(),
-                stack,
-            )
+            PeerState::new(outbox.clone(), config.call_timeout, config.cancel.clone(), stack)
         });
-        let bounds = driver::Bounds {
+        let dispatch = Arc::new(Dispatch {
+            router,
+            facts: Arc::new(extensions),
+            outbox,
+            cancellation: config.cancel.clone().map(Cancellation::new),
+        });
+        let bounds = Bounds {
             running: config.max_in_flight,
             queued: config.max_in_flight.saturating_mul(8),
             ordered: config.ordered,
             ordered_responses: config.ordered_responses,
+        };
+        let limits = reader::Limits {
             idle,
             write_timeout: config.write_timeout.filter(|_| write_limit),
         };
-        driver::start(
+        reader::start(
             Arc::clone(&shared),
+            dispatch,
             frames_in,
             frames_out,
             outbox_rx,
             bounds,
+            limits,
             close_reason,
             resources,
         );

@@ -5,17 +5,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde_json::value::RawValue;
 use tokio::sync::{oneshot, watch};
-use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::outbox::Outbox;
 use super::{CallError, CancelProtocol};
 use crate::caller::{BoxOutgoingService, Outcome};
-use crate::context::Extensions;
+use crate::dispatch::outbox::Outbox;
 use crate::message::{Id, ResponseRef};
-use crate::Router;
 
 /// Where a pending call's outcome goes.
 pub(crate) type Waiter = oneshot::Sender<Outcome>;
@@ -23,33 +19,18 @@ pub(crate) type Waiter = oneshot::Sender<Outcome>;
 pub(crate) struct PeerState {
     /// Frames to write, in order, bounded in bytes.
     pub(crate) outbox: Outbox,
-    pub(crate) router: Router,
-    pub(crate) connection: Arc<Extensions>,
     pub(crate) call_timeout: Duration,
     pub(crate) cancel: Option<CancelProtocol>,
     /// Middleware around this side's calls, when any is installed.
     pub(crate) outgoing: Option<BoxOutgoingService>,
     next_id: AtomicU64,
     calls: Mutex<Calls>,
-    /// Incoming requests being served by async handlers, for cancellation
-    /// (several may share an id: ids are the other side's to choose).
-    pub(crate) serving: Mutex<HashMap<Id, Vec<InFlight>>>,
     /// Graceful close: take no new requests, finish the ones in flight.
     pub(crate) stop_reading: CancellationToken,
     /// Hard stop: abort whatever is still running and drop the connection.
     pub(crate) kill: CancellationToken,
     /// Set once the connection is fully closed, with why.
     pub(crate) closed_tx: watch::Sender<Option<Arc<str>>>,
-}
-
-/// One incoming request served by an async handler.
-pub(crate) struct InFlight {
-    /// Set by whichever answers first: the handler, or a cancellation.
-    pub(crate) answered: Arc<std::sync::atomic::AtomicBool>,
-    pub(crate) abort: Option<AbortHandle>,
-    /// The form a cancellation's reply takes, and where it goes.
-    pub(crate) version: crate::message::Version,
-    pub(crate) reply: super::driver::ReplyTo,
 }
 
 /// The outgoing calls awaiting a response, and whether the connection can
@@ -63,16 +44,12 @@ struct Calls {
 impl PeerState {
     pub(crate) fn new(
         outbox: Outbox,
-        router: Router,
-        connection: Arc<Extensions>,
         call_timeout: Duration,
         cancel: Option<CancelProtocol>,
         outgoing: Option<BoxOutgoingService>,
     ) -> Self {
         PeerState {
             outbox,
-            router,
-            connection,
             call_timeout,
             cancel,
             outgoing,
@@ -81,7 +58,6 @@ impl PeerState {
                 pending: HashMap::new(),
                 refused: None,
             }),
-            serving: Mutex::new(HashMap::new()),
             stop_reading: CancellationToken::new(),
             kill: CancellationToken::new(),
             closed_tx: watch::channel(None).0,
@@ -92,10 +68,6 @@ impl PeerState {
         // A panic while holding this lock cannot leave the table inconsistent
         // (every update is a single insert or remove), so poisoning is moot.
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn serving(&self) -> MutexGuard<'_, HashMap<Id, Vec<InFlight>>> {
-        self.serving.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Registers a new outgoing call: its id and where its outcome will go.
@@ -155,16 +127,6 @@ impl PeerState {
         // id: it answers a call of ours (see `take_waiter`), never a stray.
         let unreadable = response.id.is_null() && response.outcome.is_err();
         !bounced && !unreadable && !self.issued(&response.id)
-    }
-
-    /// Hands an incoming response to the call waiting for it, if any.
-    pub(crate) fn deliver(&self, response: ResponseRef<'_>) {
-        match self.waiter_of(&response) {
-            Some(tx) => {
-                let _ = tx.send(response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc));
-            }
-            None => tracing::debug!(id = %response.id, "response to no pending call"),
-        }
     }
 
     /// The caller `response` answers, no longer pending.

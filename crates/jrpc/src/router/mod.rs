@@ -23,10 +23,10 @@
 //! # });
 //! ```
 
-mod dispatch;
 mod handler;
 mod params;
 mod stack;
+mod table;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -36,8 +36,10 @@ use stack::Stack;
 
 pub use crate::context::{ConnectionInfo, Extensions, Identity, RequestContext};
 use handler::marker::Signature;
+use handler::ErasedFallback;
 pub use handler::{AsyncMethod, AsyncNotification, SyncMethod, SyncNotification};
-use handler::{ErasedFallback, ErasedMethod, ErasedNotification};
+pub(crate) use handler::{CallInfo, ErasedMethod, ErasedNotification};
+pub(crate) use table::{notification_dropped, unit};
 
 use crate::message::Limits;
 use crate::middleware::{
@@ -131,7 +133,7 @@ pub(crate) struct Table {
     methods: HashMap<Box<str>, ErasedMethod, Names>,
     notifications: HashMap<Box<str>, ErasedNotification, Names>,
     /// Serves calls to names no handler is registered for.
-    fallback: Option<ErasedFallback>,
+    pub(crate) fallback: Option<ErasedFallback>,
     expose_internal_errors: bool,
     redaction: Redaction,
     /// Descriptions of methods and notifications, by name.
@@ -303,6 +305,16 @@ impl Router {
     /// Whether any call middleware is installed.
     pub fn has_layers(&self) -> bool {
         !self.inner.layers.is_empty()
+    }
+
+    /// The handlers, for the dispatch engine.
+    pub(crate) fn table(&self) -> &Table {
+        &self.inner.table
+    }
+
+    /// How many entries of one batch run at once.
+    pub(crate) fn batch_limit(&self) -> usize {
+        self.inner.batch_concurrency
     }
 
     /// The call stack: the handlers inside every layer.

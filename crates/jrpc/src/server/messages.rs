@@ -13,7 +13,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{ConnectionInfo, Extensions};
-use crate::message::{codes, parse_frame, Error, Frame, Id, Incoming, Limits, Response};
+use crate::dispatch::{one_shot, FrameKind};
+use crate::message::{codes, Error, Id, Response};
 use crate::transport::{Message, MessageListener};
 use crate::Router;
 
@@ -27,37 +28,6 @@ pub(crate) struct Settings {
     pub(crate) grace: Duration,
 }
 
-/// What a frame is, as far as answering goes.
-pub(crate) enum Kind {
-    /// Only responses (or nothing answerable): never answered.
-    Responses,
-    /// A single request: its id, for refusals.
-    Request(Id),
-    /// A notification: never answered, not even to refuse it.
-    Notification,
-    /// A batch, or a frame the router answers with an error (id null).
-    Other,
-}
-
-pub(crate) fn kind(parsed: &Result<Frame<'_>, Error>) -> Kind {
-    match parsed {
-        Ok(Frame::Single(Incoming::Response(_))) => Kind::Responses,
-        Ok(Frame::Single(Incoming::Request(request))) => Kind::Request(request.id.clone()),
-        Ok(Frame::Single(Incoming::Notification(_))) => Kind::Notification,
-        Ok(Frame::Batch(items)) if items.iter().all(|i| matches!(i, Incoming::Response(_))) => {
-            Kind::Responses
-        }
-        Ok(Frame::Batch(items))
-            if items
-                .iter()
-                .all(|i| matches!(i, Incoming::Notification(_) | Incoming::Response(_))) =>
-        {
-            Kind::Notification
-        }
-        _ => Kind::Other,
-    }
-}
-
 /// A reply frame of one error.
 pub(crate) fn refusal(id: Id, error: Error) -> Bytes {
     Response {
@@ -65,16 +35,6 @@ pub(crate) fn refusal(id: Id, error: Error) -> Bytes {
         outcome: Err(error),
     }
     .to_bytes()
-}
-
-/// The id a refusal of `frame` carries; `None` when nothing in it may be
-/// answered (responses, notifications).
-pub(crate) fn refusal_id(frame: &[u8], limits: &Limits) -> Option<Id> {
-    match kind(&parse_frame(frame, limits)) {
-        Kind::Request(id) => Some(id),
-        Kind::Other => Some(Id::NULL),
-        Kind::Responses | Kind::Notification => None,
-    }
 }
 
 /// Takes messages until `shutdown` (or until the listener has no more),
@@ -169,17 +129,16 @@ async fn answer(
     let mut connection = Extensions::new();
     connection.insert(info.clone());
     let connection = Arc::new(connection);
-    let parsed = parse_frame(frame, router.parse_limits());
+    let outcome = one_shot(router, frame, &connection).await;
     if !replying {
-        if let Err(error) = &parsed {
+        if outcome.kind == FrameKind::Unreadable {
             tracing::warn!(
                 transport = info.transport,
-                error = %error.message(),
                 "a malformed message without a reply address is dropped"
             );
             return None;
         }
-        if router.handle_parsed(parsed, &connection).await.is_some() {
+        if outcome.reply.is_some() {
             tracing::debug!(
                 transport = info.transport,
                 "a request without a reply address was served; its reply is dropped"
@@ -187,11 +146,7 @@ async fn answer(
         }
         return None;
     }
-    let id = match kind(&parsed) {
-        Kind::Request(id) => id,
-        _ => Id::NULL,
-    };
-    let answer = router.handle_parsed(parsed, &connection).await?;
+    let answer = outcome.reply?;
     if answer.len() <= max_reply {
         return Some(answer);
     }
@@ -200,7 +155,7 @@ async fn answer(
         answer.len(),
         info.transport,
     ));
-    Some(refusal(id, error))
+    Some(refusal(outcome.kind.refusal_id().unwrap_or(Id::NULL), error))
 }
 
 /// Answers `message` with one error (when it has a reply address).

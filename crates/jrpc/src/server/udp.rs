@@ -18,9 +18,10 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::messages::{kind, refusal, refusal_id, Kind};
+use super::messages::refusal;
 use crate::context::Extensions;
-use crate::message::{codes, parse_frame, Error, Id};
+use crate::dispatch::{one_shot, FrameKind};
+use crate::message::{codes, Error, Id};
 use crate::Router;
 
 /// Replies up to this size are always allowed, whatever the request's.
@@ -73,7 +74,8 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
             // Parsed here only to refuse it well; served frames are parsed
             // once, on their own task.
-            let Some(id) = refusal_id(&buffer[..n], settings.router.parse_limits()) else {
+            let kind = FrameKind::read(&buffer[..n], settings.router.parse_limits());
+            let Some(id) = kind.refusal_id() else {
                 continue;
             };
             let error = Error::server_busy().with_data("too many requests in flight: try again later");
@@ -95,20 +97,16 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
         };
         tasks.spawn(async move {
             let _slot = slot;
-            let parsed = parse_frame(&frame, router.parse_limits());
-            let id = match kind(&parsed) {
-                Kind::Responses => {
+            let outcome = one_shot(&router, &frame, &connection).await;
+            let id = match outcome.kind {
+                FrameKind::Responses => {
                     tracing::debug!(%from, "udp: a response from a client is not answered");
                     return;
                 }
-                Kind::Notification => {
-                    router.handle_parsed(parsed, &connection).await;
-                    return;
-                }
-                Kind::Request(id) => id,
-                Kind::Other => Id::NULL,
+                FrameKind::Notification => return,
+                ref kind => kind.refusal_id().unwrap_or(Id::NULL),
             };
-            let Some(mut answer) = router.handle_parsed(parsed, &connection).await else {
+            let Some(mut answer) = outcome.reply else {
                 return;
             };
             if answer.len() > most {

@@ -17,8 +17,8 @@ use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
 use crate::context::Extensions;
 use crate::context::Identity;
+use crate::dispatch::{one_shot, Refusal};
 use crate::message::{codes, Error, Id, Response as RpcResponse};
-use crate::middleware::Refusals;
 use crate::peer::Peer;
 use crate::transport::ws::{self, WsOptions};
 use crate::Router;
@@ -314,11 +314,7 @@ where
         return too_large();
     }
     let (parts, body) = request.into_parts();
-    let mut connection = request_extensions(parts, connection);
-    if settings.router.has_layers() {
-        // A rate limit among the layers counts here what it refuses.
-        connection.insert(Refusals::default());
-    }
+    let connection = request_extensions(parts, connection);
     let reading = within(BODY_READ_TIMEOUT, read_body(body, limit, &settings.body_budget));
     let Some(body) = reading.await else {
         return error_response(
@@ -340,11 +336,13 @@ where
         }
     };
     let connection = Arc::new(connection);
-    let reply = settings.router.handle_with(&body, &connection).await;
-    if let Some(wait) = connection.get::<Refusals>().and_then(Refusals::all_refused) {
-        return super::layers::too_many_requests(wait);
+    let outcome = one_shot(&settings.router, &body, &connection).await;
+    match outcome.refused {
+        Some(Refusal::RateLimited { retry_after }) => return super::layers::too_many_requests(retry_after),
+        Some(Refusal::Busy) => return service_unavailable("every call was refused: the server is busy"),
+        _ => {}
     }
-    match reply {
+    match outcome.reply {
         Some(reply) => respond(StatusCode::OK, "application/json", reply),
         // Notifications only: nothing to say, and never `null`.
         None => {
