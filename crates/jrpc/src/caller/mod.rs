@@ -39,6 +39,7 @@
 
 mod batch;
 mod error;
+mod outcome;
 
 use std::fmt;
 use std::future::Future;
@@ -53,50 +54,12 @@ use tower::Layer;
 pub use batch::{Batch, BatchCall};
 pub(crate) use batch::{BatchTarget, BoxFuture, Registered};
 pub use error::CallError;
+pub use outcome::Delivery;
+pub(crate) use outcome::{decode, Outcome};
 
 use crate::context::Extensions;
 use crate::middleware::{BoxCloneSyncService, BoxError};
 use crate::typed::{Method, Notification};
-
-/// Whether a call's request may have reached the other side, as the
-/// transport below saw it. A retry layer puts one in each attempt's
-/// [extensions](Outgoing::extensions_mut) and reads it after a failure: a
-/// request that provably never left is safe to send again, whatever the
-/// method. Until a transport says otherwise, a request may have been sent.
-///
-/// A transport of your own (below a [`RetryPolicy`](crate::client::RetryPolicy))
-/// calls [`mark_unsent`](Self::mark_unsent) when it fails before writing
-/// anything, and [`mark_sent`](Self::mark_sent) once it has written.
-#[derive(Clone, Debug, Default)]
-pub struct Delivery(Arc<std::sync::atomic::AtomicU8>);
-
-impl Delivery {
-    const UNSENT: u8 = 1;
-    const SENT: u8 = 2;
-
-    /// The request went out (or may have).
-    pub fn mark_sent(&self) {
-        self.0.store(Self::SENT, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// The request never left: nothing was written.
-    pub fn mark_unsent(&self) {
-        self.0.store(Self::UNSENT, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Whether the request provably never left.
-    pub fn was_unsent(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed) == Self::UNSENT
-    }
-
-    /// The call's tracker, if a layer above asked for one.
-    pub(crate) fn of(call: &Outgoing) -> Option<Delivery> {
-        call.extensions().get::<Delivery>().cloned()
-    }
-}
-
-/// What a pending call is waiting for.
-pub(crate) type Outcome = Result<Box<RawValue>, CallError>;
 
 /// The calling interface, one for every way of reaching the other side: a
 /// [`Peer`](crate::peer::Peer) (which is also what a handler gets from
@@ -190,9 +153,11 @@ pub trait Caller: Send + Sync {
     }
 }
 
-/// Decodes a raw result into the type asked for.
-pub(crate) fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, CallError> {
-    serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))
+impl Delivery {
+    /// The call's tracker, if a layer above asked for one.
+    pub(crate) fn of(call: &Outgoing) -> Option<Delivery> {
+        call.extensions().get::<Delivery>().cloned()
+    }
 }
 
 /// One outgoing call or notification on its way out.

@@ -26,6 +26,8 @@ mod auto_batch;
 pub mod cache;
 #[cfg(feature = "http-client")]
 pub(crate) mod http;
+#[cfg(feature = "http-client")]
+mod http_error;
 mod pool;
 mod reconnect;
 mod retry;
@@ -41,7 +43,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::task::JoinHandle;
 
 #[cfg(feature = "http-client")]
-pub use self::http::{HttpClient, HttpError};
+pub use self::http::HttpClient;
+#[cfg(feature = "http-client")]
+pub use self::http_error::HttpError;
 use crate::caller::{
     build_stack, erase_layer, BoxFuture, BoxOutgoingService, Caller, Outgoing, OutgoingLayerFn,
 };

@@ -289,7 +289,7 @@ impl RetryPolicy {
             return Some(None);
         }
         #[cfg(feature = "http-client")]
-        if let Some(http) = error.transport_error::<super::HttpError>() {
+        if let Some(http) = error.transport_error::<super::http_error::HttpError>() {
             let busy = matches!(http.status, 429 | 503);
             return (busy && self.on_busy).then_some(http.retry_after);
         }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use tokio_util::codec::Decoder;
 
-use super::Inbound;
+use super::inbound::Inbound;
 
 /// Bytes buffered in unfinished frames (or HTTP request bodies), counted
 /// across every connection that shares this budget. Cloning shares it.

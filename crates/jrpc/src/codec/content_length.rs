@@ -5,7 +5,7 @@ use std::io;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::Inbound;
+use super::inbound::Inbound;
 
 /// The longest header section accepted before it is treated as garbage.
 const MAX_HEADER_LEN: usize = 8 * 1024;
@@ -139,7 +139,7 @@ impl Decoder for ContentLengthCodec {
                             buf.advance(end + 1);
                             return Ok(Some(Inbound::Malformed(format!(
                                 "{}: a JSON text on a line where Content-Length headers belong (the other side frames one JSON text per line)",
-                                super::FRAMING_MISMATCH
+                                super::inbound::FRAMING_MISMATCH
                             ))));
                         }
                     }
@@ -385,7 +385,7 @@ mod tests {
             &[b"{\"jsonrpc\":\"2.0\",\"result\":1,\"id\":1}\n[1]\nContent-Length: 2\r\n\r\n{}"],
         );
         assert!(
-            matches!(&got[0], Inbound::Malformed(r) if r.starts_with(super::super::FRAMING_MISMATCH)),
+            matches!(&got[0], Inbound::Malformed(r) if r.starts_with(super::super::inbound::FRAMING_MISMATCH)),
             "{got:?}"
         );
         assert!(matches!(&got[1], Inbound::Malformed(_)), "{got:?}");

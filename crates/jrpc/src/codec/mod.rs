@@ -11,46 +11,21 @@
 
 mod budget;
 mod content_length;
+mod inbound;
 mod ndjson;
 
 use std::fmt;
 use std::io;
 use std::str::FromStr;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
 pub use budget::{Budgeted, BufferBudget, Charge, OverBudget};
 pub use content_length::ContentLengthCodec;
+pub use inbound::Inbound;
+pub(crate) use inbound::FRAMING_MISMATCH;
 pub use ndjson::NdjsonCodec;
-
-/// How a [`Inbound::Malformed`] reason starts when the other side uses the
-/// other framing (newline-delimited against `Content-Length`).
-pub(crate) const FRAMING_MISMATCH: &str = "framing mismatch";
-
-/// What a decoder yields: a frame, or a report of bad input it skipped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Inbound {
-    /// One frame, without its framing.
-    Frame(Bytes),
-    /// A frame longer than the limit. It is reported as soon as that is known
-    /// and then skipped, never buffered; the stream goes on.
-    Oversized {
-        /// The limit the frame exceeded.
-        limit: usize,
-    },
-    /// Framing that could not be understood (bad headers). The decoder has
-    /// skipped to where the next frame can start.
-    Malformed(String),
-    /// The bytes held for unfinished frames across connections exceed their
-    /// shared [`BufferBudget`]: the unfinished frame was dropped, and the
-    /// stream cannot go on (answer `-32007` and close).
-    OverBudget {
-        /// The budget's limit.
-        limit: usize,
-    },
-}
 
 /// Which framing a byte stream uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -157,5 +132,5 @@ pub(crate) fn decode_all(
 /// A decoded frame holding `text`.
 #[cfg(test)]
 pub(crate) fn frame(text: &str) -> Inbound {
-    Inbound::Frame(Bytes::copy_from_slice(text.as_bytes()))
+    Inbound::Frame(bytes::Bytes::copy_from_slice(text.as_bytes()))
 }

@@ -5,7 +5,7 @@ use std::io;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::Inbound;
+use super::inbound::Inbound;
 
 /// Newline-delimited JSON framing, bounded by a maximum line length.
 ///

@@ -343,8 +343,10 @@ impl Engine {
                         return Routed::Done;
                     }
                 }
+                let call = Owned::notification(notification);
+                let shared = &self.shared;
                 self.notifications
-                    .push(&self.shared, &mut self.tasks, Owned::notification(notification));
+                    .push(&shared.router, &shared.facts, &mut self.tasks, call);
                 Routed::Done
             }
             Incoming::Request(request) if self.draining => Routed::Answer(error_reply(

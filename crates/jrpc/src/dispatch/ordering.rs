@@ -7,8 +7,9 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use super::connection::Shared;
 use super::serve::{self, Owned};
+use crate::context::Extensions;
+use crate::router::Router;
 
 /// Notifications waiting for their handler, at most.
 const NOTIFICATION_QUEUE: usize = 1024;
@@ -56,11 +57,17 @@ impl Notifications {
 
     /// Queues a notification for the worker (started on first use); says
     /// why not when it cannot be.
-    pub(crate) fn push(&mut self, shared: &Arc<Shared>, tasks: &mut JoinSet<()>, call: Owned) {
+    pub(crate) fn push(
+        &mut self,
+        router: &Router,
+        facts: &Arc<Extensions>,
+        tasks: &mut JoinSet<()>,
+        call: Owned,
+    ) {
         self.queue = match std::mem::replace(&mut self.queue, Queue::Closed) {
             Queue::NotStarted(handled) => {
                 let (queue, received) = mpsc::channel(NOTIFICATION_QUEUE);
-                tasks.spawn(worker(Arc::clone(shared), received, handled));
+                tasks.spawn(worker(router.clone(), Arc::clone(facts), received, handled));
                 self.worker_started = true;
                 Queue::Open(queue)
             }
@@ -78,9 +85,14 @@ impl Notifications {
 }
 
 /// Runs notification handlers one at a time, in arrival order.
-async fn worker(shared: Arc<Shared>, mut queue: mpsc::Receiver<Owned>, handled: watch::Sender<u64>) {
+async fn worker(
+    router: Router,
+    facts: Arc<Extensions>,
+    mut queue: mpsc::Receiver<Owned>,
+    handled: watch::Sender<u64>,
+) {
     while let Some(call) = queue.recv().await {
-        serve::owned(&shared.router, call, &shared.facts, &mut Vec::new()).await;
+        serve::owned(&router, call, &facts, &mut Vec::new()).await;
         handled.send_modify(|n| *n += 1);
     }
 }

@@ -195,6 +195,7 @@ pub(crate) async fn awaited(
 
 /// Serves a call copied out of its frame: through the middleware when there
 /// is any, else its handler (on the spot when it is plain).
+#[cfg(feature = "runtime")]
 pub(crate) async fn owned(
     router: &Router,
     call: Owned,
@@ -305,6 +306,7 @@ impl Owned {
         }
     }
 
+    #[cfg(feature = "runtime")]
     pub(crate) fn as_incoming(&self) -> Incoming<'_> {
         let (version, method, params) = (
             self.version,
@@ -328,6 +330,7 @@ impl Owned {
 }
 
 /// The reply of one error.
+#[cfg(feature = "runtime")]
 pub(crate) fn error_reply(version: Version, id: &Id, error: &Error) -> Vec<u8> {
     let mut out = Vec::new();
     message::write_error(&mut out, version, id, error);

@@ -167,7 +167,7 @@ impl Error {
         out.extend_from_slice(b"{\"code\":");
         out.extend_from_slice(itoa::Buffer::new().format(self.code).as_bytes());
         out.extend_from_slice(b",\"message\":");
-        super::write::write_json_str(out, &self.message);
+        super::escape::write_json_str(out, &self.message);
         if let Some(data) = &self.data {
             out.extend_from_slice(b",\"data\":");
             out.extend_from_slice(data.get().as_bytes());
@@ -225,7 +225,7 @@ impl<'de> Deserialize<'de> for Error {
         struct Wire {
             code: i64,
             message: String,
-            #[serde(default, deserialize_with = "super::parse::present")]
+            #[serde(default, deserialize_with = "present")]
             data: Option<Box<RawValue>>,
         }
         let wire = Wire::deserialize(deserializer)?;
@@ -235,6 +235,16 @@ impl<'de> Deserialize<'de> for Error {
             data: wire.data,
         })
     }
+}
+
+/// `deserialize_with` helper: a member that is present (even as `null`) is
+/// `Some`; an absent one falls back to `#[serde(default)]`.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 #[cfg(test)]

@@ -169,7 +169,7 @@ impl Id {
         match &self.0 {
             Repr::Null => out.extend_from_slice(b"null"),
             Repr::Number(n) => out.extend_from_slice(n.as_bytes()),
-            Repr::String(s) => super::write::write_json_str(out, s),
+            Repr::String(s) => super::escape::write_json_str(out, s),
         }
     }
 }

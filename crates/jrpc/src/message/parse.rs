@@ -622,13 +622,3 @@ fn invalid<'a>(version: Version, id: Option<Option<Id>>) -> Incoming<'a> {
         error: Error::invalid_request(),
     })
 }
-
-/// `deserialize_with` helper: a member that is present (even as `null`) is
-/// `Some`; an absent one falls back to `#[serde(default)]`.
-pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: de::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    T::deserialize(deserializer).map(Some)
-}

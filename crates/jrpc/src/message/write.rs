@@ -7,13 +7,10 @@
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::{Error, Id, Version};
-
-/// Writes `s` as a JSON string literal.
-pub(crate) fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    // Writing a `str` into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
-}
+use super::error::Error;
+use super::escape::write_json_str;
+use super::id::Id;
+use super::version::Version;
 
 /// Writes the opening of a successful response, up to where the result goes.
 pub(crate) fn result_prefix(out: &mut Vec<u8>, version: Version) {

@@ -343,8 +343,11 @@ fn client_key(addr: &str) -> String {
 
 /// How many calls of one HTTP request (or other unit of work) a rate limit
 /// saw and refused. A transport that puts one in the connection's
-/// extensions can tell a request whose every call was refused (HTTP answers
-/// it `429` with `Retry-After`).
+/// extensions can tell a request whose every call was refused.
+#[deprecated(
+    since = "0.1.0",
+    note = "the dispatch engine says so itself: see `jrpc::dispatch::Outcome::refused`"
+)]
 #[derive(Debug, Default)]
 pub struct Refusals {
     seen: AtomicU64,
@@ -352,6 +355,7 @@ pub struct Refusals {
     retry_after_ms: AtomicU64,
 }
 
+#[allow(deprecated)]
 impl Refusals {
     /// Whether calls were seen and every one of them was refused; then how
     /// long until the client may try again.
@@ -414,6 +418,7 @@ where
             .and_then(|info| info.peer_addr.as_deref())
             .unwrap_or_default();
         let verdict = self.limit.check(client);
+        #[allow(deprecated)]
         if let Some(refusals) = call.get::<Refusals>() {
             refusals.seen.fetch_add(1, Ordering::AcqRel);
             if let Err(wait) = verdict {

@@ -64,9 +64,12 @@ pub use tower::{Layer, Service, ServiceExt};
 
 pub use call::{Call, RawResult};
 #[cfg(feature = "runtime")]
+#[allow(deprecated)]
+pub use limits::Refusals;
+#[cfg(feature = "runtime")]
 pub use limits::{
     Authorize, AuthorizeService, CallTimeout, CallTimeoutService, ConcurrencyLimit, ConcurrencyLimitService,
-    RateLimit, RateLimitLayer, RateLimitService, Refusals,
+    RateLimit, RateLimitLayer, RateLimitService,
 };
 #[cfg(feature = "runtime")]
 pub use log::{CallLog, CallLogService, LogDetail, TARGET as CALL_LOG_TARGET};

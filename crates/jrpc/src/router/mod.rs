@@ -615,6 +615,40 @@ impl Router {
     }
 }
 
+/// A router is the innermost call service: a [`Call`] goes through its
+/// middleware (when any) to its handler. So a router composes with tower
+/// like any service — wrapped in more layers, or driven by
+/// `tower::ServiceExt::oneshot`.
+///
+/// ```
+/// use jrpc::middleware::Call;
+/// use jrpc::Router;
+/// use tower::ServiceExt;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let router = Router::new().sync_method("add", |(a, b): (i64, i64)| Ok(a + b));
+/// let params = serde_json::value::RawValue::from_string("[2,3]".into()).unwrap();
+/// let call = Call::request(1, "add", Some(params));
+/// let result = router.oneshot(call).await.unwrap();
+/// assert_eq!(result.as_bytes(), b"5");
+/// # });
+/// ```
+impl Service<Call> for Router {
+    type Response = RawResult;
+    type Error = crate::Error;
+    type Future = crate::middleware::CallFuture;
+
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        // The stack's layers are asked when the call comes (see `Stack`).
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, call: Call) -> Self::Future {
+        let router = self.clone();
+        Box::pin(async move { router.call(call).await })
+    }
+}
+
 impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut notifications: Vec<&str> = self.inner.table.notifications.keys().map(|k| &**k).collect();

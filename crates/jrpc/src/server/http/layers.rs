@@ -17,7 +17,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use tower::{Layer, Service};
 
-use super::service::{error_response, ClientAddr};
+use super::exchange::{error_response, too_many_requests, ClientAddr};
 use crate::context::Identity;
 use crate::message::{codes, Error};
 pub use crate::middleware::RateLimit;
@@ -227,17 +227,6 @@ impl Gate for RateLimit {
         let wait = self.check(client).err()?;
         Some(too_many_requests(wait))
     }
-}
-
-/// `429 Too Many Requests` with `Retry-After` (whole seconds, rounded up)
-/// and a `-32005 Rate limited` error body.
-pub(crate) fn too_many_requests(wait: Duration) -> Response<Full<Bytes>> {
-    let mut response = error_response(StatusCode::TOO_MANY_REQUESTS, RateLimit::error(wait));
-    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-    response
 }
 
 /// Applies a [`RateLimit`] per HTTP request and client address (whatever

@@ -11,7 +11,10 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use hyper_util::rt::{TokioIo, TokioTimer};
 
-use super::service::{error_response, respond, METRICS_PATH};
+use super::exchange::{error_response, respond};
+
+/// Where an [`HttpServer`](super::HttpServer) with metrics serves them.
+pub(crate) const METRICS_PATH: &str = "/metrics";
 use crate::message::Error;
 use crate::middleware::Metrics;
 use crate::server::Serving;
@@ -32,7 +35,7 @@ const MAX_CONNECTIONS: usize = 64;
 pub async fn serve_metrics(addr: impl tokio::net::ToSocketAddrs, metrics: Metrics) -> io::Result<Serving> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local_addr = format!("http://{}", crate::transport::tcp::address(&listener));
-    let listener = super::HttpAccept {
+    let listener = super::accept::HttpAccept {
         listener,
         refusal: None,
     };

@@ -38,6 +38,8 @@
 //! # Ok(()) }
 //! ```
 
+mod accept;
+mod exchange;
 mod head_timer;
 mod layers;
 #[cfg(feature = "metrics")]
@@ -70,12 +72,14 @@ use tower_http::compression::{CompressionLayer, Predicate};
 use tower_http::cors::CorsLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 
+use accept::{busy_response, HttpAccept};
+pub use exchange::{error_response, ClientAddr, HttpBody};
 pub use layers::{
     Auth, AuthLayer, Gate, Gated, RateLimit, RateLimitLayer, RateLimited, RequestTimeout, RequestTimeoutLayer,
 };
 #[cfg(feature = "metrics")]
 pub use metrics_server::serve_metrics;
-pub use service::{error_response, ClientAddr, RpcService};
+pub use service::RpcService;
 
 use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
@@ -92,10 +96,6 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const COMPRESS_ABOVE: u16 = 1024;
 /// Concurrent HTTP/2 streams per connection.
 const MAX_STREAMS: u32 = 64;
-
-/// The request body the RPC service and its layers see.
-pub type HttpBody =
-    http_body_util::combinators::UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
 
 /// The RPC service with its layers, as one cloneable service.
 pub type HttpService = BoxCloneSyncService<Request<HttpBody>, Response<Full<Bytes>>, Infallible>;
@@ -984,63 +984,4 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for FirstRequest<I> {
     ) -> std::task::Poll<io::Result<()>> {
         std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
     }
-}
-
-/// TCP connections for an HTTP server; one past the connection bound is
-/// answered `503` with a JSON-RPC error body (over TLS, closed).
-pub(crate) struct HttpAccept {
-    pub(crate) listener: tokio::net::TcpListener,
-    pub(crate) refusal: Option<Bytes>,
-}
-
-impl crate::transport::Accept for HttpAccept {
-    type Conn = (tokio::net::TcpStream, ConnectionInfo);
-
-    async fn accept_conn(&mut self) -> io::Result<((tokio::net::TcpStream, ConnectionInfo), ConnectionInfo)> {
-        let (stream, _) = self.listener.accept().await?;
-        let _ = stream.set_nodelay(true);
-        crate::transport::tcp::keep_alive(&stream);
-        let info = crate::transport::tcp::info(&stream);
-        Ok(((stream, info.clone()), info))
-    }
-
-    fn refuse(
-        &self,
-        (mut stream, _): (tokio::net::TcpStream, ConnectionInfo),
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let refusal = self.refusal.clone();
-        async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            if let Some(refusal) = refusal {
-                // Read the request's head first (briefly): an HTTP client
-                // takes an answer to a request it has sent, not one that
-                // comes before it.
-                let mut head = Vec::new();
-                let mut chunk = [0u8; 2048];
-                let reading = async {
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-                        match stream.read(&mut chunk).await {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => head.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                };
-                let _ = tokio::time::timeout(Duration::from_millis(500), reading).await;
-                let _ = stream.write_all(&refusal).await;
-            }
-            let _ = stream.shutdown().await;
-        }
-    }
-}
-
-/// The whole HTTP/1.1 response refusing a connection past the bound.
-fn busy_response() -> Bytes {
-    let body = crate::server::busy_frame();
-    let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    let mut response = head.into_bytes();
-    response.extend_from_slice(&body);
-    response.into()
 }

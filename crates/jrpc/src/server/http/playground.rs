@@ -14,8 +14,8 @@ use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 
+use super::exchange::HttpBody;
 use super::route::{self, RouteBody, RouteContext, RouteHandler};
-use super::HttpBody;
 
 /// Where the page is served.
 pub(crate) const PATH: &str = "/playground";

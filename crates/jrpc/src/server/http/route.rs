@@ -14,8 +14,8 @@ use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use tokio_util::sync::CancellationToken;
 
+use super::exchange::HttpBody;
 use super::service::{self, BodyError};
-use super::HttpBody;
 use crate::codec::BufferBudget;
 use crate::context::{ConnectionInfo, Extensions};
 use crate::message::Error;
@@ -44,7 +44,8 @@ pub fn empty_body() -> RouteBody {
 /// A response of `status` whose body is a JSON-RPC error (id null), as the
 /// RPC endpoint's refusals are.
 pub fn error_response(status: StatusCode, error: Error) -> Response<RouteBody> {
-    service::error_response(status, error).map(|body| body.map_err(|never| match never {}).boxed_unsync())
+    super::exchange::error_response(status, error)
+        .map(|body| body.map_err(|never| match never {}).boxed_unsync())
 }
 
 /// What a route handler can use of the server: the client's address, the

@@ -12,13 +12,13 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
-use super::HttpBody;
+use super::exchange::{error_response, respond, ClientAddr, HttpBody};
 use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
 use crate::context::Extensions;
 use crate::context::Identity;
 use crate::dispatch::{one_shot, Refusal};
-use crate::message::{codes, Error, Id, Response as RpcResponse};
+use crate::message::{codes, Error};
 use crate::peer::Peer;
 use crate::transport::ws::{self, WsOptions};
 use crate::Router;
@@ -52,16 +52,6 @@ pub(crate) struct Settings {
     pub(crate) shutdown: tokio_util::sync::CancellationToken,
 }
 
-/// Where an [`HttpServer`](super::HttpServer) with metrics serves them.
-#[cfg(feature = "metrics")]
-pub(crate) const METRICS_PATH: &str = "/metrics";
-
-/// The peer address of the connection a request came on, put in the
-/// request's extensions by the server for its layers (a request served
-/// without layers gets its connection's facts directly).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientAddr(pub Option<String>);
-
 /// The JSON-RPC service as a [`tower::Service`] over HTTP requests, so that
 /// any tower layer can wrap it. See [`HttpServer`](super::HttpServer).
 #[derive(Debug, Clone)]
@@ -84,31 +74,6 @@ impl tower::Service<Request<HttpBody>> for RpcService {
         let connection = Arc::new(connection_facts(peer_addr));
         Box::pin(async move { Ok(serve(&settings, request, connection).await) })
     }
-}
-
-/// A response with a body and content type.
-pub(crate) fn respond(
-    status: StatusCode,
-    content_type: &'static str,
-    body: impl Into<Bytes>,
-) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(body.into()));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response
-}
-
-/// An HTTP error whose body is a JSON-RPC error response with a null id, so
-/// that JSON-RPC clients can read it like any other error.
-pub fn error_response(status: StatusCode, error: Error) -> Response<Full<Bytes>> {
-    let body = RpcResponse {
-        id: Id::NULL,
-        outcome: Err(error),
-    }
-    .to_bytes();
-    respond(status, "application/json", body)
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -252,7 +217,11 @@ where
 {
     let path = request.uri().path();
     #[cfg(feature = "metrics")]
-    if let Some(metrics) = settings.metrics.as_ref().filter(|_| path == METRICS_PATH) {
+    if let Some(metrics) = settings
+        .metrics
+        .as_ref()
+        .filter(|_| path == super::metrics_server::METRICS_PATH)
+    {
         return super::metrics_server::page(metrics, &request);
     }
     if settings.health_path.as_deref() == Some(path) {
@@ -338,7 +307,7 @@ where
     let connection = Arc::new(connection);
     let outcome = one_shot(&settings.router, &body, &connection).await;
     match outcome.refused {
-        Some(Refusal::RateLimited { retry_after }) => return super::layers::too_many_requests(retry_after),
+        Some(Refusal::RateLimited { retry_after }) => return super::exchange::too_many_requests(retry_after),
         Some(Refusal::Busy) => return service_unavailable("every call was refused: the server is busy"),
         _ => {}
     }
