@@ -86,6 +86,20 @@ def drop_test_modules(code):
         code = code[: m.start()] + code[i:]
 
 
+def drop_quoted_code(code):
+    """Removes the bodies of `quote! { ... }` (code a macro generates, not
+    code of this file)."""
+    while True:
+        m = re.search(r"\bquote(?:_spanned)?!\s*(?:\([^)]*=>\s*)?\{", code)
+        if not m:
+            return code
+        depth, i = 1, m.end()
+        while i < len(code) and depth:
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            i += 1
+        code = code[: m.start()] + code[i:]
+
+
 def expand_use_tree(tree):
     """`a::{b, c::{d as e}, self}` -> [(["a","b"], "b"), (["a","c","d"], "e"), (["a"], "a")]."""
     tree = tree.strip()
@@ -148,7 +162,7 @@ class Crate:
             return
         self.files[module] = path
         self.module_of[path] = module
-        code = drop_test_modules(strip_code(open(path, encoding="utf-8").read()))
+        code = drop_quoted_code(drop_test_modules(strip_code(open(path, encoding="utf-8").read())))
         self.code[path] = code
         uses = []
         for m in re.finditer(r"(?:^|[;{}\]\s])(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", code):
@@ -252,7 +266,13 @@ class Crate:
                 parts = m.group(1).split("::")
                 if parts[0] in ("crate", "super", "self") or parts[0] in children:
                     paths.append(parts)
+            # `super::` inside an inline `mod name { }` names this file's
+            # own items (inline modules are not tracked as modules here).
+            inline = re.search(r"(?:^|[;}\]\s])(?:pub(?:\([^)]*\))?\s+)?mod\s+" + IDENT + r"\s*\{", code)
+            own = self.defines[file] | {name for _, name, _ in self.uses[file]}
             for path in paths:
+                if inline and len(path) > 1 and path[0] == "super" and path[1] in own:
+                    continue
                 absolute = self.absolute(module, path)
                 if absolute is None:
                     continue
@@ -307,8 +327,9 @@ def main():
         crate = Crate(src)
         graph = crate.edges()
         rel = lambda f: os.path.relpath(f, src)
-        for component in cycles(graph, crate.module_of):
-            found = True
+        components = cycles(graph, crate.module_of)
+        found = found or bool(components)
+        for component in components:
             print(f"{os.path.relpath(src, here)}: a cycle between {len(component)} files:")
             members = set(component)
             for f in component:
@@ -318,7 +339,7 @@ def main():
                         print(f"  {rel(f)} -> {rel(t)}: {', '.join(sorted(crate.why[(f, t)]))}")
                 else:
                     print(f"  {rel(f)} -> {', '.join(rel(t) for t in into)}")
-        if not found:
+        if not components:
             edges = sum(len(v) for v in graph.values())
             print(f"{os.path.relpath(src, here)}: {len(crate.module_of)} files, {edges} edges, no cycle")
     sys.exit(1 if found else 0)

@@ -11,9 +11,9 @@ use clap::Args;
 use jrpc::openrpc::{Document, DISCOVER_METHOD};
 use serde_json::Value;
 
-use crate::call::{close, report, ConnectArgs, Failure, Target};
 use crate::params_check::{signature, type_name};
 use crate::pretty::format_json;
+use crate::target::{close, report, ConnectArgs, Failure, Target};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\

@@ -14,6 +14,7 @@ mod mcp;
 mod params_check;
 mod pretty;
 mod serve;
+mod target;
 mod wire;
 
 use std::process::ExitCode;

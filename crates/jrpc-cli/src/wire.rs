@@ -13,7 +13,7 @@ use jrpc::codec::Inbound;
 use jrpc::message::Limits;
 use jrpc::transport::{Dialer, FrameSink, FrameStream};
 
-use crate::call::{ConnectArgs, Target};
+use crate::target::{ConnectArgs, Target};
 
 /// What came back for one frame sent.
 #[derive(Debug)]
