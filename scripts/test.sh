@@ -99,6 +99,8 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==2.3.0"
 "$venv/bin/python" crates/jrpc-mcp/tests/interop/python_client.py "$target_dir/debug/jrpc"
+step "MCP interop: the Python SDK against MCP mounted in an axum app (examples/mcp_in_axum.rs)"
+bash crates/jrpc-mcp/tests/interop/axum_example.sh "$target_dir/debug/examples/mcp_in_axum" "$venv/bin/python"
 step "MCP interop: jrpc mcp list/call/read/prompt against a server built with the Python SDK, over stdio and HTTP"
 "$venv/bin/python" crates/jrpc-mcp/tests/interop/cli_against_python.py "$target_dir/debug/jrpc"
 

@@ -124,6 +124,8 @@ impl Kind {
 
 /// Binds 127.0.0.1:0, prints `PORT n` on stdout, and serves until killed.
 pub async fn serve(kind: Kind) -> io::Result<()> {
+    // As `jrpc serve` does: memory goes back after waves of closes.
+    jrpc::server::trim_memory_after_closes(true);
     let port = match kind {
         Kind::Jrpc => {
             let server =

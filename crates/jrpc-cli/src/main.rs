@@ -70,6 +70,9 @@ enum Command {
 fn main() -> ExitCode {
     quiet_broken_pipe();
     let cli = Cli::parse_from(std::env::args_os().map(shield_negative_numbers));
+    // A server this process runs gives memory back after waves of closed
+    // connections (the library leaves that process-wide step to programs).
+    jrpc::server::trim_memory_after_closes(true);
     // Logs go to stderr only: stdout may be the JSON-RPC stream. Call log
     // lines are INFO events of their own target, shown whatever the level.
     let logs_calls = match &cli.command {

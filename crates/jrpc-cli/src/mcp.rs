@@ -2,6 +2,7 @@
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
+use jrpc::codec::Framing;
 
 /// `jrpc mcp ...`.
 #[derive(Debug, Args)]
@@ -27,7 +28,8 @@ enum McpCommand {
     Prompt(PromptArgs),
 }
 
-/// Which server: an `http(s)://…/mcp` URL first, or a command after `--`.
+/// Which server: an `http(s)://…/mcp` URL (or `tcp://`, `unix:`, `ws://`)
+/// first, or a command after `--`.
 #[derive(Debug, Args)]
 struct Client {
     /// How long each request may take: 500ms, 10s, 2m, 1h.
@@ -109,6 +111,20 @@ struct Transport {
     /// 0 picks a free port), until SIGTERM or Ctrl-C.
     #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_listen_addr)]
     http: Option<String>,
+
+    /// Serve sessions over TCP at ADDR, one per connection, newline-delimited
+    /// JSON-RPC (clients: `jrpc mcp list tcp://ADDR`), until SIGTERM or Ctrl-C.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_listen_addr)]
+    tcp: Option<String>,
+
+    /// Serve sessions over a Unix socket at PATH, one per connection.
+    #[arg(long, value_name = "PATH")]
+    unix: Option<String>,
+
+    /// Serve sessions over WebSocket at ws://ADDR (any path), one per
+    /// connection, one JSON-RPC message per WebSocket message.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_listen_addr)]
+    ws: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -167,7 +183,33 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
     } else {
         jrpc_mcp::demo::server()
     };
-    match serve.transport.http {
+    let listening = |serving: &jrpc::server::Serving| eprintln!("jrpc: MCP at {}", serving.local_addr());
+    let transport = serve.transport;
+    let max_frame_len = jrpc::message::Limits::DEFAULT_MAX_FRAME_LEN;
+    if let Some(addr) = &transport.tcp {
+        let listener = jrpc::transport::tcp::TcpListener::bind(addr.as_str(), Framing::Ndjson, max_frame_len)
+            .await
+            .with_context(|| format!("listening on --tcp {addr}"))?;
+        return serve_until_stopped(server.serve(listener), listening).await;
+    }
+    if let Some(path) = &transport.unix {
+        #[cfg(unix)]
+        {
+            let listener = jrpc::transport::unix::UnixListener::bind(path, Framing::Ndjson, max_frame_len)
+                .await
+                .with_context(|| format!("listening on --unix {path}"))?;
+            return serve_until_stopped(server.serve(listener), listening).await;
+        }
+        #[cfg(not(unix))]
+        anyhow::bail!("--unix {path}: Unix sockets are not available on this platform");
+    }
+    if let Some(addr) = &transport.ws {
+        let listener = jrpc::transport::ws::WsListener::bind(addr.as_str(), Default::default())
+            .await
+            .with_context(|| format!("listening on --ws {addr}"))?;
+        return serve_until_stopped(server.serve(listener), listening).await;
+    }
+    match transport.http {
         Some(addr) => {
             let mut options = jrpc_mcp::http::HttpOptions::default().json_response(serve.json_response);
             for host in serve.allow_host {
@@ -180,14 +222,10 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
                 .serve_http(addr.as_str(), options)
                 .await
                 .with_context(|| format!("listening on --http {addr}"))?;
-            eprintln!("jrpc: MCP (Streamable HTTP) at {}/mcp", serving.local_addr());
-            let stop = serving.shutdown_token();
-            tokio::select! {
-                () = crate::serve::shutdown_signal() => stop.cancel(),
-                () = stop.cancelled() => {}
-            }
-            serving.shutdown().await;
-            Ok(std::process::ExitCode::SUCCESS)
+            serve_until_stopped(serving, |serving| {
+                eprintln!("jrpc: MCP (Streamable HTTP) at {}/mcp", serving.local_addr())
+            })
+            .await
         }
         None => {
             let reason = server.serve_stdio().await;
@@ -195,6 +233,22 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
             Ok(std::process::ExitCode::SUCCESS)
         }
     }
+}
+
+/// Serves until SIGTERM or Ctrl-C (or until shut down from elsewhere), then
+/// lets the sessions finish within the grace period.
+async fn serve_until_stopped(
+    serving: jrpc::server::Serving,
+    announce: impl FnOnce(&jrpc::server::Serving),
+) -> anyhow::Result<std::process::ExitCode> {
+    announce(&serving);
+    let stop = serving.shutdown_token();
+    tokio::select! {
+        () = crate::serve::shutdown_signal() => stop.cancel(),
+        () = stop.cancelled() => {}
+    }
+    serving.shutdown().await;
+    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// The client commands: connect, do one thing, print it, exit as `jrpc
@@ -232,14 +286,12 @@ mod client {
         }
         let mut words = words.into_iter();
         match words.next() {
-            Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
-                Ok((Some(url), words.collect()))
-            }
+            Some(url) if jrpc::transport::dial::Scheme::of(&url).is_some() => Ok((Some(url), words.collect())),
             Some(other) => Err(usage(format!(
-                "{other:?} is not a server: give an http(s)://…/mcp URL first, or a command after --"
+                "{other:?} is not a server: give an http(s)://…/mcp URL (or tcp://, unix:, ws://) first, or a command after --"
             ))),
             None => Err(usage(
-                "no server: give an http(s)://…/mcp URL, or a command after --",
+                "no server: give an http(s)://…/mcp URL (or tcp://, unix:, ws://), or a command after --",
             )),
         }
     }
@@ -248,7 +300,7 @@ mod client {
     async fn connect(url: Option<String>, client: &Client) -> Result<McpClient, Failure> {
         let bar = std::io::stderr().is_terminal();
         let builder = McpClient::builder("jrpc", env!("CARGO_PKG_VERSION"))
-            .timeout(client.timeout)
+            .call_timeout(client.timeout)
             .on_progress(move |p| {
                 let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
                 let message = p.message.clone().unwrap_or_default();
@@ -289,7 +341,7 @@ mod client {
         let connected = match url.as_deref() {
             Some(url) => {
                 return builder
-                    .connect_http(url)
+                    .connect_url(url)
                     .await
                     .map_err(|e| not_mcp_here(e, url).naming(&name))
             }

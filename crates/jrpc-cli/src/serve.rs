@@ -417,7 +417,7 @@ fn http_server(
     metrics: Option<&Metrics>,
 ) -> anyhow::Result<HttpServer> {
     let mut http = HttpServer::new(router)
-        .body_budget(budget.clone())
+        .buffer_budget(budget.clone())
         .max_connections(args.max_connections)
         .connection(config.clone())
         .playground(args.playground());

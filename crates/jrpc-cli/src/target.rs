@@ -225,17 +225,14 @@ impl Target {
     }
 
     pub(crate) fn parse(text: &str) -> anyhow::Result<Target> {
-        const SCHEMES: [&str; 11] = [
-            "tcp://", "udp://", "unix:", "http://", "https://", "ws://", "wss://", "unix://", "nats://",
-            "mqtt://", "amqp://",
-        ];
-        if SCHEMES.iter().any(|s| text.starts_with(s)) {
+        use jrpc::transport::dial::{Scheme, TARGET_FORMS};
+        if Scheme::of(text).is_some() {
             Ok(Target::Url(text.to_owned()))
         } else if is_host_port(text) {
             // As curl does: a bare HOST:PORT is an HTTP server.
             Ok(Target::Url(format!("http://{text}")))
         } else {
-            bail!("{text:?} is not a target: use tcp://HOST:PORT, udp://HOST:PORT, unix:PATH, http(s)://…, ws(s)://…, nats://HOST:PORT/SUBJECT, mqtt://HOST:PORT/TOPIC, amqp://HOST:PORT/VHOST?queue=NAME, or put a command after --")
+            bail!("{text:?} is not a target: use {TARGET_FORMS}, or put a command after --")
         }
     }
 

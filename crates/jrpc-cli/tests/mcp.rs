@@ -127,12 +127,12 @@ fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::proces
     }
 }
 
-/// `jrpc mcp serve --http 127.0.0.1:0 EXTRA...`: the child, its URL and
-/// its address.
-fn spawn_http(extra: &[&str]) -> (std::process::Child, String, String) {
+/// `jrpc mcp serve ARGS...`: the child and the first line it writes on
+/// stderr (where it listens).
+fn spawn_serve(args: &[&str]) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_jrpc"))
-        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
-        .args(extra)
+        .args(["mcp", "serve"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -141,6 +141,13 @@ fn spawn_http(extra: &[&str]) -> (std::process::Child, String, String) {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
+    (child, line)
+}
+
+/// `jrpc mcp serve --http 127.0.0.1:0 EXTRA...`: the child, its URL and
+/// its address.
+fn spawn_http(extra: &[&str]) -> (std::process::Child, String, String) {
+    let (child, line) = spawn_serve(&[&["--http", "127.0.0.1:0"], extra].concat());
     let url = line
         .trim()
         .rsplit(' ')
@@ -394,4 +401,62 @@ fn a_url_that_is_not_an_mcp_endpoint_says_so() {
     assert!(err.contains(r#""method":"tools/call""#), "{err}");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// `jrpc mcp serve --tcp | --unix | --ws` (issue 30): a session per
+/// connection, served until SIGTERM; `jrpc mcp list/call/read` reach them
+/// by URL. Two clients one after another each get their own session.
+#[test]
+fn mcp_serve_over_tcp_unix_and_websocket() {
+    let socket = std::env::temp_dir().join(format!("jrpc-mcp-test-{}.sock", std::process::id()));
+    let socket = socket.to_str().unwrap().to_owned();
+    for (flag, addr) in [
+        ("--tcp", "127.0.0.1:0"),
+        ("--unix", socket.as_str()),
+        ("--ws", "127.0.0.1:0"),
+    ] {
+        let (mut child, line) = spawn_serve(&[flag, addr]);
+        let target = line
+            .trim()
+            .strip_prefix("jrpc: MCP at ")
+            .unwrap_or_else(|| panic!("{flag}: no target in {line:?}"))
+            .to_owned();
+        let expected_scheme = match flag {
+            "--tcp" => "tcp://",
+            "--unix" => "unix:",
+            _ => "ws://",
+        };
+        assert!(target.starts_with(expected_scheme), "{flag}: {target}");
+        let run = |args: &[&str]| {
+            let output = Command::new(env!("CARGO_BIN_EXE_jrpc"))
+                .arg("mcp")
+                .args(args)
+                .output()
+                .unwrap();
+            (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stdout).into_owned(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        };
+        let (code, out, err) = run(&["list", &target, "tools"]);
+        assert_eq!(code, Some(0), "{flag}: {err}");
+        assert!(out.contains("add(a: number, b: number)"), "{flag}: {out}");
+        let (code, out, err) = run(&["call", &target, "add", "a=2", "b=40"]);
+        assert_eq!((code, out.as_str()), (Some(0), "42\n"), "{flag}: {err}");
+        let (code, out, err) = run(&["read", &target, "demo://echo/abc"]);
+        assert_eq!((code, out.as_str()), (Some(0), "abc\n"), "{flag}: {err}");
+        sigterm(&child);
+        let status = wait_bounded(&mut child, Duration::from_secs(20));
+        assert!(status.success(), "{flag}: {status:?}");
+    }
+}
+
+/// Sends SIGTERM to `child` (stopped only here, by its PID).
+fn sigterm(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
 }

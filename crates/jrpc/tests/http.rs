@@ -1278,7 +1278,7 @@ async fn past_the_connection_limit_http_answers_503() {
 /// the budget comes back when an unfinished body goes away.
 #[tokio::test]
 async fn unfinished_bodies_share_a_bounded_budget() {
-    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).body_budget(64 * 1024)).await;
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).buffer_budget(64 * 1024)).await;
     let addr = url.trim_start_matches("http://").to_owned();
     let head = format!(
         "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
@@ -1406,7 +1406,7 @@ async fn read_ws_frame(stream: &mut TcpStream) -> (u8, Vec<u8>) {
 #[tokio::test]
 async fn unfinished_websocket_messages_share_the_budget() {
     let budget = jrpc::codec::BufferBudget::new(100 * 1024);
-    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).body_budget(budget.clone())).await;
+    let (serving, url) = serve(HttpServer::new(jrpc::demo::router()).buffer_budget(budget.clone())).await;
     let fill = 140 * 1024;
     let message = format!(
         r#"{{"jsonrpc":"2.0","method":"echo","params":["{}"],"id":7}}"#,

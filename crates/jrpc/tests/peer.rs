@@ -230,6 +230,42 @@ async fn lsp_cancellation_answers_the_cancelled_request() {
     wait_until("handler abort", || dropped.load(Ordering::SeqCst) == 1).await;
 }
 
+/// A batch entry is cancelled like a request of its own: its handler is
+/// dropped, its place in the batch reply gets the protocol's answer, and
+/// the other entries are answered as usual.
+#[tokio::test]
+async fn a_cancelled_batch_entry_is_answered_in_its_place() {
+    let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let router =
+        cancellable_router(Arc::clone(&started), Arc::clone(&dropped)).sync_method("ping", || Ok("pong"));
+    let (a, b) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(a);
+    let _server = Peer::builder()
+        .router(router)
+        .cancellation(CancelProtocol::lsp())
+        .start(read, write, Framing::Ndjson);
+    let (read, mut write) = tokio::io::split(b);
+    let mut read = BufReader::new(read);
+    let batch = r#"[{"jsonrpc":"2.0","method":"ping","id":1},{"jsonrpc":"2.0","method":"wait","id":2},{"jsonrpc":"2.0","method":"ping","id":3}]"#;
+    write.write_all(format!("{batch}\n").as_bytes()).await.unwrap();
+    wait_until("handler start", || started.load(Ordering::SeqCst) == 1).await;
+    let cancel = r#"{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}"#;
+    write.write_all(format!("{cancel}\n").as_bytes()).await.unwrap();
+    let mut line = String::new();
+    bounded("the batch reply", read.read_line(&mut line))
+        .await
+        .unwrap();
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    let summary: Vec<String> = reply
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}:{}", r["id"], r.get("result").unwrap_or(&r["error"]["code"])))
+        .collect();
+    assert_eq!(summary, ["1:\"pong\"", "2:-32800", "3:\"pong\""]);
+    wait_until("handler dropped", || dropped.load(Ordering::SeqCst) == 1).await;
+}
+
 #[tokio::test]
 async fn a_killed_child_fails_pending_calls_at_once_with_its_exit_status() {
     // `sleep` never answers; kill it while a call waits.

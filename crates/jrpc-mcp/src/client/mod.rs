@@ -175,10 +175,20 @@ impl McpClientBuilder {
         self
     }
 
-    /// How long a call waits for its answer (default 60 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    /// How long a call waits for its answer (default 60 s): named as on
+    /// `ConnectionConfig` and jrpc's `ClientBuilder`.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// The former name of [`call_timeout`](Self::call_timeout).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `call_timeout`, as on jrpc's `ClientBuilder`"
+    )]
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.call_timeout(timeout)
     }
 
     fn capabilities(&self) -> ClientCapabilities {
@@ -292,6 +302,20 @@ impl McpClientBuilder {
         tokio::spawn(Arc::clone(&session).listen());
         mcp.closing = Some(Box::new(move || Box::pin(async move { session.delete().await })));
         Ok(mcp)
+    }
+
+    /// Connects to the server `target` names: a Streamable HTTP endpoint
+    /// (`http(s)://…/mcp`, see [`connect_http`](Self::connect_http)) or a
+    /// connection of any scheme jrpc dials (`tcp://HOST:PORT`, `unix:PATH`,
+    /// `ws(s)://…`; see [`jrpc::transport::dial`]), newline-delimited.
+    pub async fn connect_url(self, target: &str) -> Result<McpClient, McpClientError> {
+        use jrpc::transport::dial::{dialer, DialOptions};
+        #[cfg(feature = "http-client")]
+        if jrpc::transport::dial::Scheme::of(target) == Some(jrpc::transport::dial::Scheme::Http) {
+            return self.connect_http(target).await;
+        }
+        let connection = jrpc::transport::Dialer::dial(&dialer(target, &DialOptions::default())?).await?;
+        self.connect(connection).await
     }
 
     /// Initializes over a connection of your own (an in-memory pipe, a

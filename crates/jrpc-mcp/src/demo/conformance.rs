@@ -5,6 +5,8 @@
 
 mod modern;
 
+use modern::object;
+
 use std::time::Duration;
 
 use jrpc::Error;
@@ -12,8 +14,8 @@ use jrpc::Error;
 use super::{builder, ElicitArgs, SampleArgs};
 use crate::server::{McpContext, McpServer, NoArgs, ToolError};
 use crate::types::{
-    CallToolResult, Completion, ContentBlock, CreateMessageParams, EmbeddedResource, JsonObject,
-    LoggingLevel, Prompt, PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
+    CallToolResult, Completion, ContentBlock, CreateMessageParams, EmbeddedResource, LoggingLevel, Prompt,
+    PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
 };
 
 /// A 1×1 PNG.
@@ -21,13 +23,6 @@ const PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A tiny WAV file.
 const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
-
-pub(super) fn object(value: serde_json::Value) -> JsonObject {
-    match value {
-        serde_json::Value::Object(map) => map,
-        _ => JsonObject::new(),
-    }
-}
 
 fn embedded(uri: &str, mime: &str, text: &str) -> ContentBlock {
     ContentBlock::Resource(EmbeddedResource {

@@ -28,6 +28,7 @@
 
 mod legacy;
 mod modern;
+mod service;
 mod streams;
 
 use std::collections::HashMap;
@@ -208,6 +209,9 @@ pub struct StreamableHttp {
     table: jrpc::Router,
     options: Arc<HttpOptions>,
     sessions: Arc<Mutex<HashMap<String, Arc<HttpSession>>>>,
+    /// What requests served as a tower service (not through a route of
+    /// jrpc's HTTP server, which gives its own) see of the server.
+    context: RouteContext,
 }
 
 impl std::fmt::Debug for StreamableHttp {
@@ -349,7 +353,17 @@ impl StreamableHttp {
             server,
             options: Arc::new(options),
             sessions: Arc::default(),
+            context: RouteContext::new(),
         }
+    }
+
+    /// What requests see of the server when the endpoint is served as a
+    /// `tower::Service` (mounted in an app of your own): its body limit,
+    /// the budget bodies share, a shutdown token that ends the endpoint's
+    /// streams. By default [`RouteContext::new`].
+    pub fn context(mut self, context: RouteContext) -> Self {
+        self.context = context;
+        self
     }
 
     fn host_allowed(&self, host: &str) -> bool {

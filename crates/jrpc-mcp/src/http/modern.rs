@@ -25,7 +25,7 @@ use serde::Deserialize;
 use super::{accepted, json_body, StreamableHttp, VERSION_NAME};
 use crate::headers;
 use crate::server::outlet::{outlet, Messages};
-use crate::server::serve::{read_with_envelope, PromptCall, ReadAlready, ReadCall, ToolCall};
+use crate::server::round_params::{read_with_envelope, PromptCall, ReadAlready, ReadCall, ToolCall};
 use crate::server::{era, Modern};
 use crate::types::{codes, is_modern, JsonObject, RequestEnvelope};
 

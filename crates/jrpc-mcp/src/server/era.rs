@@ -17,7 +17,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::serve::{read_with_envelope, ReadAlready};
+use super::round_params::{read_with_envelope, ReadAlready};
 use super::session::{Phase, Session};
 use crate::types::{
     codes, is_modern, meta_keys, RequestEnvelope, UnsupportedVersionData, MODERN_PROTOCOL_VERSIONS,

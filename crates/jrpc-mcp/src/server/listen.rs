@@ -110,9 +110,9 @@ impl McpServer {
             .task_ids
             .as_ref()
             .is_some_and(|ids| !ids.is_empty())
-            && !super::serve::declares_tasks(&era)
+            && !super::tasks::declares_tasks(&era)
         {
-            return Err(super::serve::tasks_required());
+            return Err(super::tasks::tasks_required());
         }
         let _slot = Arc::clone(&self.inner.listens)
             .try_acquire_owned()

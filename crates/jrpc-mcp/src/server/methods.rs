@@ -106,7 +106,7 @@ fn methods(server: &McpServer) -> Router {
             router,
             server,
             "tools/call",
-            |s, p: Option<super::serve::ToolCall>, ctx| s.call_tool(p, ctx).await
+            |s, p: Option<super::round_params::ToolCall>, ctx| s.call_tool(p, ctx).await
         );
     }
     if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
@@ -126,7 +126,7 @@ fn methods(server: &McpServer) -> Router {
             router,
             server,
             "resources/read",
-            |s, p: Option<super::serve::ReadCall>, ctx| s.read_resource(p, ctx).await
+            |s, p: Option<super::round_params::ReadCall>, ctx| s.read_resource(p, ctx).await
         );
     }
     if catalog.subscriptions {
@@ -162,7 +162,7 @@ fn methods(server: &McpServer) -> Router {
             router,
             server,
             "prompts/get",
-            |s, p: Option<super::serve::PromptCall>, ctx| s.get_prompt(p, ctx).await
+            |s, p: Option<super::round_params::PromptCall>, ctx| s.get_prompt(p, ctx).await
         );
     }
     if server.announces_changes() {
@@ -370,8 +370,8 @@ impl McpServer {
     fn task_store(&self, ctx: &RequestContext) -> Result<&Arc<super::tasks::TaskStore>, Error> {
         let era = Era::of(ctx)?;
         let store = self.inner.tasks.as_ref().ok_or_else(Error::method_not_found)?;
-        if !super::serve::declares_tasks(&era) {
-            return Err(super::serve::tasks_required());
+        if !super::tasks::declares_tasks(&era) {
+            return Err(super::tasks::tasks_required());
         }
         Ok(store)
     }
@@ -406,4 +406,19 @@ impl McpServer {
 /// The authenticated caller, whom tasks and request state are bound to.
 pub(crate) fn owner(ctx: &RequestContext) -> Option<&str> {
     ctx.identity().map(|identity| identity.name())
+}
+
+impl McpServer {
+    /// The JSON-RPC methods of the protocol. Each connection it serves needs
+    /// a session of its own, which [`connect`](Self::connect) and
+    /// [`serve_stdio`](Self::serve_stdio) give it.
+    pub(crate) fn router(&self) -> Router {
+        router(self)
+    }
+
+    /// The methods without the era layer (see [`table`]).
+    #[cfg(feature = "http")]
+    pub(crate) fn table(&self) -> Router {
+        table(self)
+    }
 }

@@ -42,10 +42,12 @@ mod catalog;
 mod changes;
 mod context;
 pub(crate) mod era;
+mod ids;
 mod listen;
 mod methods;
 pub(crate) mod outlet;
 mod request_state;
+pub(crate) mod round_params;
 mod run;
 pub(crate) mod serve;
 mod session;
@@ -60,7 +62,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jrpc::codec::Framing;
-use jrpc::peer::{CancelProtocol, Peer};
+use jrpc::peer::{CancelProtocol, Peer, PeerBuilder};
 use jrpc::transport::Connection;
 use jrpc::{ConnectionConfig, Error, Router};
 use schemars::JsonSchema;
@@ -77,6 +79,8 @@ pub(crate) use context::RequestOutbound;
 pub use context::{ClientRequestError, Input, McpContext};
 #[cfg(feature = "http")]
 pub(crate) use era::Modern;
+#[cfg(feature = "http")]
+pub(crate) use ids::random_id;
 use request_state::StateKey;
 #[cfg(feature = "http")]
 pub(crate) use run::BoxFuture;
@@ -244,19 +248,6 @@ impl McpServer {
         self.inner.tools.iter().map(|entry| &entry.tool)
     }
 
-    /// The JSON-RPC methods of the protocol. Each connection it serves needs
-    /// a session of its own, which [`connect`](Self::connect) and
-    /// [`serve_stdio`](Self::serve_stdio) give it.
-    pub(crate) fn router(&self) -> Router {
-        methods::router(self)
-    }
-
-    /// The methods without the era layer (see [`methods::table`]).
-    #[cfg(feature = "http")]
-    pub(crate) fn table(&self) -> Router {
-        methods::table(self)
-    }
-
     /// How MCP connections behave: MCP's cancellation
     /// (`notifications/cancelled`, no answer for a cancelled request),
     /// requests ordered after the notifications before them (so that
@@ -285,17 +276,51 @@ impl McpServer {
         connection: Connection,
         outbound: Option<Arc<dyn RequestOutbound>>,
     ) -> Peer {
-        let session = Session::new(self.inner.log_level);
-        let mut builder = Peer::builder()
-            .router(self.router())
-            .config(self.connection_config())
-            .extension(Arc::clone(&session));
+        let mut builder = self.peer_builder();
         if let Some(outbound) = outbound {
             builder = builder.extension(outbound);
         }
-        let peer = builder.connect(connection);
-        self.forward_changes(peer.clone(), session);
-        peer
+        builder.connect(connection)
+    }
+
+    /// The settings of one session's peer (its own session state, this
+    /// server's methods and [`connection_config`](Self::connection_config),
+    /// change notifications forwarded once it runs), for a transport that
+    /// makes the peer itself: [`Server::serve_with`](jrpc::server::Server::serve_with)
+    /// serves MCP on any listener this way.
+    ///
+    /// ```no_run
+    /// use jrpc::server::Server;
+    /// use jrpc::transport::unix::UnixListener;
+    ///
+    /// # async fn run(mcp: jrpc_mcp::McpServer) -> std::io::Result<()> {
+    /// let listener = UnixListener::bind("/tmp/mcp.sock", Default::default(), 1 << 20).await?;
+    /// let serving = Server::new(jrpc::Router::new())
+    ///     .max_connections(64)
+    ///     .serve_with(listener, move |_| mcp.peer_builder());
+    /// # serving.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn peer_builder(&self) -> PeerBuilder {
+        let session = Session::new(self.inner.log_level);
+        let server = self.clone();
+        let forwarded = Arc::clone(&session);
+        Peer::builder()
+            .router(self.router())
+            .connection(self.connection_config())
+            .extension(session)
+            .on_start(move |peer| server.forward_changes(peer.clone(), forwarded))
+    }
+
+    /// Serves a session on every connection `listener` accepts (TCP, Unix
+    /// sockets, WebSocket, a transport of your own), newline-delimited,
+    /// until shut down; with the defaults of [`Server`](jrpc::server::Server)
+    /// for the connection bound and the shutdown grace. For other settings,
+    /// give [`peer_builder`](Self::peer_builder) to
+    /// [`Server::serve_with`](jrpc::server::Server::serve_with).
+    pub fn serve(&self, listener: impl jrpc::transport::Listener) -> jrpc::server::Serving {
+        let server = self.clone();
+        jrpc::server::Server::new(Router::new()).serve_with(listener, move |_| server.peer_builder())
     }
 
     /// Serves one session on this process's stdin and stdout until stdin
@@ -623,10 +648,17 @@ impl McpServerBuilder {
     }
 
     /// How long to wait for the client to answer a request (sampling,
-    /// elicitation, roots); default 5 minutes.
-    pub fn client_timeout(mut self, timeout: Duration) -> Self {
+    /// elicitation, roots); default 5 minutes. The timeout of this side's
+    /// calls, named as on `ConnectionConfig` and the clients.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.plan.catalog.client_timeout = timeout;
         self
+    }
+
+    /// The former name of [`call_timeout`](Self::call_timeout).
+    #[deprecated(since = "0.1.0", note = "renamed `call_timeout`, as on `ConnectionConfig`")]
+    pub fn client_timeout(self, timeout: Duration) -> Self {
+        self.call_timeout(timeout)
     }
 
     /// The server.
@@ -659,17 +691,4 @@ impl McpServerBuilder {
             inner: Arc::new(catalog),
         }
     }
-}
-
-/// 16 random bytes in hex: unguessable, and safe in a header (session and
-/// task ids).
-pub(crate) fn random_id() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No system randomness: still unique, if guessable.
-        static FALLBACK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n = FALLBACK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        bytes[..8].copy_from_slice(&n.to_le_bytes());
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

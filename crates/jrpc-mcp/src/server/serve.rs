@@ -8,7 +8,7 @@ use std::sync::Arc;
 use jrpc::message::codes::INVALID_PARAMS;
 use jrpc::message::RawValue;
 use jrpc::{Error, Id, RequestContext};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::catalog::ReadHandler;
@@ -16,46 +16,15 @@ use super::context::{ContextParts, McpContext, RequestOutbound};
 use super::era::Era;
 use super::methods::{owner, resource_not_found};
 use super::request_state::Binding;
+use super::round_params::{PromptCall, ReadAlready, ReadCall, ToolCall};
 use super::run::{self, BoxFuture, Control, Interrupt, Launch, Ran, Round};
 use super::shape::{Answer, Shaped, Stamped};
-use super::tasks::TaskSupport;
+use super::tasks::{declares_tasks, missing_capabilities, tasks_required, TaskSupport};
 use super::McpServer;
 use crate::types::{
-    codes, CallToolResult, ClientCapabilities, CompleteParams, CompleteResult, GetPromptResult,
-    InputRequiredResult, InputResponses, JsonObject, MissingCapabilityData, ProgressToken,
-    ReadResourceResult, RequestEnvelope, ResultType, TASKS_EXTENSION,
+    CallToolResult, CompleteParams, CompleteResult, GetPromptResult, InputRequiredResult, InputResponses,
+    JsonObject, ProgressToken, ReadResourceResult, ResultType,
 };
-
-/// Whether the request's client declared the tasks extension (only modern
-/// requests can).
-pub(crate) fn declares_tasks(era: &Era) -> bool {
-    era.modern().is_some_and(|m| {
-        m.envelope
-            .client_capabilities
-            .extensions
-            .as_ref()
-            .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
-    })
-}
-
-/// `-32021`: the request needs the tasks extension the client did not
-/// declare.
-pub(crate) fn tasks_required() -> Error {
-    missing_capabilities(ClientCapabilities {
-        extensions: Some([(TASKS_EXTENSION.to_owned(), JsonObject::new())].into()),
-        ..Default::default()
-    })
-}
-
-fn missing_capabilities(required: ClientCapabilities) -> Error {
-    Error::new(
-        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        "Missing required client capability",
-    )
-    .with_data(&MissingCapabilityData {
-        required_capabilities: required,
-    })
-}
 
 /// A request being served: if it is dropped before it finishes (cancelled,
 /// or its connection closed), its token is cancelled and a legacy
@@ -118,138 +87,6 @@ impl Request<'_> {
     }
 }
 
-/// The `_meta` of a request as a handler call needs it: its progress token
-/// (a modern request's envelope was read already).
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct Progress {
-    #[serde(
-        rename = "progressToken",
-        default,
-        deserialize_with = "crate::types::utilities::lenient_token"
-    )]
-    progress_token: Option<ProgressToken>,
-}
-
-/// Declares the params of a method served in rounds, as the server reads
-/// them: the method's own fields, then what every such request may carry —
-/// the answers to an earlier round, its state, and its `_meta`, read as `M`:
-/// the progress token of a legacy request ([`Progress`]), or the whole
-/// envelope where a modern request is read in one pass.
-macro_rules! round_params {
-    ($(#[$doc:meta])* $name:ident { $($(#[$attr:meta])* $field:ident: $ty:ty,)* }) => {
-        $(#[$doc])*
-        #[derive(Debug, Deserialize)]
-        pub(crate) struct $name<M = Progress> {
-            $($(#[$attr])* pub(crate) $field: $ty,)*
-            #[serde(
-                rename = "inputResponses",
-                default,
-                deserialize_with = "crate::types::mrtr::input_responses"
-            )]
-            input_responses: Option<InputResponses>,
-            #[serde(
-                rename = "requestState",
-                default,
-                deserialize_with = "crate::types::mrtr::request_state"
-            )]
-            request_state: Option<String>,
-            #[serde(rename = "_meta", default = "none")]
-            meta: Option<M>,
-        }
-
-        impl<M> $name<M> {
-            /// The params without their `_meta`, and the `_meta`.
-            pub(crate) fn split_meta(self) -> ($name, Option<M>) {
-                let $name { $($field,)* input_responses, request_state, meta } = self;
-                let params = $name { $($field,)* input_responses, request_state, meta: None };
-                (params, meta)
-            }
-        }
-    };
-}
-
-round_params! {
-    /// The params of `tools/call`: the arguments kept as they came, for the
-    /// tool to decode into its own type.
-    ToolCall {
-        name: String,
-        #[serde(default, deserialize_with = "object_or_absent")]
-        arguments: Option<Box<RawValue>>,
-    }
-}
-
-round_params! {
-    /// The params of `prompts/get`.
-    PromptCall {
-        name: String,
-        #[serde(default)]
-        arguments: Option<BTreeMap<String, String>>,
-    }
-}
-
-round_params! {
-    /// The params of `resources/read`.
-    ReadCall {
-        uri: String,
-    }
-}
-
-fn none<M>() -> Option<M> {
-    None
-}
-
-/// `arguments`: a JSON object when present.
-fn object_or_absent<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<Box<RawValue>>, D::Error> {
-    let raw = Box::<RawValue>::deserialize(deserializer)?;
-    if raw.get().starts_with('{') {
-        Ok(Some(raw))
-    } else {
-        Err(serde::de::Error::custom("arguments must be a JSON object"))
-    }
-}
-
-/// Params read already, with the envelope (by Streamable HTTP, to check a
-/// modern request's headers, or by the era layer, to learn its era): the
-/// handler takes them from the request's [`Modern`](super::era::Modern)
-/// facts instead of reading the params again.
-#[derive(Debug)]
-pub(crate) enum ReadAlready {
-    Tool(ToolCall),
-    Resource(ReadCall),
-    Prompt(PromptCall),
-}
-
-/// The params of a request for `method` whose handler reads them in one
-/// known shape (`tools/call`, `resources/read`, `prompts/get`), read in that
-/// shape together with the envelope, in one pass; `None` for another method,
-/// or params that do not parse so (the usual path then says why).
-pub(crate) fn read_with_envelope(method: &str, params: &RawValue) -> Option<(ReadAlready, RequestEnvelope)> {
-    let text = params.get();
-    match method {
-        "tools/call" => {
-            let (call, envelope) = serde_json::from_str::<ToolCall<RequestEnvelope>>(text)
-                .ok()?
-                .split_meta();
-            Some((ReadAlready::Tool(call), envelope?))
-        }
-        "resources/read" => {
-            let (read, envelope) = serde_json::from_str::<ReadCall<RequestEnvelope>>(text)
-                .ok()?
-                .split_meta();
-            Some((ReadAlready::Resource(read), envelope?))
-        }
-        "prompts/get" => {
-            let (prompt, envelope) = serde_json::from_str::<PromptCall<RequestEnvelope>>(text)
-                .ok()?
-                .split_meta();
-            Some((ReadAlready::Prompt(prompt), envelope?))
-        }
-        _ => None,
-    }
-}
-
 /// The params of a request for `method` read already, else `-32602` naming the field that is missing (as decoding the
 /// absent params would have).
 fn read_already(ctx: &RequestContext, method: &str) -> Result<ReadAlready, Error> {
@@ -267,7 +104,7 @@ fn read_already(ctx: &RequestContext, method: &str) -> Result<ReadAlready, Error
 
 impl McpServer {
     /// Runs `work` (a handler, given its context) for `request` in `era`.
-    async fn serve<T>(
+    async fn serve_request<T>(
         &self,
         ctx: &RequestContext,
         era: Era,
@@ -412,7 +249,7 @@ impl McpServer {
         };
         let arguments = p.arguments.as_deref();
         let answer = self
-            .serve(&ctx, era.clone(), request, move |cx| handler(arguments, cx))
+            .serve_request(&ctx, era.clone(), request, move |cx| handler(arguments, cx))
             .await?;
         Ok(self.answer(&era, answer, self.inner.read_cache))
     }
@@ -461,7 +298,7 @@ impl McpServer {
             tasks: TaskSupport::Forbidden,
         };
         let answer = self
-            .serve(&ctx, era.clone(), request, move |cx| read(uri, vars, cx))
+            .serve_request(&ctx, era.clone(), request, move |cx| read(uri, vars, cx))
             .await?;
         Ok(self.answer(&era, answer, self.inner.read_cache))
     }
@@ -514,7 +351,7 @@ impl McpServer {
         };
         let for_handler = args.clone();
         let answer = self
-            .serve(&ctx, era.clone(), request, move |cx| get(for_handler, cx))
+            .serve_request(&ctx, era.clone(), request, move |cx| get(for_handler, cx))
             .await?;
         Ok(self.answer(&era, answer, self.inner.read_cache))
     }
@@ -538,7 +375,7 @@ impl McpServer {
             tasks: TaskSupport::Forbidden,
         };
         let answer = self
-            .serve(&ctx, era.clone(), request, move |cx| {
+            .serve_request(&ctx, era.clone(), request, move |cx| {
                 Box::pin(async move {
                     let mut completion = handler(p, cx).await?;
                     completion.values.truncate(crate::types::Completion::MAX_VALUES);

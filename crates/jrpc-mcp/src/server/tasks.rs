@@ -12,7 +12,11 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::types::{InputRequest, InputRequests, InputResponses, JsonObject, ResultType, Task, TaskStatus};
+use super::era::Era;
+use crate::types::{
+    codes, ClientCapabilities, InputRequest, InputRequests, InputResponses, JsonObject,
+    MissingCapabilityData, ResultType, Task, TaskStatus, TASKS_EXTENSION,
+};
 
 /// Whether a tool may run as a task (the tasks extension).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -257,7 +261,7 @@ impl TaskStore {
         }
         let created = SystemTime::now();
         let entry = Arc::new(TaskEntry {
-            id: super::random_id(),
+            id: super::ids::random_id(),
             owner: owner.map(str::to_owned),
             created,
             created_at: now,
@@ -342,6 +346,37 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let year = yoe + era * 400 + i64::from(month <= 2);
     (year, month, day)
+}
+
+/// Whether the request's client declared the tasks extension (only modern
+/// requests can).
+pub(crate) fn declares_tasks(era: &Era) -> bool {
+    era.modern().is_some_and(|m| {
+        m.envelope
+            .client_capabilities
+            .extensions
+            .as_ref()
+            .is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+    })
+}
+
+/// `-32021`: the request needs the tasks extension the client did not
+/// declare.
+pub(crate) fn tasks_required() -> Error {
+    missing_capabilities(ClientCapabilities {
+        extensions: Some([(TASKS_EXTENSION.to_owned(), JsonObject::new())].into()),
+        ..Default::default()
+    })
+}
+
+pub(crate) fn missing_capabilities(required: ClientCapabilities) -> Error {
+    Error::new(
+        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "Missing required client capability",
+    )
+    .with_data(&MissingCapabilityData {
+        required_capabilities: required,
+    })
 }
 
 #[cfg(test)]

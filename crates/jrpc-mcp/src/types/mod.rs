@@ -19,6 +19,7 @@ mod prompts;
 mod resources;
 mod subscriptions;
 mod tasks;
+mod tool;
 mod tools;
 pub(crate) mod utilities;
 mod version;
@@ -55,7 +56,8 @@ pub use resources::{
 };
 pub use subscriptions::{AcknowledgedParams, ListenParams, ResourceUpdatedParams, SubscriptionFilter};
 pub use tasks::{Task, TaskParams, TaskStatus, TaskUpdateParams, TASKS_EXTENSION};
-pub use tools::{CallToolParams, CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+pub use tool::{Tool, ToolAnnotations};
+pub use tools::{CallToolParams, CallToolResult, ListToolsResult};
 pub use utilities::{CancelledParams, PaginatedParams, ProgressParams, ProgressToken, RequestMeta};
 pub use version::{
     is_modern, negotiate_version, LATEST_LEGACY_VERSION, LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS,

@@ -2,6 +2,7 @@
 it connects in, over stdio and over Streamable HTTP.
 
     python python_client.py PATH/TO/jrpc
+    python python_client.py --url http://HOST:PORT/PATH   (a server already running)
 
 Modes: pinned to 2026-07-28 (stateless requests with the `_meta` envelope),
 `legacy` (the 2025-11-25 `initialize` session) and `auto` (the SDK probes
@@ -33,7 +34,10 @@ from mcp.shared.subscriptions import ResourceUpdated
 # sessions use them on purpose.
 warnings.filterwarnings("ignore", message=".*(deprecated|removed) as of 2026-07-28.*")
 
-JRPC = sys.argv[1] if len(sys.argv) > 1 else "jrpc"
+# With --url, only that Streamable HTTP endpoint is checked (the demo
+# server mounted elsewhere: examples/mcp_in_axum.rs).
+URL = sys.argv[sys.argv.index("--url") + 1] if "--url" in sys.argv else None
+JRPC = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--url" else "jrpc"
 EXPECTED_TOOLS = {"add", "echo", "sleep", "sample", "elicit", "list_roots", "fail", "bump"}
 ROOTS = ["file:///tmp/project-a", "file:///tmp/project-b"]
 MODES = ("2026-07-28", "legacy", "auto")
@@ -310,6 +314,13 @@ def start_http_server() -> tuple[subprocess.Popen, str]:
 
 async def main() -> None:
     total = 0
+    if URL is not None:
+        for mode in MODES:
+            count = await session(mode, URL, "http")
+            print(f"python SDK over Streamable HTTP at {URL} ({mode}): {count} checks passed")
+            total += count
+        print(f"python SDK interop: {total} checks passed")
+        return
     stdio = StdioServerParameters(command=JRPC, args=["mcp", "serve", "--stdio"])
     for mode in MODES:
         count = await session(mode, stdio, "stdio")

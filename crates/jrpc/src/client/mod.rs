@@ -162,14 +162,14 @@ impl ClientBuilder {
     /// How the connection behaves (framing, timeouts, cancellation,
     /// bounds), all at once.
     pub fn connection(mut self, config: ConnectionConfig) -> Self {
-        self.peer = self.peer.config(config);
+        self.peer = self.peer.connection(config);
         self
     }
 
     /// The framing on byte streams (default newline-delimited JSON).
     pub fn framing(mut self, framing: Framing) -> Self {
         let config = self.peer.connection_config().clone().framing(framing);
-        self.peer = self.peer.config(config);
+        self.peer = self.peer.connection(config);
         self
     }
 
@@ -330,47 +330,24 @@ impl ClientBuilder {
     /// is the topic) or `amqp://HOST:PORT/VHOST?queue=NAME` (the vhost
     /// percent-decoded: `%2f` is `/`).
     pub async fn connect(self, url: &str) -> io::Result<Client> {
-        if let Some(addr) = url.strip_prefix("tcp://") {
-            return self.connect_tcp(addr.trim_end_matches('/')).await;
-        }
-        if let Some(addr) = url.strip_prefix("udp://") {
-            return self.connect_udp(addr.trim_end_matches('/')).await;
-        }
-        #[cfg(unix)]
-        if let Some(path) = url.strip_prefix("unix://").or_else(|| url.strip_prefix("unix:")) {
-            return self.connect_unix(path).await;
-        }
-        #[cfg(feature = "nats")]
-        if url.starts_with("nats://") {
-            return self
-                .connect_with(crate::transport::nats::NatsDialer::from_target(url)?)
-                .await;
-        }
-        #[cfg(feature = "mqtt")]
-        if url.starts_with("mqtt://") {
-            return self
-                .connect_with(crate::transport::mqtt::MqttDialer::from_target(url)?)
-                .await;
-        }
-        #[cfg(feature = "amqp")]
-        if url.starts_with("amqp://") {
-            return self
-                .connect_with(crate::transport::amqp::AmqpDialer::from_target(url)?)
-                .await;
-        }
+        use crate::transport::dial::{dialer, DialOptions};
         #[cfg(feature = "http-client")]
-        {
-            if url.starts_with("http://") || url.starts_with("https://") {
-                return self.connect_http(url);
-            }
-            if url.starts_with("ws://") || url.starts_with("wss://") {
-                return self.connect_ws(url).await;
-            }
+        if crate::transport::dial::Scheme::of(url) == Some(crate::transport::dial::Scheme::Http) {
+            return self.connect_http(url);
         }
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{url}: expected tcp://, udp://, unix:, http(s)://, ws(s)://, nats://, mqtt:// or amqp:// (the last three with their features)"),
-        ))
+        let options = DialOptions::default()
+            .framing(self.framing_now())
+            .max_frame_len(self.max_frame_len());
+        #[cfg(feature = "http-client")]
+        let options = {
+            let mut options = options.headers(self.http.headers.clone()).websocket(self.http.ws);
+            if let Some(tls) = self.http.tls.clone() {
+                options = options.tls(tls);
+            }
+            options
+        };
+        let dialer = dialer(url, &options)?;
+        self.connect_with(dialer).await
     }
 
     /// Connects over TCP to `addr` (`host:port`).
@@ -409,6 +386,35 @@ impl ClientBuilder {
             dialer = dialer.tls(tls);
         }
         self.connect_with(dialer).await
+    }
+
+    /// Runs the client over a connection that is open already (made by a
+    /// transport of your own, accepted by a listener, an in-memory pipe).
+    /// It cannot be dialed again, so reconnecting and pooling do not apply;
+    /// everything else does (layers, retries of calls, the cache).
+    /// Must be called within a tokio runtime.
+    ///
+    /// ```
+    /// use jrpc::client::Client;
+    /// use jrpc::codec::Framing;
+    /// use jrpc::transport::{Connection, ConnectionInfo};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let (a, b) = tokio::io::duplex(64 * 1024);
+    /// let router = jrpc::Router::new().sync_method("ping", || Ok("pong"));
+    /// let (read, write) = tokio::io::split(a);
+    /// let _server = jrpc::Peer::builder().router(router).start(read, write, Framing::Ndjson);
+    /// let (read, write) = tokio::io::split(b);
+    /// let info = ConnectionInfo { transport: "pipe", peer_addr: None, local_addr: None };
+    /// let connection = Connection::over_io(read, write, Framing::Ndjson, 1 << 20, info);
+    /// let client = Client::builder().over_connection(connection);
+    /// let pong: String = client.call("ping", ()).await.unwrap();
+    /// assert_eq!(pong, "pong");
+    /// # });
+    /// ```
+    pub fn over_connection(mut self, connection: crate::transport::Connection) -> Client {
+        let calling = std::mem::take(&mut self.calling);
+        Client::owning(self.peer.connect(connection), None, None, calling)
     }
 
     /// Connects through any [`Dialer`]: a transport of your own, or one of

@@ -131,6 +131,12 @@ impl Error {
         Error::new(codes::INVALID_PARAMS, "Invalid params")
     }
 
+    /// `-32001 Frame too large`: a frame (a message, a request body, a
+    /// datagram, a reply over what its carrier takes) is over a size limit.
+    pub fn frame_too_large() -> Self {
+        Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
+    }
+
     /// `-32007 Server busy`: a bound (connections, requests in flight,
     /// buffered bodies) is reached; try again later.
     pub fn server_busy() -> Self {

@@ -90,13 +90,11 @@ pub fn parse_frame<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Er
 /// valid UTF-8, a byte order mark dropped.
 fn frame_text<'a>(bytes: &'a [u8], limits: &Limits) -> Result<&'a str, Error> {
     if bytes.len() > limits.max_frame_len {
-        return Err(
-            Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
-                "frame is {} bytes; the limit is {}",
-                bytes.len(),
-                limits.max_frame_len
-            )),
-        );
+        return Err(Error::frame_too_large().with_data(&format!(
+            "frame is {} bytes; the limit is {}",
+            bytes.len(),
+            limits.max_frame_len
+        )));
     }
     if depth::exceeds(bytes, limits.max_depth) {
         return Err(nesting_too_deep(limits));

@@ -73,6 +73,9 @@ impl RequestContext {
     }
 }
 
+/// What runs with a peer once it is started (see [`PeerBuilder::on_start`]).
+type StartHook = Box<dyn FnOnce(&Peer) + Send>;
+
 /// Settings for a [`Peer`]; [`connect`](Self::connect) (or `start` over a
 /// byte stream) runs it.
 #[derive(Default)]
@@ -89,6 +92,8 @@ pub struct PeerBuilder {
     idle: Option<Duration>,
     /// Whether `config.write_timeout` applies (see `write_limit`).
     write_limit: bool,
+    /// Called with the peer once it runs.
+    on_start: Option<StartHook>,
 }
 
 impl PeerBuilder {
@@ -100,10 +105,21 @@ impl PeerBuilder {
         self
     }
 
-    /// The connection's configuration, all at once.
-    pub fn config(mut self, config: ConnectionConfig) -> Self {
+    /// How the connection behaves (framing, cancellation, bounds,
+    /// timeouts), all at once: the same setting, under the same name, as
+    /// `Server::connection` and `ClientBuilder::connection`.
+    pub fn connection(mut self, config: ConnectionConfig) -> Self {
         self.config = config;
         self
+    }
+
+    /// The former name of [`connection`](Self::connection).
+    #[deprecated(
+        since = "0.1.0",
+        note = "renamed `connection`, as on `Server` and `ClientBuilder`"
+    )]
+    pub fn config(self, config: ConnectionConfig) -> Self {
+        self.connection(config)
     }
 
     /// The timeout of outgoing calls that do not set their own (default 30
@@ -184,6 +200,16 @@ impl PeerBuilder {
         self
     }
 
+    /// Runs `hook` with the peer as soon as it is started (its tasks may
+    /// be reading already): to keep a handle (a registry of connected
+    /// clients), or to start a task that sends to the other side. With
+    /// [`Server::serve_with`](crate::server::Server::serve_with), the way to
+    /// get each served connection's peer.
+    pub fn on_start(mut self, hook: impl FnOnce(&Peer) + Send + 'static) -> Self {
+        self.on_start = Some(Box::new(hook));
+        self
+    }
+
     /// Replaces everything recorded about the connection.
     pub fn extensions(mut self, extensions: Extensions) -> Self {
         self.extensions = extensions;
@@ -246,6 +272,7 @@ impl PeerBuilder {
             outgoing,
             idle,
             write_limit,
+            on_start,
         } = self;
         let (outbox, outbox_rx) = outbox::outbox(config.max_outgoing_bytes);
         let shared = Arc::new_cyclic(|weak: &Weak<PeerState>| {
@@ -293,7 +320,11 @@ impl PeerBuilder {
             close_reason,
             resources,
         );
-        Peer { shared }
+        let peer = Peer { shared };
+        if let Some(hook) = on_start {
+            hook(&peer);
+        }
+        peer
     }
 }
 

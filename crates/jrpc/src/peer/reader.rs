@@ -17,7 +17,7 @@ use super::CallError;
 use crate::codec::Inbound;
 use crate::dispatch::connection::{Bounds, Calls, Engine, Shared};
 use crate::dispatch::outbox::OutboxReceiver;
-use crate::message::{codes, Error, Id};
+use crate::message::{Error, Id};
 use crate::transport::CloseReason as EofReason;
 
 /// How long to wait for an [`EofReason`] before settling for the plain one.
@@ -247,8 +247,8 @@ impl Reader {
             }
             Some(Ok(Inbound::Oversized { limit })) => {
                 tracing::warn!(limit, "oversized frame skipped");
-                let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
-                    .with_data(&format!("frames may be at most {limit} bytes"));
+                let error =
+                    Error::frame_too_large().with_data(&format!("frames may be at most {limit} bytes"));
                 self.engine.send_error(Id::NULL, error);
             }
             Some(Ok(Inbound::Malformed(reason)))

@@ -7,6 +7,10 @@
 //! moment has passed, so that a wave of closes is handled once) they ask
 //! glibc to give its free pages back (`malloc_trim`). Elsewhere, or with
 //! another allocator, this does nothing.
+//!
+//! It acts on the whole process's heap, so a library does not do it on its
+//! own: the program turns it on ([`trim_memory_after_closes`]); the `jrpc`
+//! command does.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -21,6 +25,18 @@ static OPEN: AtomicUsize = AtomicUsize::new(0);
 /// Most connections open at once since the last trim.
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static TRIM_SCHEDULED: AtomicBool = AtomicBool::new(false);
+/// Whether the program asked for trims.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Gives freed memory back to the system after many connections have
+/// closed (`malloc_trim`, on Linux with glibc; elsewhere nothing): off by
+/// default, since it acts on the whole process's heap. A server that sees
+/// waves of connections come and go (ten thousand idle WebSockets hold
+/// some 18 KB each while open) turns it on once, at start; the `jrpc`
+/// command does.
+pub fn trim_memory_after_closes(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
 /// Trims done so far (for tests).
 static TRIMS: AtomicUsize = AtomicUsize::new(0);
 
@@ -40,7 +56,11 @@ impl Drop for OpenConnection {
     fn drop(&mut self) {
         let open = OPEN.fetch_sub(1, Ordering::Relaxed) - 1;
         let closed = PEAK.load(Ordering::Relaxed).saturating_sub(open);
-        if closed < CLOSED_BEFORE_TRIM || !can_trim() || TRIM_SCHEDULED.swap(true, Ordering::AcqRel) {
+        if closed < CLOSED_BEFORE_TRIM
+            || !ENABLED.load(Ordering::Relaxed)
+            || !can_trim()
+            || TRIM_SCHEDULED.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         // A thread of its own, not the runtime's: it walks the heap under
@@ -87,6 +107,7 @@ mod tests {
 
     /// Closes a wave of connections and waits for the trim it calls for.
     fn close_a_wave_and_wait() {
+        trim_memory_after_closes(true);
         let before = TRIMS.load(Ordering::Relaxed);
         let open: Vec<_> = (0..CLOSED_BEFORE_TRIM + 10)
             .map(|_| OpenConnection::new())

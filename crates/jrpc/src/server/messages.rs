@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::{ConnectionInfo, Extensions};
 use crate::dispatch::{one_shot, FrameKind};
-use crate::message::{codes, Error, Id, Response};
+use crate::message::{Error, Id, Response};
 use crate::transport::{Message, MessageListener};
 use crate::Router;
 
@@ -69,7 +69,7 @@ pub(crate) async fn serve(
         let Some(message) = message else { break };
         let limits = settings.router.parse_limits();
         if message.frame.len() > limits.max_frame_len {
-            let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+            let error = Error::frame_too_large().with_data(&format!(
                 "a message may carry at most {} bytes",
                 limits.max_frame_len
             ));
@@ -150,7 +150,7 @@ async fn answer(
     if answer.len() <= max_reply {
         return Some(answer);
     }
-    let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+    let error = Error::frame_too_large().with_data(&format!(
         "the reply of {} bytes is over what the {} broker carries ({max_reply})",
         answer.len(),
         info.transport,

@@ -6,6 +6,7 @@
 #[cfg(feature = "http-server")]
 pub mod http;
 pub(crate) mod memory;
+pub use memory::trim_memory_after_closes;
 mod messages;
 mod udp;
 
@@ -164,7 +165,7 @@ impl Server {
         Peer::builder()
             .extensions(extensions)
             .router(router)
-            .config(self.config.clone())
+            .connection(self.config.clone())
     }
 
     /// Serves stdin/stdout until stdin ends and every reply is written;
@@ -315,6 +316,40 @@ impl Server {
     /// shut down: the way to serve a transport of your own.
     pub fn serve(&self, listener: impl Listener) -> Serving {
         let server = self.clone();
+        self.serve_with(listener, move |_| {
+            server.peer_builder(server.router.clone(), Extensions::new())
+        })
+    }
+
+    /// As [`serve`](Self::serve), with each connection's peer made by
+    /// `per_connection` from what the transport knows about it: a router,
+    /// state or configuration of its own per connection (an MCP session,
+    /// say, or methods that depend on the client's address). This server's
+    /// connection bound, shutdown grace and metrics apply; the idle limit
+    /// is the builder's own [`ConnectionConfig::idle_timeout`].
+    ///
+    /// ```no_run
+    /// use jrpc::peer::Peer;
+    /// use jrpc::server::Server;
+    /// use jrpc::transport::tcp::TcpListener;
+    /// use jrpc::Router;
+    ///
+    /// # async fn run() -> std::io::Result<()> {
+    /// let listener = TcpListener::bind("127.0.0.1:0", Default::default(), 1 << 20).await?;
+    /// let serving = Server::new(Router::new()).serve_with(listener, |info| {
+    ///     // Each client is greeted by the address it came from.
+    ///     let from = info.peer_addr.clone().unwrap_or_default();
+    ///     let router = Router::new().sync_method("whoami", move || Ok(from.clone()));
+    ///     Peer::builder().router(router)
+    /// });
+    /// # serving.shutdown().await;
+    /// # Ok(()) }
+    /// ```
+    pub fn serve_with<F>(&self, listener: impl Listener, per_connection: F) -> Serving
+    where
+        F: Fn(&crate::context::ConnectionInfo) -> PeerBuilder + Send + Sync + 'static,
+    {
+        let server = self.clone();
         let local_addr = listener.local_addr();
         Serving::start(
             Frames(listener),
@@ -322,11 +357,9 @@ impl Server {
             self.max_connections,
             move |connection: Connection, shutdown| {
                 let counted = server.count_connection(connection.info().transport);
-                let peer = server
-                    .peer_builder(server.router.clone(), Extensions::new())
-                    .idle_limit(server.config.idle_timeout)
-                    .write_limit()
-                    .connect(connection);
+                let builder = per_connection(connection.info());
+                let idle = builder.connection_config().idle_timeout;
+                let peer = builder.idle_limit(idle).write_limit().connect(connection);
                 let grace = server.shutdown_grace;
                 async move {
                     let _counted = counted;

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::messages::refusal;
 use crate::context::Extensions;
 use crate::dispatch::{one_shot, FrameKind};
-use crate::message::{codes, Error, Id};
+use crate::message::{Error, Id};
 use crate::Router;
 
 /// Replies up to this size are always allowed, whatever the request's.
@@ -66,8 +66,8 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
             }
         };
         if n > limit {
-            let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
-                .with_data(&format!("a datagram may carry at most {limit} bytes"));
+            let error =
+                Error::frame_too_large().with_data(&format!("a datagram may carry at most {limit} bytes"));
             refuse(&socket, refusal(Id::NULL, error), from, limit);
             continue;
         }
@@ -110,7 +110,7 @@ pub(crate) async fn serve(socket: UdpSocket, settings: Settings, shutdown: Cance
                 return;
             };
             if answer.len() > most {
-                let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+                let error = Error::frame_too_large().with_data(&format!(
                     "the reply of {} bytes is over what this request may get over UDP ({most}): ask over TCP or HTTP",
                     answer.len()
                 ));

@@ -9,11 +9,14 @@
 //! | [`unix`] | [`unix::UnixListener`] | [`unix::UnixDialer`] |
 //! | [`stdio`] | this process's stdin/stdout: [`stdio::connection`] | — |
 //! | [`child`] | — | a command's stdin/stdout: [`child::ChildDialer`] |
-//! | [`ws`] | (the HTTP server upgrades) | [`ws::WsDialer`] |
+//! | [`ws`] | [`ws::WsListener`] (and the HTTP server upgrades) | [`ws::WsDialer`] |
 //! | [`udp`] | (datagrams: [`Server::bind_udp`](crate::server::Server::bind_udp)) | [`udp::UdpDialer`] |
 //! | `nats` (feature `nats`) | `nats::NatsListener` (a queue group) | `nats::NatsDialer` |
 //! | `mqtt` (feature `mqtt`) | `mqtt::MqttListener` (a shared subscription) | `mqtt::MqttDialer` |
 //! | `amqp` (feature `amqp`) | `amqp::AmqpListener` (competing consumers) | `amqp::AmqpDialer` |
+//!
+//! [`dial`] reads a target URL (`tcp://`, `unix:`, `ws://`, `nats://`, …)
+//! into the dialer of its transport.
 //!
 //! Brokers carry messages, not connections: their listeners are
 //! [`MessageListener`]s, each message one frame with its own reply address
@@ -26,6 +29,7 @@
 pub mod amqp;
 pub mod child;
 mod connection;
+pub mod dial;
 mod message;
 #[cfg(feature = "mqtt")]
 pub mod mqtt;

@@ -346,7 +346,7 @@ impl Dialer for NatsDialer {
             let published = match requests_in(&frame) {
                 _ if super::message::only_responses(&frame) => None,
                 Some((ids, batch)) if frame.len() > max_payload && !ids.is_empty() => {
-                    let error = Error::new(codes::FRAME_TOO_LARGE, "Frame too large").with_data(&format!(
+                    let error = Error::frame_too_large().with_data(&format!(
                         "the request of {} bytes is over what the NATS server carries ({max_payload})",
                         frame.len()
                     ));

@@ -8,7 +8,6 @@ use jrpc::Error;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::object;
 use crate::server::{McpContext, McpServerBuilder, NoArgs, TaskSettings, TaskSupport, ToolError};
 use crate::types::{
     CallToolResult, CreateMessageParams, ElicitAction, ElicitResult, JsonObject, LoggingLevel, Prompt,
@@ -357,4 +356,12 @@ fn tasks(builder: McpServerBuilder) -> McpServerBuilder {
         .task_support("confirm_delete", TaskSupport::Optional)
         .task_support("multi_input", TaskSupport::Optional)
         .task_support("test_tool_with_task", TaskSupport::Required)
+}
+
+/// `value` as a JSON object (empty when it is not one).
+pub(super) fn object(value: serde_json::Value) -> JsonObject {
+    match value {
+        serde_json::Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
 }

@@ -35,7 +35,7 @@ pub trait Gate: Clone + Send + Sync + 'static {
     fn admit<B>(&self, _request: &mut Request<B>) {}
 }
 
-/// A service behind a [`Gate`]: what [`AuthLayer`] and [`RateLimitLayer`]
+/// A service behind a [`Gate`]: what [`AuthLayer`] and [`RequestRateLimitLayer`]
 /// make.
 #[derive(Debug, Clone)]
 pub struct Gated<S, G> {
@@ -70,7 +70,7 @@ where
 
 /// The service made by [`AuthLayer`].
 pub type Auth<S> = Gated<S, AuthLayer>;
-/// The service made by [`RateLimitLayer`].
+/// The service made by [`RequestRateLimitLayer`].
 pub type RateLimited<S> = Gated<S, RateLimit>;
 
 // ---- auth ----
@@ -233,20 +233,29 @@ impl Gate for RateLimit {
 /// the request carries); a refused request is answered `429` with
 /// `Retry-After` (whole seconds, rounded up) and a `-32005 Rate limited`
 /// error body. [`HttpServer::rate_limit`](super::HttpServer::rate_limit)
-/// charges each call instead, on HTTP and WebSocket alike.
+/// charges each call instead, on HTTP and WebSocket alike (that is
+/// [`middleware::RateLimitLayer`](crate::middleware::RateLimitLayer)).
 #[derive(Debug, Clone)]
-pub struct RateLimitLayer {
+pub struct RequestRateLimitLayer {
     limit: RateLimit,
 }
 
-impl RateLimitLayer {
+/// The former name of [`RequestRateLimitLayer`]: one HTTP request, not one
+/// call ([`middleware::RateLimitLayer`](crate::middleware::RateLimitLayer)).
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `RequestRateLimitLayer`: it limits HTTP requests, `middleware::RateLimitLayer` limits calls"
+)]
+pub type RateLimitLayer = RequestRateLimitLayer;
+
+impl RequestRateLimitLayer {
     /// Limits each client to `limit`.
     pub fn new(limit: RateLimit) -> Self {
-        RateLimitLayer { limit }
+        RequestRateLimitLayer { limit }
     }
 }
 
-impl<S> Layer<S> for RateLimitLayer {
+impl<S> Layer<S> for RequestRateLimitLayer {
     type Service = RateLimited<S>;
 
     fn layer(&self, inner: S) -> RateLimited<S> {

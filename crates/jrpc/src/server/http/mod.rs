@@ -74,8 +74,11 @@ use tower_http::decompression::RequestDecompressionLayer;
 
 use accept::{busy_response, HttpAccept};
 pub use exchange::{error_response, ClientAddr, HttpBody};
+#[allow(deprecated)]
+pub use layers::RateLimitLayer;
 pub use layers::{
-    Auth, AuthLayer, Gate, Gated, RateLimit, RateLimitLayer, RateLimited, RequestTimeout, RequestTimeoutLayer,
+    Auth, AuthLayer, Gate, Gated, RateLimit, RateLimited, RequestRateLimitLayer, RequestTimeout,
+    RequestTimeoutLayer,
 };
 #[cfg(feature = "metrics")]
 pub use metrics_server::serve_metrics;
@@ -262,10 +265,17 @@ impl HttpServer {
     /// busy` body; a WebSocket gets that error as a message and is closed
     /// with 1013 (the first 64 KiB of each WebSocket are not counted). A number
     /// of bytes, or a [`BufferBudget`] shared with another server (say the
-    /// [`Server`] of your TCP listeners).
-    pub fn body_budget(mut self, budget: impl Into<BufferBudget>) -> Self {
+    /// [`Server`] of your TCP listeners). The same setting, under the same
+    /// name, as [`Server::buffer_budget`].
+    pub fn buffer_budget(mut self, budget: impl Into<BufferBudget>) -> Self {
         self.body_budget = budget.into();
         self
+    }
+
+    /// The former name of [`buffer_budget`](Self::buffer_budget).
+    #[deprecated(since = "0.1.0", note = "renamed `buffer_budget`, as on `Server`")]
+    pub fn body_budget(self, budget: impl Into<BufferBudget>) -> Self {
+        self.buffer_budget(budget)
     }
 
     /// Let browser pages with the opaque `Origin: null` call (off by

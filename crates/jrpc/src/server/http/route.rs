@@ -86,10 +86,7 @@ impl ReadBodyError {
     /// `400`, each with a JSON-RPC error body.
     pub fn into_response(self) -> Response<RouteBody> {
         let (status, error) = match &self {
-            ReadBodyError::TooLarge { .. } => (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                Error::new(crate::message::codes::FRAME_TOO_LARGE, "Frame too large"),
-            ),
+            ReadBodyError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, Error::frame_too_large()),
             ReadBodyError::OverBudget => (StatusCode::SERVICE_UNAVAILABLE, Error::server_busy()),
             ReadBodyError::Timeout => (StatusCode::REQUEST_TIMEOUT, Error::invalid_request()),
             ReadBodyError::Read(_) => (StatusCode::BAD_REQUEST, Error::parse_error()),
@@ -107,7 +104,62 @@ impl ReadBodyError {
 /// How long a client may take to send a request body.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+impl Default for RouteContext {
+    fn default() -> Self {
+        RouteContext::new()
+    }
+}
+
 impl RouteContext {
+    /// A context for a route handler run outside jrpc's
+    /// [`HttpServer`](super::HttpServer) (an endpoint mounted in an axum
+    /// app, say): no facts about the connection, bodies up to 8 MiB (the
+    /// default frame limit), a budget of its own for bodies in progress
+    /// (256 MiB; see [`with_budget`](Self::with_budget)), and a shutdown
+    /// token of its own (see [`with_shutdown`](Self::with_shutdown)).
+    pub fn new() -> Self {
+        RouteContext {
+            connection: Arc::new(Extensions::new()),
+            max_body_len: crate::message::Limits::DEFAULT_MAX_FRAME_LEN,
+            budget: BufferBudget::default(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// The same context for a request from `addr` (what [`peer_addr`](Self::peer_addr)
+    /// says, and what handlers see in [`ConnectionInfo`]).
+    pub fn with_peer_addr(self, addr: impl Into<String>) -> Self {
+        let mut connection = Extensions::new();
+        connection.insert(ConnectionInfo {
+            transport: "http",
+            peer_addr: Some(addr.into()),
+            local_addr: None,
+        });
+        RouteContext {
+            connection: Arc::new(connection),
+            ..self
+        }
+    }
+
+    /// The largest request body [`read_body`](Self::read_body) takes.
+    pub fn with_max_body_len(mut self, bytes: usize) -> Self {
+        self.max_body_len = bytes;
+        self
+    }
+
+    /// The budget bodies in progress share (with other endpoints, say).
+    pub fn with_budget(mut self, budget: BufferBudget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Cancel `token` when the server shuts down, so that long-lived
+    /// streams end then.
+    pub fn with_shutdown(mut self, token: CancellationToken) -> Self {
+        self.shutdown = token;
+        self
+    }
+
     /// The client's address.
     pub fn peer_addr(&self) -> Option<&str> {
         self.connection

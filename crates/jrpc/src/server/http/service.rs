@@ -18,7 +18,7 @@ use crate::context::ConnectionInfo;
 use crate::context::Extensions;
 use crate::context::Identity;
 use crate::dispatch::{one_shot, Refusal};
-use crate::message::{codes, Error};
+use crate::message::Error;
 use crate::peer::Peer;
 use crate::transport::ws::{self, WsOptions};
 use crate::Router;
@@ -269,8 +269,7 @@ where
     let too_large = || {
         error_response(
             StatusCode::PAYLOAD_TOO_LARGE,
-            Error::new(codes::FRAME_TOO_LARGE, "Frame too large")
-                .with_data(&format!("the body may be at most {limit} bytes")),
+            Error::frame_too_large().with_data(&format!("the body may be at most {limit} bytes")),
         )
     };
     // Refuse by the announced length, before reading anything.
@@ -485,7 +484,7 @@ fn upgrade<B>(
             };
             let peer: Peer = Peer::builder()
                 .router(router)
-                .config(config)
+                .connection(config)
                 .extensions(extensions)
                 .write_limit()
                 .start_framed(frames_in, frames_out);

@@ -33,6 +33,9 @@ use std::sync::Arc;
 
 use crate::codec::{Budgeted, BufferBudget, Charge, Inbound};
 
+mod listener;
+pub use listener::WsListener;
+
 /// WebSocket settings shared by server and client.
 #[derive(Debug, Clone, Copy)]
 pub struct WsOptions {
@@ -95,8 +98,6 @@ pub(crate) type Pumped = (Frames, ClosingSink);
 
 /// Splits a WebSocket into the frame stream and sink a peer runs on, and
 /// starts the pump between them.
-// Only a client opens its WebSocket before the pump starts.
-#[cfg_attr(not(feature = "http-client"), allow(dead_code))]
 pub(crate) fn pump<S>(ws: WebSocketStream<S>, options: WsOptions) -> Pumped
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,

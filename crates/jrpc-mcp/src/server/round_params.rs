@@ -1,0 +1,142 @@
+//! The params of the methods served in rounds (`tools/call`,
+//! `resources/read`, `prompts/get`) as the server reads them, and reading
+//! them together with a modern request's envelope in one pass.
+
+use std::collections::BTreeMap;
+
+use jrpc::message::RawValue;
+use serde::Deserialize;
+
+use crate::types::{InputResponses, ProgressToken, RequestEnvelope};
+
+/// The `_meta` of a request as a handler call needs it: its progress token
+/// (a modern request's envelope was read already).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Progress {
+    #[serde(
+        rename = "progressToken",
+        default,
+        deserialize_with = "crate::types::utilities::lenient_token"
+    )]
+    pub(crate) progress_token: Option<ProgressToken>,
+}
+
+/// Declares the params of a method served in rounds, as the server reads
+/// them: the method's own fields, then what every such request may carry —
+/// the answers to an earlier round, its state, and its `_meta`, read as `M`:
+/// the progress token of a legacy request ([`Progress`]), or the whole
+/// envelope where a modern request is read in one pass.
+macro_rules! round_params {
+    ($(#[$doc:meta])* $name:ident { $($(#[$attr:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Deserialize)]
+        pub(crate) struct $name<M = Progress> {
+            $($(#[$attr])* pub(crate) $field: $ty,)*
+            #[serde(
+                rename = "inputResponses",
+                default,
+                deserialize_with = "crate::types::mrtr::input_responses"
+            )]
+            pub(crate) input_responses: Option<InputResponses>,
+            #[serde(
+                rename = "requestState",
+                default,
+                deserialize_with = "crate::types::mrtr::request_state"
+            )]
+            pub(crate) request_state: Option<String>,
+            #[serde(rename = "_meta", default = "none")]
+            pub(crate) meta: Option<M>,
+        }
+
+        impl<M> $name<M> {
+            /// The params without their `_meta`, and the `_meta`.
+            pub(crate) fn split_meta(self) -> ($name, Option<M>) {
+                let $name { $($field,)* input_responses, request_state, meta } = self;
+                let params = $name { $($field,)* input_responses, request_state, meta: None };
+                (params, meta)
+            }
+        }
+    };
+}
+
+round_params! {
+    /// The params of `tools/call`: the arguments kept as they came, for the
+    /// tool to decode into its own type.
+    ToolCall {
+        name: String,
+        #[serde(default, deserialize_with = "object_or_absent")]
+        arguments: Option<Box<RawValue>>,
+    }
+}
+
+round_params! {
+    /// The params of `prompts/get`.
+    PromptCall {
+        name: String,
+        #[serde(default)]
+        arguments: Option<BTreeMap<String, String>>,
+    }
+}
+
+round_params! {
+    /// The params of `resources/read`.
+    ReadCall {
+        uri: String,
+    }
+}
+
+fn none<M>() -> Option<M> {
+    None
+}
+
+/// `arguments`: a JSON object when present.
+fn object_or_absent<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Box<RawValue>>, D::Error> {
+    let raw = Box::<RawValue>::deserialize(deserializer)?;
+    if raw.get().starts_with('{') {
+        Ok(Some(raw))
+    } else {
+        Err(serde::de::Error::custom("arguments must be a JSON object"))
+    }
+}
+
+/// Params read already, with the envelope (by Streamable HTTP, to check a
+/// modern request's headers, or by the era layer, to learn its era): the
+/// handler takes them from the request's [`Modern`](super::era::Modern)
+/// facts instead of reading the params again.
+#[derive(Debug)]
+pub(crate) enum ReadAlready {
+    Tool(ToolCall),
+    Resource(ReadCall),
+    Prompt(PromptCall),
+}
+
+/// The params of a request for `method` whose handler reads them in one
+/// known shape (`tools/call`, `resources/read`, `prompts/get`), read in that
+/// shape together with the envelope, in one pass; `None` for another method,
+/// or params that do not parse so (the usual path then says why).
+pub(crate) fn read_with_envelope(method: &str, params: &RawValue) -> Option<(ReadAlready, RequestEnvelope)> {
+    let text = params.get();
+    match method {
+        "tools/call" => {
+            let (call, envelope) = serde_json::from_str::<ToolCall<RequestEnvelope>>(text)
+                .ok()?
+                .split_meta();
+            Some((ReadAlready::Tool(call), envelope?))
+        }
+        "resources/read" => {
+            let (read, envelope) = serde_json::from_str::<ReadCall<RequestEnvelope>>(text)
+                .ok()?
+                .split_meta();
+            Some((ReadAlready::Resource(read), envelope?))
+        }
+        "prompts/get" => {
+            let (prompt, envelope) = serde_json::from_str::<PromptCall<RequestEnvelope>>(text)
+                .ok()?
+                .split_meta();
+            Some((ReadAlready::Prompt(prompt), envelope?))
+        }
+        _ => None,
+    }
+}
