@@ -225,7 +225,8 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = Limits::DEFAULT_MAX_DEPTH, value_name = "N")]
     max_depth: usize,
 
-    /// Batch entries handled at the same time.
+    /// Entries of one batch handled at the same time, on every transport
+    /// (replies still come in request order).
     #[arg(long, default_value_t = Router::DEFAULT_BATCH_CONCURRENCY, value_name = "N")]
     batch_concurrency: usize,
 

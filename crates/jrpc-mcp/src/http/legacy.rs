@@ -7,14 +7,12 @@
 
 use std::io;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use jrpc::codec::Inbound;
 use jrpc::message::RawValue;
-use jrpc::peer::Peer;
 use jrpc::server::http::route::{self, RouteBody, RouteContext};
 use jrpc::server::http::{sse, HttpBody};
 use jrpc::transport::Connection;
@@ -23,6 +21,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
+use super::session::HttpSession;
 use super::streams::{peek, Listener, Message, StreamTable};
 use super::{accepted, accepts, json_body, refuse, Refusal, StreamableHttp, SESSION_HEADER, VERSION_HEADER};
 use crate::server::RequestOutbound;
@@ -364,32 +363,6 @@ async fn json_reply(mut listener: Listener, streams: &StreamTable) -> Response<R
             StatusCode::INTERNAL_SERVER_ERROR,
             Error::internal_error().with_data("the session ended before answering"),
         ),
-    }
-}
-
-/// One client's session.
-pub(super) struct HttpSession {
-    id: String,
-    incoming: mpsc::Sender<io::Result<Inbound>>,
-    peer: Peer,
-    streams: Arc<StreamTable>,
-    /// When a request last came for this session.
-    last_seen: Mutex<tokio::time::Instant>,
-}
-
-impl HttpSession {
-    fn touch(&self) {
-        *self.last_seen.lock().unwrap_or_else(|p| p.into_inner()) = tokio::time::Instant::now();
-    }
-
-    /// Whether nothing has come for `limit` and no stream is open.
-    fn expired(&self, limit: Duration) -> bool {
-        let idle = self.last_seen.lock().unwrap_or_else(|p| p.into_inner()).elapsed();
-        idle >= limit && !self.streams.any_open()
-    }
-
-    async fn deliver(&self, frame: Bytes) {
-        let _ = self.incoming.send(Ok(Inbound::Frame(frame))).await;
     }
 }
 

@@ -29,6 +29,7 @@
 mod legacy;
 mod modern;
 mod service;
+mod session;
 mod streams;
 
 use std::collections::HashMap;
@@ -45,7 +46,7 @@ use serde::Deserialize;
 
 use crate::server::McpServer;
 use crate::types::LEGACY_PROTOCOL_VERSIONS;
-use legacy::HttpSession;
+use session::HttpSession;
 
 /// The session header (legacy).
 pub const SESSION_HEADER: &str = "mcp-session-id";
