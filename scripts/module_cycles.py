@@ -71,26 +71,18 @@ def strip_code(text):
     return "".join(out)
 
 
-def drop_test_modules(code):
-    """Removes `#[cfg(test)] mod name { ... }` blocks (and `cfg(all(test, ...))`)."""
-    while True:
-        m = re.search(
-            r"#\[cfg\((?:all\()?test\b[^\]]*\]\s*(pub(\([^)]*\))?\s+)?mod\s+" + IDENT + r"\s*\{", code
-        )
-        if not m:
-            return code
-        depth, i = 1, m.end()
-        while i < len(code) and depth:
-            depth += {"{": 1, "}": -1}.get(code[i], 0)
-            i += 1
-        code = code[: m.start()] + code[i:]
+# Blocks that are not this file's own code: test modules
+# (`#[cfg(test)] mod name {`, also `cfg(all(test, ...))`) and what a macro
+# generates (`quote! {`, `quote_spanned!(span => {`).
+TEST_MODULE = r"#\[cfg\((?:all\()?test\b[^\]]*\]\s*(pub(\([^)]*\))?\s+)?mod\s+" + IDENT + r"\s*\{"
+QUOTED = r"\bquote(?:_spanned)?!\s*(?:\([^)]*=>\s*)?\{"
 
 
-def drop_quoted_code(code):
-    """Removes the bodies of `quote! { ... }` (code a macro generates, not
-    code of this file)."""
+def drop_blocks(code, opening):
+    """Removes every block that starts with a match of `opening` (which ends
+    at the block's `{`) through its matching `}`."""
     while True:
-        m = re.search(r"\bquote(?:_spanned)?!\s*(?:\([^)]*=>\s*)?\{", code)
+        m = re.search(opening, code)
         if not m:
             return code
         depth, i = 1, m.end()
@@ -162,7 +154,7 @@ class Crate:
             return
         self.files[module] = path
         self.module_of[path] = module
-        code = drop_quoted_code(drop_test_modules(strip_code(open(path, encoding="utf-8").read())))
+        code = drop_blocks(drop_blocks(strip_code(open(path, encoding="utf-8").read()), TEST_MODULE), QUOTED)
         self.code[path] = code
         uses = []
         for m in re.finditer(r"(?:^|[;{}\]\s])(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", code):

@@ -309,10 +309,16 @@ impl McpClientBuilder {
     /// connection of any scheme jrpc dials (`tcp://HOST:PORT`, `unix:PATH`,
     /// `ws(s)://…`; see [`jrpc::transport::dial`]), newline-delimited.
     pub async fn connect_url(self, target: &str) -> Result<McpClient, McpClientError> {
-        use jrpc::transport::dial::{dialer, DialOptions};
-        #[cfg(feature = "http-client")]
-        if jrpc::transport::dial::Scheme::of(target) == Some(jrpc::transport::dial::Scheme::Http) {
+        use jrpc::transport::dial::{dialer, DialOptions, Scheme};
+        if Scheme::of(target) == Some(Scheme::Http) {
+            #[cfg(feature = "http-client")]
             return self.connect_http(target).await;
+            #[cfg(not(feature = "http-client"))]
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{target}: Streamable HTTP needs jrpc-mcp's feature `http-client`"),
+            )
+            .into());
         }
         let connection = jrpc::transport::Dialer::dial(&dialer(target, &DialOptions::default())?).await?;
         self.connect(connection).await

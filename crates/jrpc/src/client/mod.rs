@@ -53,6 +53,9 @@ use crate::codec::Framing;
 use crate::peer::{Batch, CallError, CancelProtocol, ConnectionConfig, Peer, PeerBuilder};
 pub use crate::transport::child::StderrMode;
 #[cfg(feature = "http-client")]
+use crate::transport::dial::Scheme;
+use crate::transport::dial::{dialer, DialOptions};
+#[cfg(feature = "http-client")]
 pub use crate::transport::ws::WsOptions;
 use crate::transport::Dialer;
 use crate::Router;
@@ -330,31 +333,40 @@ impl ClientBuilder {
     /// is the topic) or `amqp://HOST:PORT/VHOST?queue=NAME` (the vhost
     /// percent-decoded: `%2f` is `/`).
     pub async fn connect(self, url: &str) -> io::Result<Client> {
-        use crate::transport::dial::{dialer, DialOptions};
         #[cfg(feature = "http-client")]
-        if crate::transport::dial::Scheme::of(url) == Some(crate::transport::dial::Scheme::Http) {
+        if Scheme::of(url) == Some(Scheme::Http) {
             return self.connect_http(url);
         }
+        self.connect_dialed(url).await
+    }
+
+    /// What the dialers of [`transport::dial`](crate::transport::dial) are
+    /// built with: this client's framing and frame limit, and its
+    /// WebSocket headers, settings and TLS.
+    fn dial_options(&self) -> DialOptions {
         let options = DialOptions::default()
             .framing(self.framing_now())
             .max_frame_len(self.max_frame_len());
         #[cfg(feature = "http-client")]
         let options = {
-            let mut options = options.headers(self.http.headers.clone()).websocket(self.http.ws);
-            if let Some(tls) = self.http.tls.clone() {
-                options = options.tls(tls);
+            let options = options.headers(self.http.headers.clone()).websocket(self.http.ws);
+            match self.http.tls.clone() {
+                Some(tls) => options.tls(tls),
+                None => options,
             }
-            options
         };
-        let dialer = dialer(url, &options)?;
+        options
+    }
+
+    /// Connects through the dialer `url` names (any scheme but HTTP's).
+    async fn connect_dialed(self, url: &str) -> io::Result<Client> {
+        let dialer = dialer(url, &self.dial_options())?;
         self.connect_with(dialer).await
     }
 
     /// Connects over TCP to `addr` (`host:port`).
     pub async fn connect_tcp(self, addr: impl ToString) -> io::Result<Client> {
-        let dialer =
-            crate::transport::tcp::TcpDialer::new(addr.to_string(), self.framing_now(), self.max_frame_len());
-        self.connect_with(dialer).await
+        self.connect_dialed(&format!("tcp://{}", addr.to_string())).await
     }
 
     /// Talks to a UDP server at `addr` (`host:port`): one frame per
@@ -362,9 +374,7 @@ impl ClientBuilder {
     /// retransmitted, so a lost datagram is a call that times out; frames
     /// over 65 507 bytes cannot be sent.
     pub async fn connect_udp(self, addr: impl ToString) -> io::Result<Client> {
-        let limit = self.max_frame_len().min(crate::transport::udp::MAX_DATAGRAM);
-        let dialer = crate::transport::udp::UdpDialer::new(addr.to_string()).max_datagram(limit);
-        self.connect_with(dialer).await
+        self.connect_dialed(&format!("udp://{}", addr.to_string())).await
     }
 
     /// Connects to a Unix domain socket.
@@ -379,13 +389,13 @@ impl ClientBuilder {
     /// server can also call this client.
     #[cfg(feature = "http-client")]
     pub async fn connect_ws(self, url: &str) -> io::Result<Client> {
-        let mut dialer = crate::transport::ws::WsDialer::new(url)
-            .headers(self.http.headers.clone())
-            .options(self.http.ws);
-        if let Some(tls) = self.http.tls.clone() {
-            dialer = dialer.tls(tls);
+        if Scheme::of(url) != Some(Scheme::WebSocket) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{url}: expected ws:// or wss://"),
+            ));
         }
-        self.connect_with(dialer).await
+        self.connect_dialed(url).await
     }
 
     /// Runs the client over a connection that is open already (made by a

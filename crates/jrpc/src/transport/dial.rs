@@ -84,6 +84,32 @@ impl Scheme {
         }
     }
 
+    /// Its name, as people write it: `TCP`, `WebSocket`, `NATS`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Tcp => "TCP",
+            Scheme::Udp => "UDP",
+            Scheme::Unix => "Unix socket",
+            Scheme::Http => "HTTP",
+            Scheme::WebSocket => "WebSocket",
+            Scheme::Nats => "NATS",
+            Scheme::Mqtt => "MQTT",
+            Scheme::Amqp => "AMQP",
+        }
+    }
+
+    /// The cargo feature of `jrpc` that carries it (`runtime` for those
+    /// that come with the async side).
+    fn feature(self) -> &'static str {
+        match self {
+            Scheme::Tcp | Scheme::Udp | Scheme::Unix => "runtime",
+            Scheme::Http | Scheme::WebSocket => "http-client",
+            Scheme::Nats => "nats",
+            Scheme::Mqtt => "mqtt",
+            Scheme::Amqp => "amqp",
+        }
+    }
+
     /// Whether a connection can be dialed to it (all but HTTP, whose calls
     /// are requests and responses).
     pub fn is_connection(self) -> bool {
@@ -224,10 +250,12 @@ pub fn dialer(target: &str, options: &DialOptions) -> io::Result<AnyDialer> {
         Scheme::Mqtt => Box::new(super::mqtt::MqttDialer::from_target(target)?),
         #[cfg(feature = "amqp")]
         Scheme::Amqp => Box::new(super::amqp::AmqpDialer::from_target(target)?),
-        #[allow(unreachable_patterns)] // with every feature on
+        // A scheme whose feature is off in this build (HTTP is refused above).
         other => {
             return Err(invalid(format!(
-                "{target}: this build of jrpc has no {other:?} transport (its feature is off)"
+                "{target}: this build of jrpc has no {} transport: turn on its feature `{}`",
+                other.name(),
+                other.feature()
             )))
         }
     };
