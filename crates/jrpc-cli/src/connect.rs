@@ -241,6 +241,9 @@ fn start_wire(wire: Wire, mut outgoing: mpsc::UnboundedReceiver<Bytes>, shared: 
                         Some(Ok(Inbound::Oversized { limit })) => {
                             shared.say(&format!("<- a frame over {limit} bytes, skipped"))
                         }
+                        Some(Ok(Inbound::Undelivered { reason, .. })) => {
+                            shared.say(&format!("<- not delivered: {reason}"))
+                        }
                         Some(Ok(_)) => {}
                         Some(Err(e)) => break format!("reading failed: {e}"),
                         None => break "the server closed the connection".to_owned(),

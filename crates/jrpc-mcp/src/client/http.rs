@@ -11,7 +11,7 @@ use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use jrpc::client::HttpClient;
 use jrpc::codec::Inbound;
-use jrpc::transport::Connection;
+use jrpc::transport::{Connection, OutFrame, OutKind};
 use tokio::sync::mpsc;
 
 /// The session's state shared by its POSTs and its GET stream.
@@ -42,7 +42,7 @@ impl HttpSession {
         let incoming =
             futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
         let posting = Arc::clone(&session);
-        let outgoing = futures_util::sink::unfold((), move |(), frame: Bytes| {
+        let outgoing = futures_util::sink::unfold((), move |(), frame: OutFrame| {
             // Each message goes in a request of its own, answered in its own
             // time: the peer must not wait for one reply to send the next.
             tokio::spawn(Arc::clone(&posting).post(frame, true));
@@ -53,7 +53,10 @@ impl HttpSession {
             peer_addr: None,
             local_addr: None,
         };
-        (Connection::new(incoming, Box::pin(outgoing), info), session)
+        (
+            Connection::with_kinds(incoming, Box::pin(outgoing), info),
+            session,
+        )
     }
 
     /// Sends the protocol version on every request from now on.
@@ -85,9 +88,13 @@ impl HttpSession {
     /// POSTs one message and delivers what the reply carries. When the
     /// server has ended the session (404), a new one is initialized and the
     /// message sent again, once (`retry`).
-    async fn post(self: Arc<Self>, frame: Bytes, retry: bool) {
-        let id = request_id(&frame);
-        if is_initialize(&frame) {
+    async fn post(self: Arc<Self>, frame: OutFrame, retry: bool) {
+        let id = match frame.read_kind() {
+            OutKind::Request(id) => Some(id),
+            _ => None,
+        };
+        let frame = frame.bytes;
+        if id.is_some() && is_initialize(&frame) {
             self.initialize
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -121,7 +128,8 @@ impl HttpSession {
             StatusCode::ACCEPTED => {}
             StatusCode::NOT_FOUND if self.session.lock().unwrap_or_else(|p| p.into_inner()).is_some() => {
                 if retry && self.reinitialize().await {
-                    return Box::pin(self.post(frame, false)).await;
+                    let kind = id.map_or(OutKind::Unknown, OutKind::Request);
+                    return Box::pin(self.post(OutFrame::new(frame, kind), false)).await;
                 }
                 self.fail("the server ended the session (404) and a new one could not be started".into())
                     .await;
@@ -240,13 +248,6 @@ fn is_initialize(frame: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(frame)
         .ok()
         .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"))
-}
-
-/// The id of the request `frame` carries, if it is one.
-fn request_id(frame: &[u8]) -> Option<serde_json::Value> {
-    let value: serde_json::Value = serde_json::from_slice(frame).ok()?;
-    value.get("method")?;
-    value.get("id").cloned()
 }
 
 /// Splits an SSE byte stream into the data of its events.

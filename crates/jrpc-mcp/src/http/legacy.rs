@@ -15,14 +15,14 @@ use jrpc::codec::Inbound;
 use jrpc::message::RawValue;
 use jrpc::server::http::route::{self, RouteBody, RouteContext};
 use jrpc::server::http::{sse, HttpBody};
-use jrpc::transport::Connection;
+use jrpc::transport::{Connection, OutFrame};
 use jrpc::{Error, Id};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::session::HttpSession;
-use super::streams::{peek, Listener, Message, StreamTable};
+use super::streams::{Listener, Message, StreamTable};
 use super::{accepted, accepts, json_body, refuse, Refusal, StreamableHttp, SESSION_HEADER, VERSION_HEADER};
 use crate::server::RequestOutbound;
 use crate::types::LEGACY_PROTOCOL_VERSIONS;
@@ -252,7 +252,7 @@ impl StreamableHttp {
             () = cx.shutdown().cancelled() => None,
         };
         match first {
-            Some(reply) if peek(&reply.data).is_some_and(|p| p.method.is_none()) => {
+            Some(reply) if reply.reply => {
                 streams.forget(listener.stream);
                 json_body(Bytes::copy_from_slice(reply.data.as_bytes()))
             }
@@ -320,7 +320,7 @@ impl StreamableHttp {
                 |mut rx| async move { rx.recv().await.map(|m| (m, rx)) },
             );
         let routed = Arc::clone(&streams);
-        let outgoing = futures_util::sink::unfold((), move |(), frame: Bytes| {
+        let outgoing = futures_util::sink::unfold((), move |(), frame: OutFrame| {
             routed.route(&frame);
             async { Ok::<_, io::Error>(()) }
         });
@@ -330,7 +330,7 @@ impl StreamableHttp {
             local_addr: None,
         };
         let outbound: Arc<dyn RequestOutbound> = Arc::new(Arc::clone(&streams));
-        let connection = Connection::new(incoming, Box::pin(outgoing), info);
+        let connection = Connection::with_kinds(incoming, Box::pin(outgoing), info);
         let peer = self.server.connect_with(connection, Some(outbound));
         let session = Arc::new(HttpSession {
             id: id.clone(),

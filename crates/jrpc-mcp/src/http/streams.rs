@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::Bytes;
 use jrpc::message::RawValue;
+use jrpc::transport::{OutFrame, OutKind};
 use jrpc::{CallError, Error, Id};
 use tokio::sync::{mpsc, oneshot};
 
@@ -26,6 +26,8 @@ use crate::server::RequestOutbound;
 pub(super) struct Message {
     pub(super) id: String,
     pub(super) data: Arc<str>,
+    /// Whether it is the reply that ends its request's stream.
+    pub(super) reply: bool,
 }
 
 /// A connection's view of one stream: its number, and the messages coming.
@@ -91,19 +93,6 @@ type Answering = oneshot::Sender<Result<Box<RawValue>, CallError>>;
 /// stream (the peer's own ids are numbers).
 const CALL_PREFIX: &str = "srv-";
 
-/// What routing needs of a message: whether it has a method, and its id.
-#[derive(serde::Deserialize)]
-pub(super) struct Peek {
-    #[serde(default)]
-    pub(super) method: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    id: Option<Id>,
-}
-
-pub(super) fn peek(text: &str) -> Option<Peek> {
-    serde_json::from_str(text).ok()
-}
-
 impl StreamTable {
     pub(super) fn new(limits: StoreLimits) -> Self {
         StreamTable {
@@ -168,10 +157,12 @@ impl StreamTable {
         let mut state = self.state();
         let stream = state.streams.get_mut(&number)?;
         let (tx, rx) = mpsc::unbounded_channel();
+        let last = stream.next_seq - 1;
         for (seq, data) in stream.log.iter().filter(|(seq, _)| *seq > after) {
             let _ = tx.send(Message {
                 id: format!("{number}-{seq}"),
                 data: Arc::clone(data),
+                reply: stream.finished && *seq == last,
             });
         }
         if !stream.finished {
@@ -230,6 +221,7 @@ impl StreamTable {
             let message = Message {
                 id: format!("{number}-{seq}"),
                 data: Arc::clone(&data),
+                reply: finish,
             };
             if live.send(message).is_err() {
                 stream.live = None;
@@ -281,22 +273,21 @@ impl StreamTable {
         }
     }
 
-    /// A frame from the session's peer: a response ends its request's
+    /// A frame from the session's peer: a reply ends its request's
     /// stream; anything else goes on the standalone stream.
-    pub(super) fn route(&self, frame: &Bytes) {
-        let Ok(text) = std::str::from_utf8(frame) else {
+    pub(super) fn route(&self, frame: &OutFrame) {
+        let Ok(text) = std::str::from_utf8(&frame.bytes) else {
             return;
         };
-        let Some(peek) = peek(text) else {
-            return;
-        };
-        match (peek.method, peek.id) {
-            (None, Some(id)) => {
+        match frame.read_kind() {
+            OutKind::Reply(id) => {
                 let mut state = self.state();
                 if let Some(number) = state.by_request.remove(&id) {
                     self.push(&mut state, number, text.into(), true);
                 }
             }
+            // The session serves one message per POST: no batch replies.
+            OutKind::Replies => tracing::debug!("a batch reply on an MCP session; dropped"),
             _ => {
                 if !self.send(None, text) {
                     tracing::debug!("no stream open for a message to the client; dropped");
@@ -447,6 +438,7 @@ impl RequestOutbound for Arc<StreamTable> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn table(events: usize, bytes: usize) -> StreamTable {
         StreamTable::new(StoreLimits { events, bytes })
@@ -472,7 +464,8 @@ mod tests {
         // The connection breaks; messages go on into the store.
         table.close_connection(&id);
         table.notify(&id, r#"{"n":2}"#.into());
-        table.route(&Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#));
+        let reply = Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#);
+        table.route(&OutFrame::new(reply, OutKind::Reply(Id::from(7))));
         assert!(first.messages.try_recv().is_err());
         // Answered: the id is free again.
         assert!(table.open(&id).is_some());

@@ -334,7 +334,7 @@ impl McpServer {
     pub async fn serve_stdio(&self) -> Arc<str> {
         let max_frame_len = jrpc::message::Limits::DEFAULT_MAX_FRAME_LEN;
         let (incoming, outgoing, info) =
-            jrpc::transport::stdio::connection(Framing::Ndjson, max_frame_len).into_parts();
+            jrpc::transport::stdio::connection(Framing::Ndjson, max_frame_len).into_kinded_parts();
         let stdin_closed = Arc::new(tokio::sync::Notify::new());
         let notify = Arc::clone(&stdin_closed);
         // Tells when stdin has ended, passing every frame through.
@@ -351,7 +351,7 @@ impl McpServer {
                 }
             }
         });
-        let peer = self.connect(Connection::new(incoming, outgoing, info));
+        let peer = self.connect(Connection::with_kinds(incoming, outgoing, info));
         tokio::select! {
             reason = peer.closed() => return reason,
             () = stdin_closed.notified() => {}

@@ -8,13 +8,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::oneshot;
 
 use super::{decode, CallError, Delivery, Outcome};
 use crate::message::{encode_call, Id};
+use crate::transport::{OutFrame, OutKind};
 
 /// A boxed future, for the object-safe [`BatchTarget`].
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -41,7 +41,7 @@ pub(crate) trait BatchTarget: Send + Sync + 'static {
     /// frame went out, and leaves retrying to whoever asked.
     fn send<'a>(
         &'a self,
-        frame: Bytes,
+        frame: OutFrame,
         waiters: Vec<(u64, oneshot::Sender<Outcome>)>,
         delivery: Option<&'a Delivery>,
     ) -> BoxFuture<'a, Result<(), CallError>>;
@@ -164,7 +164,11 @@ impl Batch {
         let mut frame = std::mem::take(&mut self.frame);
         frame.push(b']');
         let waiters = std::mem::take(&mut self.waiters);
-        let result = self.target.send(frame.into(), waiters, delivery).await;
+        let kind = OutKind::Calls(self.ids.iter().map(|&id| Id::from(id)).collect());
+        let result = self
+            .target
+            .send(OutFrame::new(frame, kind), waiters, delivery)
+            .await;
         if result.is_err() {
             // Nothing went out: the calls are forgotten on drop.
             self.sent = false;

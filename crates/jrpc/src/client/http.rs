@@ -758,11 +758,11 @@ impl crate::caller::BatchTarget for HttpTransport {
 
     fn send<'a>(
         &'a self,
-        frame: Bytes,
+        frame: crate::transport::OutFrame,
         waiters: Vec<(u64, oneshot::Sender<crate::caller::Outcome>)>,
         delivery: Option<&'a Delivery>,
     ) -> crate::caller::BoxFuture<'a, Result<(), CallError>> {
-        Box::pin(self.send_batch(frame, waiters, delivery))
+        Box::pin(self.send_batch(frame.bytes, waiters, delivery))
     }
 
     // The request is out and cannot be called back.

@@ -210,8 +210,9 @@ impl RetryPolicy {
     }
 
     /// Whether refusals (`429`, `503`, `-32005`, `-32007`) and calls nobody
-    /// was there to take (`-32008`, a broker's "no responders") are tried
-    /// again (default yes).
+    /// was there to take (a broker's "no responders":
+    /// [`Undelivered`](crate::transport::Undelivered), or `-32008` from a
+    /// server) are tried again (default yes).
     pub fn on_busy(mut self, on: bool) -> Self {
         self.on_busy = on;
         self
@@ -292,6 +293,10 @@ impl RetryPolicy {
         if let Some(http) = error.transport_error::<super::http_error::HttpError>() {
             let busy = matches!(http.status, 429 | 503);
             return (busy && self.on_busy).then_some(http.retry_after);
+        }
+        if error.transport_error::<crate::transport::Undelivered>().is_some() {
+            // Nobody took it: it did not run, whatever the method.
+            return self.on_busy.then_some(None);
         }
         let idempotent = self.is_idempotent(call.method());
         match error {

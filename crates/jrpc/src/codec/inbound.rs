@@ -28,4 +28,14 @@ pub enum Inbound {
         /// The budget's limit.
         limit: usize,
     },
+    /// Calls this side sent that the transport could not deliver (a
+    /// broker's "no responders"): each waiting call of these ids fails at
+    /// once with a [`CallError::Transport`](crate::CallError::Transport)
+    /// holding an [`Undelivered`](crate::transport::Undelivered).
+    Undelivered {
+        /// The ids of the calls, as sent.
+        ids: Vec<crate::Id>,
+        /// Why, for the error (`no responders: nothing subscribes to …`).
+        reason: String,
+    },
 }

@@ -30,6 +30,7 @@ use crate::caller::{CallError, Outcome};
 use crate::context::Extensions;
 use crate::message::{self, parse_frame, Error, Frame, Id, Incoming, Response, ResponseRef};
 use crate::router::Router;
+use crate::transport::{OutFrame, OutKind};
 
 /// The calls this side made on the connection, waiting for responses: the
 /// engine hands them what it reads (the peer keeps the table).
@@ -85,13 +86,13 @@ pub(crate) struct Engine {
     /// Requests that waited for notifications start in arrival order.
     turns: Turnstile,
     /// Frames produced while handling the current burst of reading.
-    burst: Vec<Bytes>,
+    burst: Vec<OutFrame>,
     /// Replies answered on the spot in this burst and not yet in `burst`,
     /// one after another: one buffer (and one shared `Bytes`, sliced) for
     /// all of them, instead of a vector and a `Bytes` header each.
     joined: Vec<u8>,
-    /// Where each reply in `joined` ends.
-    joined_ends: Vec<usize>,
+    /// Where each reply in `joined` ends, and the id it answers.
+    joined_ends: Vec<(usize, Id)>,
 }
 
 fn busy(reason: &str) -> Error {
@@ -163,13 +164,12 @@ impl Engine {
 
     /// Answers with one error of the given id (a framing error, say).
     pub(crate) fn send_error(&mut self, id: Id, error: Error) {
-        self.send(
-            Response {
-                id,
-                outcome: Err(error),
-            }
-            .to_bytes(),
-        );
+        let reply = Response {
+            id: id.clone(),
+            outcome: Err(error),
+        }
+        .to_bytes();
+        self.send(OutFrame::new(reply, OutKind::Reply(id)));
     }
 
     /// Serves one frame read from the connection.
@@ -187,7 +187,7 @@ impl Engine {
     fn on_item(&mut self, item: Incoming<'_>, calls: &impl Calls) {
         let item = match self.route(item, calls) {
             Routed::Done => return,
-            Routed::Answer(out) => return self.send(out.into()),
+            Routed::Answer { reply, id } => return self.send(OutFrame::new(reply, OutKind::Reply(id))),
             Routed::Serve(item) => item,
         };
         if self.holds_back() {
@@ -204,9 +204,15 @@ impl Engine {
             self.joined.reserve(JOINED_CAPACITY);
         }
         let start = self.joined.len();
+        // The reply's id, taken before the item is served (a copy: ids
+        // are kept inline).
+        let id = match &item {
+            Incoming::Request(request) => request.id.clone(),
+            _ => Id::NULL,
+        };
         let left = serve::inline(&self.shared.router, item, &self.shared.facts, &mut self.joined);
         if self.joined.len() > start {
-            self.joined_ends.push(self.joined.len());
+            self.joined_ends.push((self.joined.len(), id));
         }
         if let Some(Incoming::Request(request)) = left {
             self.spawn_request(Owned::request(request), None);
@@ -221,7 +227,7 @@ impl Engine {
         for item in items {
             let item = match self.route(item, calls) {
                 Routed::Done => continue,
-                Routed::Answer(out) => {
+                Routed::Answer { reply: out, .. } => {
                     batch.answer(|reply| reply.extend_from_slice(&out));
                     continue;
                 }
@@ -253,7 +259,7 @@ impl Engine {
         }
         if batch.is_settled() {
             if let Some(reply) = batch.settled() {
-                self.send(reply);
+                self.send(OutFrame::new(reply, OutKind::Replies));
             }
             return;
         }
@@ -285,7 +291,7 @@ impl Engine {
                 })
                 .await;
             if let Some(reply) = reply {
-                let _ = shared.outbox.send(reply).await;
+                let _ = shared.outbox.send(OutFrame::new(reply, OutKind::Replies)).await;
             }
         });
     }
@@ -322,11 +328,10 @@ impl Engine {
             }
             Incoming::Response(response) => {
                 if calls.is_stray(&response) {
-                    return Routed::Answer(error_reply(
-                        response.version,
-                        &response.id,
-                        &Error::invalid_request(),
-                    ));
+                    return Routed::Answer {
+                        reply: error_reply(response.version, &response.id, &Error::invalid_request()),
+                        id: response.id,
+                    };
                 }
                 match calls.waiter_of(&response) {
                     Some(tx) => {
@@ -349,15 +354,17 @@ impl Engine {
                     .push(&shared.router, &shared.facts, &mut self.tasks, call);
                 Routed::Done
             }
-            Incoming::Request(request) if self.draining => Routed::Answer(error_reply(
-                request.version,
-                &request.id,
-                &busy("the connection is closing"),
-            )),
+            Incoming::Request(request) if self.draining => Routed::Answer {
+                reply: error_reply(request.version, &request.id, &busy("the connection is closing")),
+                id: request.id,
+            },
             Incoming::Invalid(invalid) => {
                 // A malformed reply to a call of ours fails that call.
                 calls.fail_invalid_reply(&invalid.id);
-                Routed::Answer(error_reply(invalid.version, &invalid.id, &invalid.error))
+                Routed::Answer {
+                    reply: error_reply(invalid.version, &invalid.id, &invalid.error),
+                    id: invalid.id,
+                }
             }
             item => Routed::Serve(item),
         }
@@ -371,7 +378,8 @@ impl Engine {
         let version = call.version;
         let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
             let busy = busy("too many requests in flight on this connection");
-            return self.send(error_reply(version, &id, &busy).into());
+            let reply = error_reply(version, &id, &busy);
+            return self.send(OutFrame::new(reply, OutKind::Reply(id)));
         };
         let shared = Arc::clone(&self.shared);
         let cancel = shared.cancellation.as_ref().map(|c| c.register(&id));
@@ -384,7 +392,7 @@ impl Engine {
                 if let Some(out) = (&mut serving).now_or_never() {
                     drop(cancel);
                     if !out.is_empty() {
-                        self.send(out.into());
+                        self.send(OutFrame::new(out, OutKind::Reply(id)));
                     }
                     return;
                 }
@@ -393,7 +401,7 @@ impl Engine {
                     let _running = running;
                     let out = cancellable(cancel, version, serving).await;
                     if !out.is_empty() {
-                        let _ = shared.outbox.send(Bytes::from(out)).await;
+                        let _ = shared.outbox.send(OutFrame::new(out, OutKind::Reply(id))).await;
                     }
                 });
                 return;
@@ -432,13 +440,13 @@ impl Engine {
             };
             let out = cancellable(cancel, version, serving).await;
             if !out.is_empty() {
-                let _ = shared.outbox.send(Bytes::from(out)).await;
+                let _ = shared.outbox.send(OutFrame::new(out, OutKind::Reply(id))).await;
             }
         });
     }
 
     /// Queues `frame` with the others of this burst of reading.
-    fn send(&mut self, frame: Bytes) {
+    fn send(&mut self, frame: OutFrame) {
         // Replies answered on the spot before it go before it.
         self.seal_joined();
         if self.burst.is_empty() {
@@ -468,13 +476,18 @@ impl Engine {
     fn seal_joined(&mut self) {
         match self.joined_ends.len() {
             0 => return,
-            1 => self.burst.push(Bytes::from(std::mem::take(&mut self.joined))),
+            1 => {
+                let (_, id) = self.joined_ends.pop().unwrap_or((0, Id::NULL));
+                let reply = Bytes::from(std::mem::take(&mut self.joined));
+                self.burst.push(OutFrame::new(reply, OutKind::Reply(id)));
+            }
             n => {
                 let joined = Bytes::from(std::mem::take(&mut self.joined));
                 self.burst.reserve(n);
                 let mut start = 0;
-                for &end in &self.joined_ends {
-                    self.burst.push(joined.slice(start..end));
+                for (end, id) in self.joined_ends.drain(..) {
+                    self.burst
+                        .push(OutFrame::new(joined.slice(start..end), OutKind::Reply(id)));
                     start = end;
                 }
             }
@@ -487,8 +500,8 @@ impl Engine {
 enum Routed<'a> {
     /// Nothing more to do.
     Done,
-    /// Answered: this is its reply.
-    Answer(Vec<u8>),
+    /// Answered: this is its reply, to the item of this id.
+    Answer { reply: Vec<u8>, id: Id },
     /// A request or notification to serve.
     Serve(Incoming<'a>),
 }

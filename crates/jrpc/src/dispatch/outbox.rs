@@ -12,27 +12,28 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio::sync::{mpsc, Notify};
+
+use crate::transport::OutFrame;
 
 /// What the writer writes: one frame, or the frames (replies above all)
 /// the reader produced in one burst of reading, handed over at once.
 pub(crate) enum Outbound {
-    Frame(Bytes),
-    Frames(Vec<Bytes>),
+    Frame(OutFrame),
+    Frames(Vec<OutFrame>),
 }
 
 impl Outbound {
     fn len(&self) -> usize {
         match self {
             Outbound::Frame(frame) => frame.len(),
-            Outbound::Frames(frames) => frames.iter().map(Bytes::len).sum(),
+            Outbound::Frames(frames) => frames.iter().map(OutFrame::len).sum(),
         }
     }
 }
 
-impl From<Bytes> for Outbound {
-    fn from(frame: Bytes) -> Self {
+impl From<OutFrame> for Outbound {
+    fn from(frame: OutFrame) -> Self {
         Outbound::Frame(frame)
     }
 }
@@ -229,8 +230,8 @@ impl Drop for OutboxReceiver {
 mod tests {
     use super::*;
 
-    fn frame(len: usize) -> Bytes {
-        Bytes::from(vec![b'x'; len])
+    fn frame(len: usize) -> OutFrame {
+        OutFrame::from(vec![b'x'; len])
     }
 
     #[tokio::test]

@@ -53,8 +53,10 @@ pub mod codes {
     /// request was not run. Retry later.
     pub const SERVER_BUSY: i64 = -32007;
     /// Nothing is subscribed to the broker address a call was sent to (NATS
-    /// "no responders"): the request was not delivered. Given to the caller
-    /// by its own transport, not sent by a server.
+    /// "no responders"): the request was not delivered. jrpc's own NATS
+    /// dialer fails such a call with a
+    /// [`transport::Undelivered`](crate::transport::Undelivered) instead;
+    /// the code is for a gateway that must say it as a JSON-RPC error.
     pub const NO_RESPONDERS: i64 = -32008;
 
     /// Whether `code` lies in the implementation-defined server error range.

@@ -6,7 +6,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -17,6 +16,7 @@ use super::{Batch, CallError, Caller, Peer};
 use crate::caller::{encode_params, null, BatchTarget, BoxFuture, Delivery, Outcome, Outgoing};
 use crate::dispatch::outbox;
 use crate::message::{encode_call, Id};
+use crate::transport::{OutFrame, OutKind};
 
 impl Peer {
     /// Calls `method` and decodes its result into `R`, within the default
@@ -115,7 +115,8 @@ impl Peer {
     ) -> Result<Box<RawValue>, CallError> {
         // One deadline for queueing the request and for its answer.
         let exchange = async {
-            self.send(frame.into()).await?;
+            let kind = OutKind::Request(Id::from(guard.id));
+            self.send(OutFrame::new(frame, kind)).await?;
             guard.sent = true;
             (&mut rx).await.unwrap_or_else(|_| Err(self.closed_error()))
         };
@@ -146,7 +147,7 @@ impl Peer {
     }
 
     async fn send_notification(&self, frame: Vec<u8>, timeout: Duration) -> Result<(), CallError> {
-        tokio::time::timeout(timeout, self.send(frame.into()))
+        tokio::time::timeout(timeout, self.send(OutFrame::new(frame, OutKind::Notification)))
             .await
             .unwrap_or(Err(CallError::Timeout(timeout)))
     }
@@ -231,7 +232,7 @@ impl BatchTarget for Peer {
 
     fn send<'a>(
         &'a self,
-        frame: Bytes,
+        frame: OutFrame,
         _waiters: Vec<(u64, oneshot::Sender<Outcome>)>,
         delivery: Option<&'a Delivery>,
     ) -> BoxFuture<'a, Result<(), CallError>> {
@@ -279,7 +280,7 @@ impl CallGuard<'_> {
         let Some(protocol) = self.shared.cancel.as_ref().filter(|_| self.sent) else {
             return true;
         };
-        let frame = protocol.notification(self.id, reason);
+        let frame = OutFrame::new(protocol.notification(self.id, reason), OutKind::Notification);
         match self.shared.outbox.try_send(frame) {
             Ok(()) | Err(outbox::TrySendError::Closed) => {}
             Err(outbox::TrySendError::Full(frame)) => {

@@ -48,7 +48,8 @@ pub use crate::context::ConnectionInfo;
 use crate::context::{Extensions, RequestContext};
 use crate::dispatch::connection::{Bounds, Shared as Dispatch};
 use crate::dispatch::{outbox, Cancellation};
-use crate::transport::{CloseReason, Connection};
+use crate::transport::connection::BytesOnly;
+use crate::transport::{CloseReason, Connection, OutFrame};
 use crate::Router;
 
 /// A weak link from a connection's extensions back to its peer, so that a
@@ -231,7 +232,7 @@ impl PeerBuilder {
         self.extensions.insert(info);
         self.close_reason = close_reason;
         self.resources = resources;
-        self.start_framed(incoming, outgoing)
+        self.start_kinded(incoming, outgoing)
     }
 
     /// Runs the peer over a byte stream with the given framing. Must be
@@ -255,6 +256,16 @@ impl PeerBuilder {
     where
         S: Stream<Item = io::Result<Inbound>> + Send + Unpin + 'static,
         K: Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
+    {
+        self.start_kinded(frames_in, BytesOnly::new(frames_out))
+    }
+
+    /// [`start_framed`](Self::start_framed), with a sink told what each
+    /// frame carries.
+    pub(crate) fn start_kinded<S, K>(self, frames_in: S, frames_out: K) -> Peer
+    where
+        S: Stream<Item = io::Result<Inbound>> + Send + Unpin + 'static,
+        K: Sink<OutFrame, Error = io::Error> + Send + Unpin + 'static,
     {
         let PeerBuilder {
             router,
@@ -404,7 +415,7 @@ impl Peer {
         self.shared.closed_tx.borrow().is_some()
     }
 
-    pub(crate) async fn send(&self, frame: Bytes) -> Result<(), CallError> {
+    pub(crate) async fn send(&self, frame: OutFrame) -> Result<(), CallError> {
         self.shared
             .outbox
             .send(frame)

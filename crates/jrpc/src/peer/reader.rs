@@ -7,7 +7,6 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::{FutureExt, Sink, Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +18,7 @@ use crate::dispatch::connection::{Bounds, Calls, Engine, Shared};
 use crate::dispatch::outbox::OutboxReceiver;
 use crate::message::{Error, Id};
 use crate::transport::CloseReason as EofReason;
+use crate::transport::OutFrame;
 
 /// How long to wait for an [`EofReason`] before settling for the plain one.
 const EOF_REASON_WAIT: Duration = Duration::from_secs(2);
@@ -50,7 +50,7 @@ pub(super) fn start<S, K>(
     resources: Vec<Box<dyn std::any::Any + Send>>,
 ) where
     S: Stream<Item = io::Result<Inbound>> + Send + Unpin + 'static,
-    K: Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
+    K: Sink<OutFrame, Error = io::Error> + Send + Unpin + 'static,
 {
     let finish = CancellationToken::new();
     let writer = tokio::spawn(write_loop(
@@ -265,6 +265,15 @@ impl Reader {
                 tracing::warn!(%reason, "malformed framing skipped");
                 self.engine
                     .send_error(Id::NULL, Error::parse_error().with_data(&reason));
+            }
+            Some(Ok(Inbound::Undelivered { ids, reason })) => {
+                tracing::debug!(%reason, calls = ids.len(), "calls not delivered");
+                let error = CallError::Transport(Arc::new(crate::transport::Undelivered { reason }));
+                for id in &ids {
+                    if let Some(waiter) = self.shared.take_waiter(id) {
+                        let _ = waiter.send(Err(error.clone()));
+                    }
+                }
             }
             Some(Ok(Inbound::OverBudget { limit })) => {
                 tracing::warn!(limit, "buffer budget spent: connection closed");

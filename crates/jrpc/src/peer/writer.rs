@@ -5,13 +5,13 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::{Sink, SinkExt};
 use tokio_util::sync::CancellationToken;
 
 use super::state::PeerState;
 use super::CallError;
 use crate::dispatch::outbox::{Outbound, OutboxReceiver, Queued};
+use crate::transport::OutFrame;
 
 /// Writes frames as they come, coalescing whatever is queued into one flush.
 /// On `finish`, writes what is left and closes the sink. The room frames
@@ -26,7 +26,7 @@ pub(super) async fn write_loop<K>(
     finish: CancellationToken,
 ) -> io::Result<()>
 where
-    K: Sink<Bytes, Error = io::Error> + Unpin,
+    K: Sink<OutFrame, Error = io::Error> + Unpin,
 {
     let writing = async {
         let mut writer = Writer {
@@ -92,7 +92,7 @@ struct Writer<'a, K> {
 
 impl<K> Writer<'_, K>
 where
-    K: Sink<Bytes, Error = io::Error> + Unpin,
+    K: Sink<OutFrame, Error = io::Error> + Unpin,
 {
     async fn feed(&mut self, queued: Queued) -> io::Result<()> {
         self.unflushed = self.unflushed.saturating_add(queued.room);
@@ -132,16 +132,16 @@ where
 /// Hands `outbound` to the sink, unflushed.
 async fn feed<K>(sink: &mut K, outbound: Outbound) -> io::Result<()>
 where
-    K: Sink<Bytes, Error = io::Error> + Unpin,
+    K: Sink<OutFrame, Error = io::Error> + Unpin,
 {
     match outbound {
         Outbound::Frame(frame) => {
-            crate::transport::trace_frame(">", &frame);
+            crate::transport::trace_frame(">", &frame.bytes);
             sink.feed(frame).await
         }
         Outbound::Frames(frames) => {
             for frame in frames {
-                crate::transport::trace_frame(">", &frame);
+                crate::transport::trace_frame(">", &frame.bytes);
                 sink.feed(frame).await?;
             }
             Ok(())

@@ -38,6 +38,7 @@ use lapin::{BasicProperties, Channel, Consumer};
 
 use super::connection::{Connection, Dialer};
 use super::message::{Message, MessageListener};
+use super::out_frame::OutFrame;
 use crate::codec::Inbound;
 use crate::context::ConnectionInfo;
 
@@ -421,10 +422,13 @@ impl Dialer for AmqpDialer {
             Err(e) => Err(broken(e)),
         });
         let queue = self.queue.clone();
-        let outgoing = futures_util::sink::unfold(channel, move |channel, frame: Bytes| {
+        let outgoing = futures_util::sink::unfold(channel, move |channel, frame: OutFrame| {
             let queue = queue.clone();
+            // Replies have no one to go to: servers answer to reply queues.
+            let reply = frame.read_kind().is_reply();
+            let frame = frame.bytes;
             async move {
-                if super::message::only_responses(&frame) {
+                if reply {
                     return Ok(channel);
                 }
                 let properties = BasicProperties::default().with_reply_to(ShortString::from(DIRECT_REPLY_TO));
@@ -440,7 +444,7 @@ impl Dialer for AmqpDialer {
             connection: Some(connection),
             closing: None,
         };
-        Ok(Connection::new(incoming, outgoing, info))
+        Ok(Connection::with_kinds(incoming, outgoing, info))
     }
 }
 
@@ -448,19 +452,19 @@ impl Dialer for AmqpDialer {
 /// wait, briefly, for the broker to confirm) when they are closed, so that
 /// the AMQP client's I/O thread ends before the runtime does.
 struct ClosingConnection {
-    frames: super::FrameSink,
+    frames: super::OutFrameSink,
     connection: Option<lapin::Connection>,
     closing: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
-impl Sink<Bytes> for ClosingConnection {
+impl Sink<OutFrame> for ClosingConnection {
     type Error = io::Error;
 
     fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.frames.as_mut().poll_ready(cx)
     }
 
-    fn start_send(mut self: Pin<&mut Self>, frame: Bytes) -> io::Result<()> {
+    fn start_send(mut self: Pin<&mut Self>, frame: OutFrame) -> io::Result<()> {
         self.frames.as_mut().start_send(frame)
     }
 

@@ -13,14 +13,18 @@ use futures_util::{Sink, Stream};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
+use super::out_frame::OutFrame;
 use crate::codec::{Budgeted, BufferBudget, Framing, Inbound};
 use crate::context::ConnectionInfo;
 
 /// Incoming frames of a connection, boxed.
 pub type FrameStream = Pin<Box<dyn Stream<Item = io::Result<Inbound>> + Send>>;
 
-/// Outgoing frames of a connection, boxed.
+/// Outgoing frames of a connection, boxed, as bytes.
 pub type FrameSink = Pin<Box<dyn Sink<Bytes, Error = io::Error> + Send>>;
+
+/// Outgoing frames of a connection with their kinds, boxed.
+pub type OutFrameSink = Pin<Box<dyn Sink<OutFrame, Error = io::Error> + Send>>;
 
 /// A future giving a better reason than "end of stream" once a connection's
 /// frames end (a child process's exit status, say).
@@ -53,7 +57,7 @@ pub type CloseReason = Pin<Box<dyn Future<Output = Option<String>> + Send>>;
 /// ```
 pub struct Connection {
     pub(crate) incoming: FrameStream,
-    pub(crate) outgoing: FrameSink,
+    pub(crate) outgoing: OutFrameSink,
     pub(crate) info: ConnectionInfo,
     pub(crate) close_reason: Option<CloseReason>,
     /// What lives as long as the connection (a child process, say).
@@ -62,10 +66,21 @@ pub struct Connection {
 
 impl Connection {
     /// A connection over any stream of incoming frames and sink of outgoing
-    /// ones.
+    /// ones (bytes: what each frame carries is not told to the sink).
     pub fn new(
         incoming: impl Stream<Item = io::Result<Inbound>> + Send + 'static,
         outgoing: impl Sink<Bytes, Error = io::Error> + Send + 'static,
+        info: ConnectionInfo,
+    ) -> Self {
+        Connection::with_kinds(incoming, BytesOnly::new(outgoing), info)
+    }
+
+    /// A connection whose sink is told what each outgoing frame carries
+    /// ([`OutFrame`]): a transport that routes by kind (a message broker)
+    /// needs it; one that carries bytes takes [`new`](Self::new).
+    pub fn with_kinds(
+        incoming: impl Stream<Item = io::Result<Inbound>> + Send + 'static,
+        outgoing: impl Sink<OutFrame, Error = io::Error> + Send + 'static,
         info: ConnectionInfo,
     ) -> Self {
         Connection {
@@ -138,8 +153,20 @@ impl Connection {
     /// The frames both ways and the description, for running the
     /// connection some other way. What the connection owns (a child
     /// process, a broker connection) lives as long as the incoming frames;
-    /// the close reason is dropped.
+    /// the close reason is dropped. Frames sent as bytes are of kind
+    /// [`OutKind::Unknown`](super::OutKind::Unknown) (see
+    /// [`into_kinded_parts`](Self::into_kinded_parts)).
     pub fn into_parts(self) -> (FrameStream, FrameSink, ConnectionInfo) {
+        let (incoming, outgoing, info) = self.into_kinded_parts();
+        let outgoing = futures_util::SinkExt::with(outgoing, |bytes: Bytes| {
+            std::future::ready(Ok::<_, io::Error>(OutFrame::from(bytes)))
+        });
+        (incoming, Box::pin(outgoing), info)
+    }
+
+    /// [`into_parts`](Self::into_parts), with the sink of frames and their
+    /// kinds.
+    pub fn into_kinded_parts(self) -> (FrameStream, OutFrameSink, ConnectionInfo) {
         let incoming = if self.resources.is_empty() {
             self.incoming
         } else {
@@ -149,6 +176,40 @@ impl Connection {
             })
         };
         (incoming, self.outgoing, self.info)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A sink of bytes taking frames with their kinds: the kind is dropped.
+    pub(crate) struct BytesOnly<S> {
+        #[pin]
+        bytes: S,
+    }
+}
+
+impl<S> BytesOnly<S> {
+    pub(crate) fn new(bytes: S) -> Self {
+        BytesOnly { bytes }
+    }
+}
+
+impl<S: Sink<Bytes, Error = io::Error>> Sink<OutFrame> for BytesOnly<S> {
+    type Error = io::Error;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        self.project().bytes.poll_ready(cx)
+    }
+
+    fn start_send(self: Pin<&mut Self>, frame: OutFrame) -> io::Result<()> {
+        self.project().bytes.start_send(frame.bytes)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        self.project().bytes.poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        self.project().bytes.poll_close(cx)
     }
 }
 
@@ -175,6 +236,26 @@ impl fmt::Debug for Connection {
             .field("info", &self.info)
             .finish_non_exhaustive()
     }
+}
+
+/// A call the transport could not deliver: nobody was there to take it (a
+/// broker's "no responders"), so it surely did not run and may be sent
+/// again. Calls fail with it as a
+/// [`CallError::Transport`](crate::CallError::Transport); a transport
+/// reports it with [`Inbound::Undelivered`].
+///
+/// ```
+/// # fn demo(err: jrpc::CallError) {
+/// if let Some(undelivered) = err.transport_error::<jrpc::transport::Undelivered>() {
+///     eprintln!("not delivered: {}", undelivered.reason);
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("not delivered: {reason}")]
+pub struct Undelivered {
+    /// Why (`no responders: nothing subscribes to nats://…/demo`).
+    pub reason: String,
 }
 
 /// Where connections come from, for a [`Server`](crate::server::Server) to serve:

@@ -163,29 +163,3 @@ pub trait MessageListener: Send + 'static {
         async {}
     }
 }
-
-/// Whether an outgoing frame is only responses (the peer's answer to a
-/// stray reply), which a broker client does not send to the servers'
-/// address. Every request and notification jrpc writes has a `"method"`
-/// member, so only a frame without one is read; a frame that is not
-/// valid messages (raw text a checker sends) goes to the servers, which
-/// answer it with an error.
-#[cfg(any(feature = "nats", feature = "mqtt", feature = "amqp"))]
-pub(crate) fn only_responses(frame: &[u8]) -> bool {
-    use crate::message::{parse_frame, Frame, Incoming, Limits};
-    if memchr::memmem::find(frame, b"\"method\"").is_some() {
-        return false;
-    }
-    let limits = Limits {
-        max_frame_len: usize::MAX,
-        max_batch_len: usize::MAX,
-        ..Limits::default()
-    };
-    match parse_frame(frame, &limits) {
-        Ok(Frame::Single(item)) => matches!(item, Incoming::Response(_)),
-        Ok(Frame::Batch(items)) => {
-            !items.is_empty() && items.iter().all(|item| matches!(item, Incoming::Response(_)))
-        }
-        Err(_) => false,
-    }
-}

@@ -28,13 +28,14 @@
 #[cfg(feature = "amqp")]
 pub mod amqp;
 pub mod child;
-mod connection;
+pub(crate) mod connection;
 pub mod dial;
 mod message;
 #[cfg(feature = "mqtt")]
 pub mod mqtt;
 #[cfg(feature = "nats")]
 pub mod nats;
+mod out_frame;
 pub mod stdio;
 pub mod tcp;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
@@ -60,5 +61,8 @@ pub(crate) fn trace_frame(direction: &str, frame: &[u8]) {
     }
 }
 pub(crate) use connection::{Accept, DynDialer};
-pub use connection::{CloseReason, Connection, Dialer, FrameSink, FrameStream, Listener};
+pub use connection::{
+    CloseReason, Connection, Dialer, FrameSink, FrameStream, Listener, OutFrameSink, Undelivered,
+};
 pub use message::{Message, MessageListener};
+pub use out_frame::{OutFrame, OutKind};

@@ -21,7 +21,6 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::{Packet, Publish, PublishProperties, SubscribeReasonCode};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions};
@@ -30,6 +29,7 @@ use tokio::task::JoinHandle;
 
 use super::connection::{Connection, Dialer};
 use super::message::{Message, MessageListener};
+use super::out_frame::OutFrame;
 use crate::codec::Inbound;
 use crate::context::ConnectionInfo;
 
@@ -429,10 +429,14 @@ impl Dialer for MqttDialer {
         let topic = self.topic.clone();
         let outgoing = futures_util::sink::unfold(
             (client, subscribed),
-            move |(client, mut subscribed), frame: Bytes| {
+            move |(client, mut subscribed), frame: OutFrame| {
                 let (topic, replies) = (topic.clone(), replies.clone());
+                // Replies have no one to go to: servers answer to response
+                // topics.
+                let reply = frame.read_kind().is_reply();
+                let frame = frame.bytes;
                 async move {
-                    if super::message::only_responses(&frame) {
+                    if reply {
                         return Ok((client, subscribed));
                     }
                     // After a reconnect, calls wait until replies can arrive
@@ -452,7 +456,7 @@ impl Dialer for MqttDialer {
                 }
             },
         );
-        Ok(Connection::new(incoming, outgoing, info))
+        Ok(Connection::with_kinds(incoming, outgoing, info))
     }
 }
 

@@ -10,9 +10,9 @@
 //!   matched by their JSON-RPC ids.
 //!
 //! Delivery is at most once: a call whose server dies mid-call times out.
-//! A call to a subject nobody subscribes to fails at once with
-//! [`NO_RESPONDERS`](crate::message::codes::NO_RESPONDERS) (NATS answers
-//! "no responders"), not with a timeout. Both sides reconnect to a
+//! A call to a subject nobody subscribes to fails at once (NATS answers "no
+//! responders") with a [`CallError::Transport`](crate::CallError::Transport)
+//! holding an [`Undelivered`](super::Undelivered), not with a timeout. Both sides reconnect to a
 //! restarted broker on their own (100 ms doubling to 5 s, forever);
 //! meanwhile calls wait, within their timeouts, and go out once connected.
 
@@ -27,9 +27,10 @@ use futures_util::StreamExt;
 
 use super::connection::{Connection, Dialer};
 use super::message::{Message, MessageListener};
+use super::out_frame::{OutFrame, OutKind};
 use crate::codec::Inbound;
 use crate::context::ConnectionInfo;
-use crate::message::{codes, parse_frame, Error, Frame, Id, Incoming, Limits, Response};
+use crate::message::{Error, Id, Response};
 
 /// The queue group servers join unless told otherwise: `jrpc`.
 pub const DEFAULT_GROUP: &str = "jrpc";
@@ -200,15 +201,15 @@ impl NatsDialer {
 }
 
 /// The requests of frames sent and not yet answered, by reply subject, so
-/// that "no responders" becomes an error reply for each of them.
+/// that "no responders" fails each of them.
 #[derive(Default)]
 struct Awaiting {
-    by_reply: HashMap<u64, (Vec<Id>, bool)>,
+    by_reply: HashMap<u64, Vec<Id>>,
     order: VecDeque<(u64, Instant)>,
 }
 
 impl Awaiting {
-    fn insert(&mut self, n: u64, ids: Vec<Id>, batch: bool) {
+    fn insert(&mut self, n: u64, ids: Vec<Id>) {
         let now = Instant::now();
         // Forget what was answered, or is old enough not to be, or is past
         // the bound; stop at the oldest still awaited.
@@ -220,57 +221,45 @@ impl Awaiting {
             self.by_reply.remove(&oldest);
             self.order.pop_front();
         }
-        self.by_reply.insert(n, (ids, batch));
+        self.by_reply.insert(n, ids);
         self.order.push_back((n, now));
     }
 }
 
-/// The ids of the requests in a frame this side wrote, and whether it is a
-/// batch; `None` when nothing in it expects a reply. A frame that is not
-/// valid messages (raw text a checker sends) expects the server's error
-/// reply, under no id of its own.
-fn requests_in(frame: &[u8]) -> Option<(Vec<Id>, bool)> {
-    let limits = Limits {
-        max_frame_len: usize::MAX,
-        max_batch_len: usize::MAX,
-        ..Limits::default()
-    };
-    let (items, batch) = match parse_frame(frame, &limits) {
-        Ok(Frame::Single(item)) => (vec![item], false),
-        Ok(Frame::Batch(items)) if items.is_empty() => return Some((Vec::new(), true)),
-        Ok(Frame::Batch(items)) => (items, true),
-        Err(_) => return Some((Vec::new(), false)),
-    };
-    let mut answered = false;
-    let ids: Vec<Id> = items
-        .into_iter()
-        .filter_map(|item| match item {
-            Incoming::Request(request) => Some(request.id),
-            Incoming::Invalid(_) => {
-                answered = true;
-                None
-            }
-            _ => None,
-        })
-        .collect();
-    (answered || !ids.is_empty()).then_some((ids, batch))
+/// How the dialer sends a frame, by what it carries.
+#[derive(Debug, PartialEq)]
+enum Route {
+    /// Not at all: replies have no one to go to (the servers answer to
+    /// reply subjects, and take no replies on the subject).
+    Drop,
+    /// To the subject, with a reply subject for the answer; the ids of the
+    /// calls that fail if nobody takes it.
+    Call { ids: Vec<Id> },
+    /// To the subject, expecting nothing back.
+    Notify,
 }
 
-/// "No responders" for the calls of a frame.
-fn no_responders(ids: Vec<Id>, batch: bool, target: &str) -> Bytes {
-    let error = Error::new(codes::NO_RESPONDERS, "No responders").with_data(&format!(
-        "nothing subscribes to {target}: the call was not delivered"
-    ));
-    error_replies(ids, batch, &error)
+fn route_of(kind: OutKind) -> Route {
+    match kind {
+        OutKind::Reply(_) | OutKind::Replies => Route::Drop,
+        OutKind::Notification => Route::Notify,
+        OutKind::Calls(ids) if ids.is_empty() => Route::Notify,
+        OutKind::Calls(ids) => Route::Call { ids },
+        OutKind::Request(id) => Route::Call { ids: vec![id] },
+        // Bytes that are not valid messages: the servers answer them with
+        // an error, under no id of this side's.
+        _ => Route::Call { ids: Vec::new() },
+    }
 }
 
-/// Error replies to `ids`, as a server would have sent them.
-fn error_replies(ids: Vec<Id>, batch: bool, error: &Error) -> Bytes {
+/// Error replies to `ids`, as a server would have sent them: one reply, or
+/// a batch of them for a batch.
+fn error_replies(ids: &[Id], batch: bool, error: &Error) -> Bytes {
     let replies: Vec<Bytes> = ids
-        .into_iter()
+        .iter()
         .map(|id| {
             Response {
-                id,
+                id: id.clone(),
                 outcome: Err(error.clone()),
             }
             .to_bytes()
@@ -326,31 +315,39 @@ impl Dialer for NatsDialer {
                     .by_reply
                     .remove(&n)
             });
-            let frame = match reply.status {
-                None => Some(reply.payload),
-                // Nothing to say about a frame with no request ids.
-                Some(StatusCode::NO_RESPONDERS) => sent
-                    .filter(|(ids, _)| !ids.is_empty())
-                    .map(|(ids, batch)| no_responders(ids, batch, &target)),
+            let inbound = match reply.status {
+                None => Some(Inbound::Frame(reply.payload)),
+                // Nothing to fail for a frame with no request ids.
+                Some(StatusCode::NO_RESPONDERS) => {
+                    sent.filter(|ids| !ids.is_empty())
+                        .map(|ids| Inbound::Undelivered {
+                            ids,
+                            reason: format!("no responders: nothing subscribes to {target}"),
+                        })
+                }
                 Some(status) => {
                     tracing::debug!(%status, "nats: a status on the reply subject");
                     None
                 }
             };
-            std::future::ready(frame.map(|frame| Ok(Inbound::Frame(frame))))
+            std::future::ready(inbound.map(Ok))
         });
         let incoming = futures_util::stream::select(incoming, refusals);
         let subject = self.subject.clone();
         let mut next_reply: u64 = 0;
-        let outgoing = futures_util::sink::unfold(client, move |client, frame: Bytes| {
-            let published = match requests_in(&frame) {
-                _ if super::message::only_responses(&frame) => None,
-                Some((ids, batch)) if frame.len() > max_payload && !ids.is_empty() => {
+        let outgoing = futures_util::sink::unfold(client, move |client, frame: OutFrame| {
+            let kind = frame.read_kind();
+            let batch = matches!(kind, OutKind::Calls(_));
+            let route = route_of(kind);
+            let frame = frame.bytes;
+            let published = match route {
+                Route::Drop => None,
+                Route::Call { ids } if frame.len() > max_payload && !ids.is_empty() => {
                     let error = Error::frame_too_large().with_data(&format!(
                         "the request of {} bytes is over what the NATS server carries ({max_payload})",
                         frame.len()
                     ));
-                    let _ = refused.send(error_replies(ids, batch, &error));
+                    let _ = refused.send(error_replies(&ids, batch, &error));
                     None
                 }
                 _ if frame.len() > max_payload => {
@@ -361,16 +358,16 @@ impl Dialer for NatsDialer {
                     );
                     None
                 }
-                Some((ids, batch)) => {
+                Route::Call { ids } => {
                     next_reply += 1;
                     awaiting
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(next_reply, ids, batch);
+                        .insert(next_reply, ids);
                     let reply = format!("{inbox}.{next_reply}");
                     Some((subject.clone(), Some(reply)))
                 }
-                None => Some((subject.clone(), None)),
+                Route::Notify => Some((subject.clone(), None)),
             };
             async move {
                 match published {
@@ -382,7 +379,7 @@ impl Dialer for NatsDialer {
                 Ok(client)
             }
         });
-        Ok(Connection::new(incoming, outgoing, info))
+        Ok(Connection::with_kinds(incoming, outgoing, info))
     }
 }
 
@@ -411,22 +408,45 @@ mod tests {
     }
 
     #[test]
-    fn no_responders_answers_every_request_of_a_frame() {
-        let frame = br#"[{"jsonrpc":"2.0","method":"a","id":1},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"b","id":"x"}]"#;
-        let (ids, batch) = requests_in(frame).expect("requests");
-        assert!(batch);
-        let reply: serde_json::Value = serde_json::from_slice(&no_responders(ids, batch, "t")).unwrap();
-        let codes: Vec<_> = reply
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["error"]["code"].clone())
-            .collect();
-        assert_eq!(codes, [codes::NO_RESPONDERS, codes::NO_RESPONDERS]);
+    fn frames_are_routed_by_what_they_carry() {
+        let read =
+            |text: &'static str| route_of(OutFrame::from(Bytes::from_static(text.as_bytes())).read_kind());
+        let cases = [
+            (read(r#"{"jsonrpc":"2.0","id":1,"result":1}"#), Route::Drop),
+            (read(r#"[{"jsonrpc":"2.0","id":1,"result":1}]"#), Route::Drop),
+            (read(r#"{"jsonrpc":"2.0","method":"n"}"#), Route::Notify),
+            (read(r#"[{"jsonrpc":"2.0","method":"n"}]"#), Route::Notify),
+            (
+                read(
+                    r#"[{"jsonrpc":"2.0","method":"a","id":1},{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"b","id":"x"}]"#,
+                ),
+                Route::Call {
+                    ids: vec![Id::from(1), Id::from("x")],
+                },
+            ),
+            (read("not json"), Route::Call { ids: Vec::new() }),
+            (
+                route_of(OutKind::Request(Id::from(7))),
+                Route::Call {
+                    ids: vec![Id::from(7)],
+                },
+            ),
+            (route_of(OutKind::Replies), Route::Drop),
+        ];
+        for (i, (got, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(got, expected, "case {i}");
+        }
+    }
+
+    #[test]
+    fn too_large_calls_are_answered_in_the_shape_they_were_sent() {
+        let error = Error::frame_too_large();
+        let ids = [Id::from(1), Id::from("x")];
+        let reply: serde_json::Value = serde_json::from_slice(&error_replies(&ids, true, &error)).unwrap();
         assert_eq!(reply[1]["id"], "x");
-        assert!(requests_in(br#"{"jsonrpc":"2.0","method":"n"}"#).is_none());
-        let (ids, batch) = requests_in(br#"{"jsonrpc":"2.0","method":"a","id":7}"#).unwrap();
-        let single: serde_json::Value = serde_json::from_slice(&no_responders(ids, batch, "t")).unwrap();
-        assert_eq!(single["id"], 7);
+        assert_eq!(reply[0]["error"]["code"], error.code());
+        let single: serde_json::Value =
+            serde_json::from_slice(&error_replies(&ids[..1], false, &error)).unwrap();
+        assert_eq!(single["id"], 1);
     }
 }
