@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // With the token, and up to 5 retries (backoff with jitter, honouring
     // Retry-After) when the rate limit refuses a request.
     let client = Client::builder()
-        .header("Authorization", "Bearer s3cret")?
+        .header("Authorization", "Bearer s3cret")
         .retry(Retry::attempts(5))
         .connect(&url)
         .await?;

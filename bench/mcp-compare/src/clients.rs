@@ -100,10 +100,10 @@ impl Client {
             }
             (Kind::Jrpc, Target::Url(url)) => {
                 let builder = jrpc::client::Client::builder()
-                    .header("Accept", "application/json, text/event-stream")?
-                    .header("MCP-Protocol-Version", "2026-07-28")?
-                    .header("Mcp-Method", "tools/call")?
-                    .header("Mcp-Name", "add")?;
+                    .header("Accept", "application/json, text/event-stream")
+                    .header("MCP-Protocol-Version", "2026-07-28")
+                    .header("Mcp-Method", "tools/call")
+                    .header("Mcp-Name", "add");
                 Client::Raw(builder.connect_http(&url)?, Call::ModernTool)
             }
             (Kind::Rmcp, target) => {

@@ -254,7 +254,7 @@ impl Target {
             .http2(args.dial.http2);
         for (name, value) in args.dial.headers()? {
             builder = builder
-                .header(&name, &value)
+                .try_header(&name, &value)
                 .map_err(|e| Failure::Usage(anyhow!("header {name}: {e}")))?;
         }
         if let Some(path) = &args.dial.cacert {

@@ -111,7 +111,7 @@ impl Wire {
             Target::Url(url) if url.starts_with("http://") || url.starts_with("https://") => {
                 let mut builder = jrpc::client::Client::builder().http2(args.dial.http2);
                 for (name, value) in extra {
-                    builder = builder.header(name, value)?;
+                    builder = builder.try_header(name, value)?;
                 }
                 if let Some(path) = &args.dial.cacert {
                     builder = builder.ca_pem(path)?;

@@ -2,6 +2,7 @@
 //! implementing the public `Listener` and `Dialer` traits, served by a
 //! `Server` and dialed by a `Client`, with calls both ways over it.
 
+use std::future::IntoFuture;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use jrpc::client::{Client, Retry};
 use jrpc::codec::Inbound;
 use jrpc::context::ConnectionInfo;
 use jrpc::server::Server;
-use jrpc::transport::{Connection, Dialer, Listener};
+use jrpc::transport::{Connection, Dialer, Listener, OutFrame, OutKind};
 use jrpc::{Error, RequestContext, Router};
 use tokio::sync::mpsc;
 
@@ -160,4 +161,101 @@ async fn a_client_reconnects_through_its_dialer() {
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 2);
     drop(client);
     bounded("shutdown", serving.shutdown()).await;
+}
+
+/// One end of a pipe whose sink is told what each frame carries
+/// (`Connection::with_kinds`), recording the kinds it was told.
+fn kinded_end(
+    incoming: mpsc::Receiver<Bytes>,
+    outgoing: mpsc::Sender<Bytes>,
+    seen: Arc<std::sync::Mutex<Vec<OutKind>>>,
+) -> Connection {
+    let frames_in = futures_util::stream::unfold(incoming, |mut rx| async move {
+        rx.recv().await.map(|frame| (Ok(Inbound::Frame(frame)), rx))
+    });
+    let frames_out = futures_util::sink::unfold(outgoing, move |tx, frame: OutFrame| {
+        seen.lock().unwrap().push(frame.kind.clone());
+        async move {
+            tx.send(frame.bytes)
+                .await
+                .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
+            Ok::<_, io::Error>(tx)
+        }
+    });
+    let info = ConnectionInfo {
+        transport: "kinded",
+        peer_addr: None,
+        local_addr: None,
+    };
+    Connection::with_kinds(frames_in, frames_out, info)
+}
+
+/// What each side writes is told to a sink that asks: the client's
+/// requests with their ids, notifications, batches of calls; the server's
+/// replies with the ids they answer, and its batch replies.
+#[tokio::test]
+async fn a_sink_that_asks_is_told_what_each_frame_carries() {
+    let (to_server, server_in) = mpsc::channel(64);
+    let (to_client, client_in) = mpsc::channel(64);
+    let (client_seen, server_seen) = (Arc::default(), Arc::default());
+    let router = Router::new()
+        .sync_method("add", |(a, b): (i64, i64)| Ok(a + b))
+        .method("later", |(n,): (i64,)| async move {
+            tokio::task::yield_now().await;
+            Ok::<_, Error>(n)
+        })
+        .sync_notification("note", |_: ()| {});
+    let server = jrpc::Peer::builder().router(router).connect(kinded_end(
+        server_in,
+        to_client,
+        Arc::clone(&server_seen),
+    ));
+    let client =
+        Client::builder().over_connection(kinded_end(client_in, to_server, Arc::clone(&client_seen)));
+    assert_eq!(
+        bounded("add", client.call::<i64>("add", (1, 2))).await.unwrap(),
+        3
+    );
+    assert_eq!(
+        bounded("later", client.call::<i64>("later", (5,))).await.unwrap(),
+        5
+    );
+    bounded("note", client.notify("note", ())).await.unwrap();
+    let mut batch = client.batch();
+    let sum = batch.call::<i64>("add", (2, 2));
+    batch.notify("note", ());
+    bounded("batch", batch.send()).await.unwrap();
+    assert_eq!(bounded("batch reply", sum.into_future()).await.unwrap(), 4);
+    let client_seen = client_seen.lock().unwrap().clone();
+    let ids: Vec<_> = client_seen
+        .iter()
+        .filter_map(|kind| match kind {
+            OutKind::Request(id) => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 2, "{client_seen:?}");
+    assert!(client_seen.contains(&OutKind::Notification), "{client_seen:?}");
+    assert!(
+        client_seen
+            .iter()
+            .any(|kind| matches!(kind, OutKind::Calls(ids) if ids.len() == 1)),
+        "{client_seen:?}"
+    );
+    // The server's replies, each under the id of the request it answers
+    // (the first inline, the second from a task of its own).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let server_seen = loop {
+        let seen = server_seen.lock().unwrap().clone();
+        if seen.len() >= 3 || tokio::time::Instant::now() > deadline {
+            break seen;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(
+        &server_seen[..2],
+        &[OutKind::Reply(ids[0].clone()), OutKind::Reply(ids[1].clone())]
+    );
+    assert_eq!(server_seen[2..], [OutKind::Replies]);
+    server.close();
 }

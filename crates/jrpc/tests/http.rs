@@ -399,7 +399,6 @@ async fn bearer_auth() {
     );
     let authed = Client::builder()
         .header("Authorization", "Bearer s3cret")
-        .unwrap()
         .connect(&ws)
         .await
         .unwrap();
@@ -832,7 +831,6 @@ async fn handlers_see_headers_and_the_peer_address() {
     let (serving, url) = serve(HttpServer::new(router)).await;
     let client = Client::builder()
         .header("X-Agent", "tester/1")
-        .unwrap()
         .connect(&url)
         .await
         .unwrap();
@@ -1030,7 +1028,6 @@ async fn token_identities_reach_per_method_authorization_over_http_and_websocket
         for (token, who, may_sum) in [("a-token", "alice", true), ("b-token", "bob", false)] {
             let client = Client::builder()
                 .header("Authorization", &format!("Bearer {token}"))
-                .unwrap()
                 .connect(target)
                 .await
                 .unwrap();
@@ -1576,7 +1573,7 @@ async fn the_playground_is_served_only_when_turned_on() {
     serving.shutdown().await;
 
     let mine = |_request, _cx| async {
-        jrpc::server::http::route::error_response(http::StatusCode::GONE, jrpc::Error::invalid_request())
+        jrpc::server::http::error_response(http::StatusCode::GONE, jrpc::Error::invalid_request())
     };
     let (serving, url) = serve(
         HttpServer::new(jrpc::demo::router())

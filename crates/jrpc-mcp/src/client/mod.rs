@@ -287,9 +287,7 @@ impl McpClientBuilder {
     pub async fn connect_http(self, url: &str) -> Result<McpClient, McpClientError> {
         let mut builder = Client::builder();
         for (name, value) in &self.headers {
-            builder = builder.header(name, value).map_err(|e| {
-                std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("header {name}: {e}"))
-            })?;
+            builder = builder.header(name, value);
         }
         let http = builder.http(url)?;
         let (connection, session) = http::HttpSession::connect(http);

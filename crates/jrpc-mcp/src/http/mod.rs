@@ -224,7 +224,7 @@ impl std::fmt::Debug for StreamableHttp {
 }
 
 fn refuse(status: StatusCode, error: Error) -> Response<RouteBody> {
-    route::error_response(status, error)
+    jrpc::server::http::error_response(status, error)
 }
 
 /// A refusal on its way to becoming a response.

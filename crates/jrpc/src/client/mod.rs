@@ -8,7 +8,7 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! // By URL: tcp://, unix:, http(s)://, ws(s)://
 //! let client = Client::builder()
-//!     .header("Authorization", "Bearer s3cret")?
+//!     .header("Authorization", "Bearer s3cret")
 //!     .connect("http://127.0.0.1:4000")
 //!     .await?;
 //! let difference: i64 = client.call("subtract", (42, 23)).await?;
@@ -113,6 +113,20 @@ struct HttpSettings {
     retry: Retry,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
     ws: WsOptions,
+    /// The first header [`ClientBuilder::header`] could not take: connecting
+    /// fails with it.
+    bad_header: Option<String>,
+}
+
+#[cfg(feature = "http-client")]
+impl HttpSettings {
+    /// Fails when a header given was not valid.
+    fn check(&self) -> io::Result<()> {
+        match &self.bad_header {
+            Some(why) => Err(io::Error::new(io::ErrorKind::InvalidInput, why.clone())),
+            None => Ok(()),
+        }
+    }
 }
 
 impl ClientBuilder {
@@ -246,13 +260,44 @@ impl ClientBuilder {
     }
 
     /// A header sent with every HTTP request and the WebSocket handshake
-    /// (`Authorization`, say).
+    /// (`Authorization`, say). A name or value that is not valid in HTTP
+    /// makes connecting fail, saying which (as `reqwest` does); see
+    /// [`try_header`](Self::try_header) to know at once.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let refused = jrpc::Client::builder()
+    ///     .header("Authorization", "Bearer s3cret")
+    ///     .header("X-Bad", "line\nbreak")
+    ///     .connect("http://127.0.0.1:4000")
+    ///     .await;
+    /// assert!(refused.unwrap_err().to_string().contains("X-Bad"));
+    /// # });
+    /// ```
     #[cfg(feature = "http-client")]
-    pub fn header(mut self, name: &str, value: &str) -> Result<Self, ::http::Error> {
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        if let Err(e) = self.add_header(name, value) {
+            self.http
+                .bad_header
+                .get_or_insert_with(|| format!("invalid header {name:?}: {e}"));
+        }
+        self
+    }
+
+    /// [`header`](Self::header), failing at once when the name or value
+    /// is not valid in HTTP.
+    #[cfg(feature = "http-client")]
+    pub fn try_header(mut self, name: &str, value: &str) -> Result<Self, ::http::Error> {
+        self.add_header(name, value)?;
+        Ok(self)
+    }
+
+    #[cfg(feature = "http-client")]
+    fn add_header(&mut self, name: &str, value: &str) -> Result<(), ::http::Error> {
         let name = ::http::HeaderName::from_bytes(name.as_bytes()).map_err(::http::Error::from)?;
         let value = ::http::HeaderValue::from_str(value).map_err(::http::Error::from)?;
         self.http.headers.append(name, value);
-        Ok(self)
+        Ok(())
     }
 
     /// Use HTTP/2 (h2c on `http://`, offered by ALPN on `https://`).
@@ -343,7 +388,9 @@ impl ClientBuilder {
     /// What the dialers of [`transport::dial`](crate::transport::dial) are
     /// built with: this client's framing and frame limit, and its
     /// WebSocket headers, settings and TLS.
-    fn dial_options(&self) -> DialOptions {
+    fn dial_options(&self) -> io::Result<DialOptions> {
+        #[cfg(feature = "http-client")]
+        self.http.check()?;
         let options = DialOptions::default()
             .framing(self.framing_now())
             .max_frame_len(self.max_frame_len());
@@ -355,12 +402,12 @@ impl ClientBuilder {
                 None => options,
             }
         };
-        options
+        Ok(options)
     }
 
     /// Connects through the dialer `url` names (any scheme but HTTP's).
     async fn connect_dialed(self, url: &str) -> io::Result<Client> {
-        let dialer = dialer(url, &self.dial_options())?;
+        let dialer = dialer(url, &self.dial_options()?)?;
         self.connect_with(dialer).await
     }
 
@@ -489,6 +536,7 @@ impl ClientBuilder {
     /// not its automatic batching.
     #[cfg(feature = "http-client")]
     pub fn http(self, url: &str) -> io::Result<HttpClient> {
+        self.http.check()?;
         let options = self::http::HttpOptions {
             headers: self.http.headers,
             http2: self.http.http2,

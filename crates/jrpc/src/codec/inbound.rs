@@ -34,8 +34,10 @@ pub enum Inbound {
     /// holding an [`Undelivered`](crate::transport::Undelivered).
     Undelivered {
         /// The ids of the calls, as sent.
-        ids: Vec<crate::Id>,
+        ids: Box<[crate::Id]>,
         /// Why, for the error (`no responders: nothing subscribes to …`).
-        reason: String,
+        // Boxed slices, not a `Vec` and a `String`: every frame read is an
+        // `Inbound`, which this variant must not make larger.
+        reason: Box<str>,
     },
 }

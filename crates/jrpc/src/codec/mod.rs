@@ -100,11 +100,25 @@ impl Decoder for FrameCodec {
 impl<T: AsRef<[u8]>> Encoder<T> for FrameCodec {
     type Error = io::Error;
 
+    // Inlined into the sink's `start_send` (one per reply on a busy
+    // connection), as it was before frames carried their kinds.
+    #[inline]
     fn encode(&mut self, frame: T, dst: &mut BytesMut) -> Result<(), io::Error> {
         match self {
             FrameCodec::Ndjson(c) => c.encode(frame, dst),
             FrameCodec::ContentLength(c) => c.encode(frame, dst),
         }
+    }
+}
+
+/// Frames with their kinds encode as their bytes: a byte stream's
+/// `FramedWrite` is a sink of them with nothing in between.
+impl Encoder<crate::transport::OutFrame> for FrameCodec {
+    type Error = io::Error;
+
+    #[inline]
+    fn encode(&mut self, frame: crate::transport::OutFrame, dst: &mut BytesMut) -> Result<(), io::Error> {
+        self.encode(frame.into_bytes(), dst)
     }
 }
 

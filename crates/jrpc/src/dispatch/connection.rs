@@ -66,6 +66,20 @@ pub(crate) struct Shared {
     pub(crate) facts: Arc<Extensions>,
     pub(crate) outbox: Outbox,
     pub(crate) cancellation: Option<Arc<Cancellation>>,
+    /// Whether the connection's sink reads the kinds of frames: else
+    /// replies go out as [`OutKind::Unknown`], their ids not copied.
+    pub(crate) kinds: bool,
+}
+
+impl Shared {
+    /// The kind of a reply to the request `id`.
+    fn reply(&self, id: &Id) -> OutKind {
+        if self.kinds {
+            OutKind::Reply(id.clone())
+        } else {
+            OutKind::Unknown
+        }
+    }
 }
 
 /// Room for the replies of a burst, reserved at its first: a small reply is
@@ -91,8 +105,10 @@ pub(crate) struct Engine {
     /// one after another: one buffer (and one shared `Bytes`, sliced) for
     /// all of them, instead of a vector and a `Bytes` header each.
     joined: Vec<u8>,
-    /// Where each reply in `joined` ends, and the id it answers.
-    joined_ends: Vec<(usize, Id)>,
+    /// Where each reply in `joined` ends.
+    joined_ends: Vec<usize>,
+    /// The id each reply in `joined` answers, when the sink reads kinds.
+    joined_ids: Vec<Id>,
 }
 
 fn busy(reason: &str) -> Error {
@@ -113,6 +129,7 @@ impl Engine {
             burst: Vec::new(),
             joined: Vec::new(),
             joined_ends: Vec::new(),
+            joined_ids: Vec::new(),
         }
     }
 
@@ -164,12 +181,13 @@ impl Engine {
 
     /// Answers with one error of the given id (a framing error, say).
     pub(crate) fn send_error(&mut self, id: Id, error: Error) {
+        let kind = self.shared.reply(&id);
         let reply = Response {
-            id: id.clone(),
+            id,
             outcome: Err(error),
         }
         .to_bytes();
-        self.send(OutFrame::new(reply, OutKind::Reply(id)));
+        self.send(OutFrame::new(reply, kind));
     }
 
     /// Serves one frame read from the connection.
@@ -187,7 +205,10 @@ impl Engine {
     fn on_item(&mut self, item: Incoming<'_>, calls: &impl Calls) {
         let item = match self.route(item, calls) {
             Routed::Done => return,
-            Routed::Answer { reply, id } => return self.send(OutFrame::new(reply, OutKind::Reply(id))),
+            Routed::Answer { reply, id } => {
+                let kind = self.shared.reply(&id);
+                return self.send(OutFrame::new(reply, kind));
+            }
             Routed::Serve(item) => item,
         };
         if self.holds_back() {
@@ -204,15 +225,22 @@ impl Engine {
             self.joined.reserve(JOINED_CAPACITY);
         }
         let start = self.joined.len();
-        // The reply's id, taken before the item is served (a copy: ids
-        // are kept inline).
-        let id = match &item {
-            Incoming::Request(request) => request.id.clone(),
-            _ => Id::NULL,
-        };
+        // The reply's id, taken before the item is served (only for a sink
+        // that reads kinds: one check otherwise).
+        let kept_id = self.shared.kinds
+            && match &item {
+                Incoming::Request(request) => {
+                    self.joined_ids.push(request.id.clone());
+                    true
+                }
+                _ => false,
+            };
         let left = serve::inline(&self.shared.router, item, &self.shared.facts, &mut self.joined);
         if self.joined.len() > start {
-            self.joined_ends.push((self.joined.len(), id));
+            self.joined_ends.push(self.joined.len());
+        } else if kept_id {
+            // Not answered on the spot: no reply of its own in `joined`.
+            self.joined_ids.pop();
         }
         if let Some(Incoming::Request(request)) = left {
             self.spawn_request(Owned::request(request), None);
@@ -379,7 +407,8 @@ impl Engine {
         let Ok(queued) = Arc::clone(&self.queued).try_acquire_owned() else {
             let busy = busy("too many requests in flight on this connection");
             let reply = error_reply(version, &id, &busy);
-            return self.send(OutFrame::new(reply, OutKind::Reply(id)));
+            let kind = self.shared.reply(&id);
+            return self.send(OutFrame::new(reply, kind));
         };
         let shared = Arc::clone(&self.shared);
         let cancel = shared.cancellation.as_ref().map(|c| c.register(&id));
@@ -392,7 +421,8 @@ impl Engine {
                 if let Some(out) = (&mut serving).now_or_never() {
                     drop(cancel);
                     if !out.is_empty() {
-                        self.send(OutFrame::new(out, OutKind::Reply(id)));
+                        let kind = self.shared.reply(&id);
+                        self.send(OutFrame::new(out, kind));
                     }
                     return;
                 }
@@ -401,7 +431,8 @@ impl Engine {
                     let _running = running;
                     let out = cancellable(cancel, version, serving).await;
                     if !out.is_empty() {
-                        let _ = shared.outbox.send(OutFrame::new(out, OutKind::Reply(id))).await;
+                        let kind = shared.reply(&id);
+                        let _ = shared.outbox.send(OutFrame::new(out, kind)).await;
                     }
                 });
                 return;
@@ -440,7 +471,8 @@ impl Engine {
             };
             let out = cancellable(cancel, version, serving).await;
             if !out.is_empty() {
-                let _ = shared.outbox.send(OutFrame::new(out, OutKind::Reply(id))).await;
+                let kind = shared.reply(&id);
+                let _ = shared.outbox.send(OutFrame::new(out, kind)).await;
             }
         });
     }
@@ -474,24 +506,25 @@ impl Engine {
     /// Moves the replies gathered in `joined` into `burst`, each a slice
     /// of one `Bytes`.
     fn seal_joined(&mut self) {
+        let mut ids = self.joined_ids.drain(..);
+        let mut kind = || ids.next().map_or(OutKind::Unknown, OutKind::Reply);
         match self.joined_ends.len() {
             0 => return,
             1 => {
-                let (_, id) = self.joined_ends.pop().unwrap_or((0, Id::NULL));
                 let reply = Bytes::from(std::mem::take(&mut self.joined));
-                self.burst.push(OutFrame::new(reply, OutKind::Reply(id)));
+                self.burst.push(OutFrame::new(reply, kind()));
             }
             n => {
                 let joined = Bytes::from(std::mem::take(&mut self.joined));
                 self.burst.reserve(n);
                 let mut start = 0;
-                for (end, id) in self.joined_ends.drain(..) {
-                    self.burst
-                        .push(OutFrame::new(joined.slice(start..end), OutKind::Reply(id)));
+                for &end in &self.joined_ends {
+                    self.burst.push(OutFrame::new(joined.slice(start..end), kind()));
                     start = end;
                 }
             }
         }
+        drop(ids);
         self.joined_ends.clear();
     }
 }

@@ -228,11 +228,12 @@ impl PeerBuilder {
             info,
             close_reason,
             resources,
+            kinds,
         } = connection;
         self.extensions.insert(info);
         self.close_reason = close_reason;
         self.resources = resources;
-        self.start_kinded(incoming, outgoing)
+        self.start_kinded(incoming, outgoing, kinds)
     }
 
     /// Runs the peer over a byte stream with the given framing. Must be
@@ -244,9 +245,10 @@ impl PeerBuilder {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let codec = framing.codec(self.router.parse_limits().max_frame_len);
-        self.start_framed(
+        self.start_kinded(
             FramedRead::new(reader, codec.clone()),
             FramedWrite::new(writer, codec),
+            false,
         )
     }
 
@@ -257,12 +259,12 @@ impl PeerBuilder {
         S: Stream<Item = io::Result<Inbound>> + Send + Unpin + 'static,
         K: Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
     {
-        self.start_kinded(frames_in, BytesOnly::new(frames_out))
+        self.start_kinded(frames_in, BytesOnly::new(frames_out), false)
     }
 
     /// [`start_framed`](Self::start_framed), with a sink told what each
-    /// frame carries.
-    pub(crate) fn start_kinded<S, K>(self, frames_in: S, frames_out: K) -> Peer
+    /// frame carries (when it reads the kinds: `kinds`).
+    pub(crate) fn start_kinded<S, K>(self, frames_in: S, frames_out: K, kinds: bool) -> Peer
     where
         S: Stream<Item = io::Result<Inbound>> + Send + Unpin + 'static,
         K: Sink<OutFrame, Error = io::Error> + Send + Unpin + 'static,
@@ -302,6 +304,7 @@ impl PeerBuilder {
             facts: Arc::new(extensions),
             outbox,
             cancellation: config.cancel.clone().map(Cancellation::new),
+            kinds,
         });
         let bounds = Bounds {
             running: config.max_in_flight,

@@ -268,8 +268,9 @@ impl Reader {
             }
             Some(Ok(Inbound::Undelivered { ids, reason })) => {
                 tracing::debug!(%reason, calls = ids.len(), "calls not delivered");
+                let reason = reason.into();
                 let error = CallError::Transport(Arc::new(crate::transport::Undelivered { reason }));
-                for id in &ids {
+                for id in ids.iter() {
                     if let Some(waiter) = self.shared.take_waiter(id) {
                         let _ = waiter.send(Err(error.clone()));
                     }

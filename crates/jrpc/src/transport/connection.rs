@@ -62,6 +62,9 @@ pub struct Connection {
     pub(crate) close_reason: Option<CloseReason>,
     /// What lives as long as the connection (a child process, say).
     pub(crate) resources: Vec<Box<dyn Any + Send>>,
+    /// Whether the sink reads the kinds of frames (else they are not worked
+    /// out: a few percent of a small call).
+    pub(crate) kinds: bool,
 }
 
 impl Connection {
@@ -72,7 +75,7 @@ impl Connection {
         outgoing: impl Sink<Bytes, Error = io::Error> + Send + 'static,
         info: ConnectionInfo,
     ) -> Self {
-        Connection::with_kinds(incoming, BytesOnly::new(outgoing), info)
+        Connection::unkinded(incoming, BytesOnly::new(outgoing), info)
     }
 
     /// A connection whose sink is told what each outgoing frame carries
@@ -89,6 +92,20 @@ impl Connection {
             info,
             close_reason: None,
             resources: Vec::new(),
+            kinds: true,
+        }
+    }
+
+    /// A connection over a sink that takes frames but does not read their
+    /// kinds (a codec's, the WebSocket pump's): the kinds are not worked out.
+    pub(crate) fn unkinded(
+        incoming: impl Stream<Item = io::Result<Inbound>> + Send + 'static,
+        outgoing: impl Sink<OutFrame, Error = io::Error> + Send + 'static,
+        info: ConnectionInfo,
+    ) -> Self {
+        Connection {
+            kinds: false,
+            ..Connection::with_kinds(incoming, outgoing, info)
         }
     }
 
@@ -102,7 +119,7 @@ impl Connection {
         info: ConnectionInfo,
     ) -> Self {
         let codec = framing.codec(max_frame_len);
-        Connection::new(
+        Connection::unkinded(
             FramedRead::new(reader, codec.clone()),
             FramedWrite::new(writer, codec),
             info,
@@ -121,7 +138,7 @@ impl Connection {
         info: ConnectionInfo,
     ) -> Self {
         let codec = framing.codec(max_frame_len);
-        Connection::new(
+        Connection::unkinded(
             FramedRead::new(reader, Budgeted::new(codec.clone(), budget)),
             FramedWrite::new(writer, codec),
             info,
@@ -201,7 +218,7 @@ impl<S: Sink<Bytes, Error = io::Error>> Sink<OutFrame> for BytesOnly<S> {
     }
 
     fn start_send(self: Pin<&mut Self>, frame: OutFrame) -> io::Result<()> {
-        self.project().bytes.start_send(frame.bytes)
+        self.project().bytes.start_send(frame.into_bytes())
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {

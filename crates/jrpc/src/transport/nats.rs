@@ -321,8 +321,8 @@ impl Dialer for NatsDialer {
                 Some(StatusCode::NO_RESPONDERS) => {
                     sent.filter(|ids| !ids.is_empty())
                         .map(|ids| Inbound::Undelivered {
-                            ids,
-                            reason: format!("no responders: nothing subscribes to {target}"),
+                            ids: ids.into(),
+                            reason: format!("no responders: nothing subscribes to {target}").into(),
                         })
                 }
                 Some(status) => {

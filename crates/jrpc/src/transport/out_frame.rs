@@ -84,6 +84,19 @@ impl OutFrame {
         }
     }
 
+    /// The bytes, for a sink that carries only them.
+    #[inline]
+    pub(crate) fn into_bytes(self) -> Bytes {
+        let OutFrame { bytes, kind } = self;
+        // A byte sink's frames are of no kind (the engine does not work
+        // them out for it): nothing to drop, and no call to the kind's drop
+        // glue per frame.
+        if matches!(kind, OutKind::Unknown) {
+            std::mem::forget(kind);
+        }
+        bytes
+    }
+
     /// The number of bytes.
     pub fn len(&self) -> usize {
         self.bytes.len()

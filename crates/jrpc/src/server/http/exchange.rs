@@ -38,14 +38,52 @@ pub(crate) fn respond(
 }
 
 /// An HTTP error whose body is a JSON-RPC error response with a null id, so
-/// that JSON-RPC clients can read it like any other error.
-pub fn error_response(status: StatusCode, error: Error) -> Response<Full<Bytes>> {
+/// that JSON-RPC clients can read it like any other error. The body is
+/// whole ([`Full`]) or a route's ([`RouteBody`](super::route::RouteBody)),
+/// as the caller needs.
+///
+/// ```
+/// use http::StatusCode;
+/// use jrpc::server::http::{error_response, route::RouteBody};
+///
+/// let refused: http::Response<RouteBody> =
+///     error_response(StatusCode::FORBIDDEN, jrpc::Error::invalid_request().with_data("no"));
+/// assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+/// assert_eq!(refused.headers()["content-type"], "application/json");
+/// ```
+pub fn error_response<B: ErrorBody>(status: StatusCode, error: Error) -> Response<B> {
     let body = RpcResponse {
         id: Id::NULL,
         outcome: Err(error),
     }
     .to_bytes();
-    respond(status, "application/json", body)
+    respond(status, "application/json", body).map(B::from_full)
+}
+
+/// A body [`error_response`] can make: [`Full<Bytes>`] and
+/// [`RouteBody`](super::route::RouteBody) (sealed).
+pub trait ErrorBody: sealed::Sealed {
+    #[doc(hidden)]
+    fn from_full(body: Full<Bytes>) -> Self;
+}
+
+impl ErrorBody for Full<Bytes> {
+    fn from_full(body: Full<Bytes>) -> Self {
+        body
+    }
+}
+
+impl ErrorBody for HttpBody {
+    fn from_full(body: Full<Bytes>) -> Self {
+        use http_body_util::BodyExt;
+        body.map_err(|never| match never {}).boxed_unsync()
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for http_body_util::Full<bytes::Bytes> {}
+    impl Sealed for super::HttpBody {}
 }
 
 /// `429 Too Many Requests` with `Retry-After` (whole seconds, rounded up)

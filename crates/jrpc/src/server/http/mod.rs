@@ -73,7 +73,7 @@ use tower_http::cors::CorsLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 
 use accept::{busy_response, HttpAccept};
-pub use exchange::{error_response, ClientAddr, HttpBody};
+pub use exchange::{error_response, ClientAddr, ErrorBody, HttpBody};
 #[allow(deprecated)]
 pub use layers::RateLimitLayer;
 pub use layers::{

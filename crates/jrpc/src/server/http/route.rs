@@ -43,9 +43,9 @@ pub fn empty_body() -> RouteBody {
 
 /// A response of `status` whose body is a JSON-RPC error (id null), as the
 /// RPC endpoint's refusals are.
+#[deprecated(note = "use `jrpc::server::http::error_response`, which makes a `RouteBody` too")]
 pub fn error_response(status: StatusCode, error: Error) -> Response<RouteBody> {
     super::exchange::error_response(status, error)
-        .map(|body| body.map_err(|never| match never {}).boxed_unsync())
 }
 
 /// What a route handler can use of the server: the client's address, the
@@ -91,7 +91,7 @@ impl ReadBodyError {
             ReadBodyError::Timeout => (StatusCode::REQUEST_TIMEOUT, Error::invalid_request()),
             ReadBodyError::Read(_) => (StatusCode::BAD_REQUEST, Error::parse_error()),
         };
-        let mut response = error_response(status, error.with_data(&self.to_string()));
+        let mut response = super::exchange::error_response(status, error.with_data(&self.to_string()));
         if self == ReadBodyError::OverBudget {
             response
                 .headers_mut()

@@ -487,7 +487,7 @@ fn upgrade<B>(
                 .connection(config)
                 .extensions(extensions)
                 .write_limit()
-                .start_framed(frames_in, frames_out);
+                .start_kinded(frames_in, frames_out, false);
             tokio::select! {
                 reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),
                 () = shutdown.cancelled() => crate::server::close_gracefully(&peer, grace).await,

@@ -112,7 +112,7 @@ async fn accept(listener: tokio::net::TcpListener, options: WsOptions, tx: mpsc:
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, upgrade).await {
                 Ok(Ok(ws)) => {
                     let (frames_in, frames_out) = pump(ws, options);
-                    let _ = tx.send(Connection::new(frames_in, frames_out, info)).await;
+                    let _ = tx.send(Connection::unkinded(frames_in, frames_out, info)).await;
                 }
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, peer = ?info.peer_addr, "websocket: upgrade failed")

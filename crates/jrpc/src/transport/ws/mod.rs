@@ -10,6 +10,11 @@
 //! A server's connection is cheap until it is used: `until_used` keeps it
 //! alive (pings and pongs) with nothing but its socket, and the pump and the
 //! peer start with the first message.
+//!
+//! The pump is shared; each side has a file of its own: `accept.rs` (an
+//! HTTP server's upgraded connections, with their reads charged to its
+//! buffer budget), `dial.rs` (the client's handshake and [`WsDialer`]), and
+//! `listener.rs` (a bare WebSocket listener, [`WsListener`]).
 
 use std::io;
 use std::pin::Pin;
@@ -31,10 +36,24 @@ use tokio_util::sync::PollSender;
 
 use std::sync::Arc;
 
-use crate::codec::{Budgeted, BufferBudget, Charge, Inbound};
+use crate::codec::Inbound;
 
+#[cfg(feature = "http-server")]
+mod accept;
+#[cfg(feature = "http-client")]
+mod dial;
 mod listener;
+#[cfg(feature = "http-server")]
+pub(crate) use accept::{pump_accepted, until_used, ReadMeter};
+#[cfg(feature = "http-client")]
+pub use dial::WsDialer;
 pub use listener::WsListener;
+
+/// What counts a server's reads ([`accept::ReadMeter`]): told each time a
+/// whole message has been read, so the bytes it held are free again.
+pub(crate) trait MessageReads: Send + Sync {
+    fn message_done(&self);
+}
 
 /// WebSocket settings shared by server and client.
 #[derive(Debug, Clone, Copy)]
@@ -105,163 +124,6 @@ where
     spawn_pump(move |incoming, outgoing| run(ws, options, incoming, outgoing, None))
 }
 
-/// A pump for a server's upgraded connection `io`, whose reads `meter`
-/// counts, once [`until_used`] has returned it with the bytes it read
-/// (`part`).
-// Only a server accepts upgraded connections.
-#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-pub(crate) fn pump_accepted<S>(
-    io: S,
-    part: Vec<u8>,
-    options: WsOptions,
-    meter: Arc<ReadMeter>,
-) -> io::Result<Pumped>
-where
-    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
-{
-    let ws = accepted(io, part, &options)?;
-    Ok(spawn_pump(move |incoming, outgoing| {
-        run(ws, options, incoming, outgoing, Some(meter))
-    }))
-}
-
-/// The WebSocket state over a server's connection `io`, whose first bytes
-/// `part` were read already. tokio-tungstenite's constructor is async, but
-/// it completes at its first poll (it only stores the waker, which every
-/// later poll replaces), so it is made here, not in the pump task: the
-/// task would keep the constructor's future (2 KB) beside the pump's
-/// state for the connection's whole life.
-fn accepted<S>(io: S, part: Vec<u8>, options: &WsOptions) -> io::Result<WebSocketStream<S>>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    WebSocketStream::from_partially_read(
-        io,
-        part,
-        tungstenite::protocol::Role::Server,
-        Some(options.config()),
-    )
-    .now_or_never()
-    .ok_or_else(|| io::Error::other("the WebSocket state was not made at its first poll"))
-}
-
-/// Keeps a server's upgraded connection `io` alive while it is unused,
-/// holding nothing but the socket: it pings the other side every ping
-/// interval (raw frames) and takes its pongs, and returns the connection
-/// with the bytes read so far once anything else arrives. The WebSocket
-/// state, the pump and the peer (about 18 KB with their buffers, tasks and
-/// queues, against 3 KB for a connection waiting here) are made only then.
-/// A read always has room in `bytes` (a read into no room would look like
-/// the end of the stream): a pong is at most its size, and is taken off as
-/// soon as it is whole. Returns `None` when the
-/// connection ended instead: the other side closed it, nothing was heard
-/// from it for the idle limit (closed with 1001), `shutdown` came (closed
-/// with a Close frame), or a ping could not be written.
-// Only a server accepts upgraded connections.
-#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-pub(crate) async fn until_used<S>(
-    mut io: S,
-    options: &WsOptions,
-    meter: &ReadMeter,
-    shutdown: &tokio_util::sync::CancellationToken,
-) -> Option<(S, Vec<u8>)>
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let idle = options.idle_timeout;
-    let mut last_heard = Instant::now();
-    let period = options.ping_period();
-    let mut ping = tokio::time::interval_at(last_heard + period, period);
-    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // Room for the largest pong a client may send (a masked control frame
-    // carries at most 125 bytes).
-    let mut bytes = [0u8; 2 + 4 + 125];
-    let mut filled = 0;
-    let close = loop {
-        tokio::select! {
-            biased;
-            () = shutdown.cancelled() => break None,
-            read = io.read(&mut bytes[filled..]) => {
-                match read {
-                    Ok(0) | Err(_) => return None,
-                    Ok(n) => filled += n,
-                }
-                last_heard = Instant::now();
-                loop {
-                    match opening(&bytes[..filled]) {
-                        Opening::Pong(len) => {
-                            bytes.copy_within(len..filled, 0);
-                            filled -= len;
-                            meter.message_done();
-                        }
-                        Opening::PartOfPong => break,
-                        Opening::Other => return Some((io, bytes[..filled].to_vec())),
-                    }
-                }
-            }
-            _ = ping.tick() => {
-                if last_heard.elapsed() > idle {
-                    tracing::debug!("websocket idle; closing");
-                    break Some(close_frame(CloseCode::Away, "idle timeout"));
-                }
-                // An empty, final, unmasked Ping (RFC 6455 §5.5.2).
-                let sent = async {
-                    io.write_all(&[0x89, 0x00]).await?;
-                    io.flush().await
-                };
-                if !matches!(tokio::time::timeout(idle, sent).await, Ok(Ok(()))) {
-                    return None;
-                }
-            }
-        }
-    };
-    // Closing needs the WebSocket state after all (boxed: it is ten times
-    // the size of what waiting needs, and only a few connections close at a
-    // time).
-    Box::pin(close_unused(io, bytes[..filled].to_vec(), close, options)).await;
-    None
-}
-
-/// Closes a server's connection `io` (which has read `part`) before its pump
-/// started: the closing handshake, with `frame`'s code and reason.
-async fn close_unused<S>(io: S, part: Vec<u8>, frame: Option<CloseFrame>, options: &WsOptions)
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    if let Ok(mut ws) = accepted(io, part, options) {
-        close_handshake(&mut ws, frame, options.idle_timeout).await;
-    }
-}
-
-/// What an unused connection's first bytes are.
-#[derive(Debug, PartialEq)]
-enum Opening {
-    /// A whole Pong frame, this many bytes long.
-    Pong(usize),
-    /// The start of a Pong frame (or nothing yet).
-    PartOfPong,
-    /// Anything else: the connection is being used.
-    Other,
-}
-
-fn opening(bytes: &[u8]) -> Opening {
-    match bytes {
-        [] | [0x8A] => Opening::PartOfPong,
-        // Final, opcode Pong; masked (as a client's frames must be), with a
-        // payload of at most 125 bytes (as a control frame's must be).
-        [0x8A, second, ..] if second & 0x80 != 0 && second & 0x7F <= 125 => {
-            let len = 2 + 4 + usize::from(second & 0x7F);
-            if bytes.len() >= len {
-                Opening::Pong(len)
-            } else {
-                Opening::PartOfPong
-            }
-        }
-        _ => Opening::Other,
-    }
-}
-
 /// Spawns the pump task `run(incoming, outgoing)` and returns the peer's
 /// ends of its queues.
 fn spawn_pump<R, F>(run: R) -> Pumped
@@ -318,7 +180,7 @@ impl Sink<Bytes> for ClosingSink {
 
     fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.pending.len() >= FRAMES_PER_BATCH {
-            return self.poll_flush(cx);
+            return Sink::<Bytes>::poll_flush(self, cx);
         }
         Poll::Ready(Ok(()))
     }
@@ -340,7 +202,7 @@ impl Sink<Bytes> for ClosingSink {
     }
 
     fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        std::task::ready!(self.as_mut().poll_flush(cx))?;
+        std::task::ready!(Sink::<Bytes>::poll_flush(self.as_mut(), cx))?;
         self.frames.close();
         if let Some(done) = self.pump_done.as_mut() {
             // Ready when the pump ends, whether it signalled or was dropped.
@@ -348,6 +210,27 @@ impl Sink<Bytes> for ClosingSink {
             self.pump_done = None;
         }
         Poll::Ready(Ok(()))
+    }
+}
+
+/// The peer's frames, kinds unread (a WebSocket carries text).
+impl Sink<crate::transport::OutFrame> for ClosingSink {
+    type Error = io::Error;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Sink::<Bytes>::poll_ready(self, cx)
+    }
+
+    fn start_send(self: Pin<&mut Self>, frame: crate::transport::OutFrame) -> io::Result<()> {
+        Sink::<Bytes>::start_send(self, frame.into_bytes())
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Sink::<Bytes>::poll_flush(self, cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Sink::<Bytes>::poll_close(self, cx)
     }
 }
 
@@ -382,7 +265,7 @@ async fn run<S>(
     options: WsOptions,
     incoming: mpsc::Sender<io::Result<Inbound>>,
     mut outgoing: mpsc::Receiver<Vec<Bytes>>,
-    meter: Option<Arc<ReadMeter>>,
+    meter: Option<Arc<dyn MessageReads>>,
 ) -> Result<(), tungstenite::Error>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -615,324 +498,9 @@ async fn timed<T>(
     }
 }
 
-#[cfg(feature = "http-client")]
-/// How long connecting (TCP, TLS and the handshake, each) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-#[cfg(feature = "http-client")]
-/// A byte stream a WebSocket can run on (plain TCP or TLS).
-trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
-#[cfg(feature = "http-client")]
-impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
-
-#[cfg(feature = "http-client")]
-/// Connects a WebSocket client to `url` (`ws://` or `wss://`), sending
-/// `headers` with the handshake, and starts its pump.
-pub(crate) async fn connect(
-    url: &str,
-    headers: &http::HeaderMap,
-    tls: Option<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
-    options: WsOptions,
-) -> io::Result<(
-    Frames,
-    impl Sink<Bytes, Error = io::Error> + Send + Unpin + 'static,
-    crate::context::ConnectionInfo,
-)> {
-    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-    let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, why);
-    let uri: http::Uri = url.parse().map_err(|e| invalid(format!("{url}: {e}")))?;
-    let secure = match uri.scheme_str() {
-        Some("ws") => false,
-        Some("wss") => true,
-        _ => return Err(invalid(format!("{url}: expected ws:// or wss://"))),
-    };
-    let host = uri
-        .host()
-        .ok_or_else(|| invalid(format!("{url}: no host")))?
-        // An IPv6 literal comes in brackets, which a socket address has not.
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let port = crate::transport::tls::port_of(&uri, url, if secure { 443 } else { 80 })?;
-    let tcp = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
-    let _ = tcp.set_nodelay(true);
-    let info = crate::context::ConnectionInfo {
-        transport: "websocket",
-        peer_addr: tcp.peer_addr().ok().map(|a| a.to_string()),
-        local_addr: tcp.local_addr().ok().map(|a| a.to_string()),
-    };
-    let stream: Box<dyn Io> = if secure {
-        let config = match tls {
-            // WebSocket runs over HTTP/1.1 only.
-            Some(config) if config.alpn_protocols.iter().all(|p| p == b"http/1.1") => config,
-            Some(config) => {
-                let mut config = (*config).clone();
-                config.alpn_protocols = vec![b"http/1.1".to_vec()];
-                std::sync::Arc::new(config)
-            }
-            None => crate::transport::tls::client_config_native(&[b"http/1.1"])?,
-        };
-        let name = crate::transport::tls::server_name(&host)?;
-        Box::new(
-            tokio_rustls::TlsConnector::from(config)
-                .connect(name, tcp)
-                .await
-                .map_err(|e| crate::transport::tls::explain(e, &host))?,
-        )
-    } else {
-        Box::new(tcp)
-    };
-    let mut request = url
-        .into_client_request()
-        .map_err(|e| invalid(format!("{url}: {e}")))?;
-    for (name, value) in headers {
-        request.headers_mut().append(name, value.clone());
-    }
-    let handshake = tokio_tungstenite::client_async_with_config(request, stream, Some(options.config()));
-    let (socket, _response) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
-        .await
-        .map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("{url}: no WebSocket handshake within {CONNECT_TIMEOUT:?}"),
-            )
-        })?
-        .map_err(|e| match e {
-            tungstenite::Error::Io(e) => e,
-            tungstenite::Error::Http(response) => io::Error::new(
-                io::ErrorKind::ConnectionRefused,
-                format!(
-                    "WebSocket handshake refused: HTTP {}{}",
-                    response.status(),
-                    response
-                        .body()
-                        .as_ref()
-                        .map(|b| format!(": {}", String::from_utf8_lossy(b)))
-                        .unwrap_or_default()
-                ),
-            ),
-            other => io::Error::other(other.to_string()),
-        })?;
-    let (frames_in, frames_out) = pump(socket, options);
-    Ok((frames_in, frames_out, info))
-}
-
-#[cfg(feature = "http-client")]
-/// Opens WebSocket connections to one URL (`ws://` or `wss://`), sending
-/// the given headers with each handshake.
-#[derive(Debug, Clone)]
-pub struct WsDialer {
-    url: String,
-    headers: http::HeaderMap,
-    tls: Option<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
-    options: WsOptions,
-}
-
-#[cfg(feature = "http-client")]
-impl WsDialer {
-    /// Dials `url` with default settings and no extra headers.
-    pub fn new(url: impl Into<String>) -> Self {
-        WsDialer {
-            url: url.into(),
-            headers: http::HeaderMap::new(),
-            tls: None,
-            options: WsOptions::default(),
-        }
-    }
-
-    /// Sends these headers with every handshake (`Authorization`, say).
-    pub fn headers(mut self, headers: http::HeaderMap) -> Self {
-        self.headers = headers;
-        self
-    }
-
-    /// TLS settings for `wss://` (default: the system's trusted roots).
-    pub fn tls(mut self, config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>) -> Self {
-        self.tls = Some(config);
-        self
-    }
-
-    /// Message size, ping and idle settings.
-    pub fn options(mut self, options: WsOptions) -> Self {
-        self.options = options;
-        self
-    }
-}
-
-#[cfg(feature = "http-client")]
-impl crate::transport::Dialer for WsDialer {
-    async fn dial(&self) -> io::Result<crate::transport::Connection> {
-        let (incoming, outgoing, info) =
-            connect(&self.url, &self.headers, self.tls.clone(), self.options).await?;
-        Ok(crate::transport::Connection::new(incoming, outgoing, info))
-    }
-}
-
-/// Counts the bytes read for a WebSocket message that has not arrived whole
-/// and charges them to the server's [`BufferBudget`] (the first
-/// [`Budgeted::FREE_BYTES`] of each connection free), so that many clients
-/// sending large messages slowly cannot exhaust memory together. Reads fail
-/// once the budget is spent; the pump answers `-32007` and closes.
-// Only a server meters its reads.
-#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-pub(crate) struct ReadMeter {
-    pending: std::sync::atomic::AtomicUsize,
-    charge: std::sync::Mutex<Charge>,
-}
-
-// Only a server meters its reads.
-#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-impl ReadMeter {
-    pub(crate) fn new(budget: &BufferBudget) -> Arc<Self> {
-        Arc::new(ReadMeter {
-            pending: std::sync::atomic::AtomicUsize::new(0),
-            charge: std::sync::Mutex::new(budget.charge()),
-        })
-    }
-
-    /// Counts `n` bytes read; an error once the budget is spent.
-    fn read(&self, n: usize) -> io::Result<()> {
-        use std::sync::atomic::Ordering;
-        let pending = self.pending.fetch_add(n, Ordering::Relaxed) + n;
-        let Some(beyond) = pending.checked_sub(Budgeted::<()>::FREE_BYTES).filter(|b| *b > 0) else {
-            return Ok(());
-        };
-        let mut charge = self.charge.lock().unwrap_or_else(|p| p.into_inner());
-        charge
-            .hold(beyond)
-            .map_err(|over| io::Error::new(io::ErrorKind::OutOfMemory, over))
-    }
-
-    fn message_done(&self) {
-        use std::sync::atomic::Ordering;
-        if self.pending.swap(0, Ordering::Relaxed) > Budgeted::<()>::FREE_BYTES {
-            let _ = self.charge.lock().unwrap_or_else(|p| p.into_inner()).hold(0);
-        }
-    }
-
-    /// The byte stream `io`, metered.
-    pub(crate) fn wrap<I>(self: &Arc<Self>, io: I) -> Metered<I> {
-        Metered {
-            io,
-            meter: Arc::clone(self),
-        }
-    }
-}
-
 /// The budget's limit, when `e` says it was spent.
-// Only a server meters its reads.
-#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
 fn over_budget(e: &io::Error) -> Option<usize> {
     e.get_ref()
         .and_then(|inner| inner.downcast_ref::<crate::codec::OverBudget>())
         .map(|over| over.limit)
-}
-
-/// A byte stream whose reads a [`ReadMeter`] counts.
-// Only a server meters its reads.
-#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-pub(crate) struct Metered<I> {
-    io: I,
-    meter: Arc<ReadMeter>,
-}
-
-// Only a server meters its reads.
-#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-impl<I: AsyncRead + Unpin> AsyncRead for Metered<I> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = std::pin::Pin::new(&mut self.io).poll_read(cx, buf);
-        if let std::task::Poll::Ready(Ok(())) = polled {
-            let n = buf.filled().len() - before;
-            if n > 0 {
-                if let Err(e) = self.meter.read(n) {
-                    return std::task::Poll::Ready(Err(e));
-                }
-            }
-        }
-        polled
-    }
-}
-
-// Only a server meters its reads.
-#[cfg_attr(not(feature = "http-server"), allow(dead_code))]
-impl<I: AsyncWrite + Unpin> AsyncWrite for Metered<I> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        data: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        std::pin::Pin::new(&mut self.io).poll_write(cx, data)
-    }
-
-    fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> std::task::Poll<io::Result<usize>> {
-        std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_unused_connection_tells_pongs_from_use() {
-        let pong = |payload: &[u8]| {
-            let mut frame = vec![0x8A, 0x80 | payload.len() as u8, 1, 2, 3, 4];
-            frame.extend_from_slice(payload);
-            frame
-        };
-        let long = pong(&[0u8; 125]);
-        let mut two = pong(b"");
-        two.extend(pong(b"ab"));
-        let cases: &[(&[u8], Opening)] = &[
-            (b"", Opening::PartOfPong),
-            (&[0x8A], Opening::PartOfPong),
-            (&[0x8A, 0x80, 1, 2, 3], Opening::PartOfPong),
-            (&pong(b""), Opening::Pong(6)),
-            (&pong(b"ping"), Opening::Pong(10)),
-            (&long, Opening::Pong(131)),
-            (&long[..130], Opening::PartOfPong),
-            // The first of two pongs read together.
-            (&two, Opening::Pong(6)),
-            // Unmasked: tungstenite refuses it (a client must mask).
-            (&[0x8A, 0x00], Opening::Other),
-            // A control frame cannot carry 126 bytes or more.
-            (&[0x8A, 0x80 | 126, 0, 126], Opening::Other),
-            // A fragment of a Pong (FIN clear) is a protocol error.
-            (&[0x0A, 0x80], Opening::Other),
-            // Text, Ping, Close: the connection is used.
-            (&[0x81, 0x85], Opening::Other),
-            (&[0x89, 0x80, 1, 2, 3, 4], Opening::Other),
-            (&[0x88, 0x80, 1, 2, 3, 4], Opening::Other),
-        ];
-        for (bytes, expected) in cases {
-            assert_eq!(&opening(bytes), expected, "{bytes:?}");
-        }
-    }
 }
