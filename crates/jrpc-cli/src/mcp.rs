@@ -271,6 +271,7 @@ mod client {
     fn failure(e: McpClientError) -> Failure {
         match e {
             McpClientError::Call(e) => Failure::from(e),
+            McpClientError::ResourceNotFound { error, .. } => Failure::Rpc(error),
             other => Failure::Transport(other.into()),
         }
     }

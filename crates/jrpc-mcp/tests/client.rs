@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use jrpc::codec::Framing;
 use jrpc::transport::Connection;
-use jrpc_mcp::client::{McpClient, McpClientBuilder};
+use jrpc_mcp::client::{McpClient, McpClientBuilder, ProtocolChoice};
 use jrpc_mcp::server::{McpContext, McpServer, NoArgs, ToolError};
 use jrpc_mcp::types::{
     CreateMessageResult, ElicitAction, ElicitResult, LoggingLevel, OneOrMany, Role, Root, SamplingContent,
@@ -37,11 +37,30 @@ async fn connect(server: &McpServer, builder: McpClientBuilder) -> McpClient {
     builder.connect(ours).await.expect("initialized")
 }
 
+/// Both eras of the protocol: the legacy handshake (pinned), and what the
+/// client finds by itself (the demo server is dual-era, so modern), with
+/// the revision each speaks.
+const ERAS: [(ProtocolChoice, &str); 2] = [
+    (ProtocolChoice::Legacy, "2025-11-25"),
+    (ProtocolChoice::Auto, "2026-07-28"),
+];
+
 #[tokio::test]
 async fn lists_calls_reads_and_prompts() {
-    let client = connect(&jrpc_mcp::demo::server(), McpClient::builder("test", "1")).await;
+    for (era, version) in ERAS {
+        lists_calls_reads_and_prompts_in(era, version).await;
+    }
+}
+
+async fn lists_calls_reads_and_prompts_in(era: ProtocolChoice, version: &str) {
+    let client = connect(
+        &jrpc_mcp::demo::server(),
+        McpClient::builder("test", "1").protocol(era),
+    )
+    .await;
     assert_eq!(client.server_info().name, "jrpc-demo");
-    assert_eq!(client.protocol_version(), "2025-11-25");
+    assert_eq!(client.protocol_version(), version);
+    assert_eq!(client.is_modern(), version == "2026-07-28");
     assert!(client.server_capabilities().tools.is_some());
     let tools: Vec<String> = client
         .list_tools()
@@ -76,8 +95,16 @@ async fn lists_calls_reads_and_prompts() {
     assert_eq!(templates[0].uri_template, "demo://echo/{text}");
     let read = client.read_resource("demo://echo/abc").await.unwrap();
     assert_eq!(read.contents[0].uri(), "demo://echo/abc");
+    // -32002 in 2025-11-25, -32602 in 2026-07-28: both read as not found.
     let missing = client.read_resource("demo://none").await.unwrap_err();
-    assert_eq!(missing.rpc().map(|e| e.code()), Some(-32002));
+    assert!(
+        matches!(missing.rpc().map(|e| e.code()), Some(-32002 | -32602)),
+        "{missing}"
+    );
+    assert!(
+        matches!(&missing, jrpc_mcp::client::McpClientError::ResourceNotFound { uri, .. } if uri == "demo://none"),
+        "{missing}"
+    );
 
     let prompts = client.list_prompts().await.unwrap();
     assert_eq!(prompts[0].name, "greet");
@@ -92,6 +119,14 @@ async fn lists_calls_reads_and_prompts() {
 
 #[tokio::test]
 async fn the_server_s_requests_and_notifications_reach_the_callbacks() {
+    for (era, _) in ERAS {
+        the_server_s_requests_and_notifications_reach_the_callbacks_in(era).await;
+    }
+}
+
+/// Legacy: the server's own requests; modern: the input it requires
+/// (`input_required` rounds), answered by the same callbacks.
+async fn the_server_s_requests_and_notifications_reach_the_callbacks_in(era: ProtocolChoice) {
     let progress = Arc::new(Mutex::new(Vec::new()));
     let logs = Arc::new(Mutex::new(Vec::new()));
     let (p, l) = (Arc::clone(&progress), Arc::clone(&logs));
@@ -130,7 +165,8 @@ async fn the_server_s_requests_and_notifications_reach_the_callbacks() {
             },
         ])
         .on_progress(move |params| p.lock().unwrap().push(params.progress))
-        .on_log(move |message| l.lock().unwrap().push(message.level));
+        .on_log(move |message| l.lock().unwrap().push(message.level))
+        .protocol(era);
     let client = connect(&jrpc_mcp::demo::server(), builder).await;
     let sampled = client
         .call_tool("sample", json!({"prompt": "2+2?"}))
@@ -160,6 +196,12 @@ async fn the_server_s_requests_and_notifications_reach_the_callbacks() {
 
 #[tokio::test]
 async fn dropping_a_call_cancels_it_on_the_server() {
+    for (era, _) in ERAS {
+        dropping_a_call_cancels_it_on_the_server_in(era).await;
+    }
+}
+
+async fn dropping_a_call_cancels_it_on_the_server_in(era: ProtocolChoice) {
     let cancelled = Arc::new(AtomicBool::new(false));
     let seen = Arc::clone(&cancelled);
     let server = McpServer::builder("cancel", "1")
@@ -180,7 +222,7 @@ async fn dropping_a_call_cancels_it_on_the_server() {
             },
         )
         .build();
-    let client = connect(&server, McpClient::builder("test", "1")).await;
+    let client = connect(&server, McpClient::builder("test", "1").protocol(era)).await;
     let call = client.call_tool("wait", json!({}));
     assert!(tokio::time::timeout(Duration::from_millis(200), call)
         .await

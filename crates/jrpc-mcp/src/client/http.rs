@@ -226,12 +226,12 @@ impl HttpSession {
 
     /// Delivers each event of an SSE body as a frame.
     async fn read_events(&self, mut body: hyper::body::Incoming) {
-        let mut events = SseParser::default();
+        let mut events = super::sse::SseParser::default();
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else { return };
             let Ok(data) = frame.into_data() else { continue };
-            for message in events.feed(&data) {
-                self.deliver(Ok(Inbound::Frame(message.into()))).await;
+            for event in events.feed(&data) {
+                self.deliver(Ok(Inbound::Frame(event.data.into()))).await;
             }
         }
     }
@@ -248,58 +248,4 @@ fn is_initialize(frame: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(frame)
         .ok()
         .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"))
-}
-
-/// Splits an SSE byte stream into the data of its events.
-#[derive(Default)]
-struct SseParser {
-    /// Text not yet split into events, line breaks made `\n`.
-    pending: String,
-    /// A `\r` that ended the last chunk: a `\n` may follow it.
-    held_cr: bool,
-}
-
-impl SseParser {
-    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
-        let mut text = String::from_utf8_lossy(bytes).into_owned();
-        if std::mem::take(&mut self.held_cr) {
-            text.insert(0, '\r');
-        }
-        if text.ends_with('\r') {
-            text.pop();
-            self.held_cr = true;
-        }
-        self.pending
-            .push_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
-        let mut out = Vec::new();
-        while let Some(end) = self.pending.find("\n\n") {
-            let event: String = self.pending.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
-            let data = data.join("\n");
-            if !data.trim().is_empty() {
-                out.push(data);
-            }
-        }
-        out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::SseParser;
-
-    #[test]
-    fn sse_events_are_split_however_they_arrive() {
-        let stream = "id: 1\r\ndata: {\"a\":1}\r\n\r\n: keep-alive\n\nretry: 5\nid: 2\ndata:\n\nevent: message\ndata: {\"b\":\r\ndata: 2}\r\n\r\n";
-        for cut in 0..stream.len() {
-            let mut parser = SseParser::default();
-            let mut got = parser.feed(&stream.as_bytes()[..cut]);
-            got.extend(parser.feed(&stream.as_bytes()[cut..]));
-            assert_eq!(got, ["{\"a\":1}", "{\"b\":\n2}"], "cut at {cut}");
-        }
-    }
 }

@@ -20,10 +20,18 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The client speaks both eras of the protocol: it probes the server
+//! (`server/discover`) and speaks 2026-07-28 to a modern server (the
+//! `_meta` envelope on every request; over HTTP one POST per request with
+//! the `Mcp-*` headers) and the `initialize` handshake to a legacy one
+//! ([`ProtocolChoice`] pins either). A modern server that needs input
+//! first (`resultType: "input_required"`) is answered with the callbacks
+//! below (sampling, elicitation, roots), and the request asked again.
+//!
 //! Dropping a call's future cancels it: the server gets
-//! `notifications/cancelled`.
+//! `notifications/cancelled` (over modern HTTP, the request's stream is
+//! closed).
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -33,25 +41,33 @@ use jrpc::client::Client;
 use jrpc::peer::CancelProtocol;
 use jrpc::transport::Connection;
 use jrpc::{CallError, ConnectionConfig, Error, RequestContext, Router};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 
+mod calls;
+mod era;
 #[cfg(feature = "http-client")]
 mod http;
+#[cfg(feature = "http-client")]
+mod modern_http;
+#[cfg(feature = "http-client")]
+mod sse;
+
+pub use era::ProtocolChoice;
+#[cfg(feature = "http-client")]
+pub use modern_http::HttpStatusError;
+
+use era::{ProbeError, ServerFacts};
 
 use crate::types::{
-    CallToolResult, ClientCapabilities, CompleteParams, CompleteResult, CreateMessageParams,
-    CreateMessageResult, ElicitParams, ElicitResult, ElicitationCapability, GetPromptResult, Implementation,
-    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListRootsResult, ListToolsResult, LoggingLevel, LoggingMessageParams, ProgressParams, ProgressToken,
-    Prompt, ReadResourceResult, Resource, ResourceTemplate, Root, RootsCapability, ServerCapabilities, Tool,
-    LATEST_LEGACY_VERSION, LEGACY_PROTOCOL_VERSIONS,
+    ClientCapabilities, CreateMessageParams, CreateMessageResult, DiscoverResult, ElicitParams, ElicitResult,
+    ElicitationCapability, Implementation, InitializeResult, JsonObject, ListRootsResult, LoggingLevel,
+    LoggingMessageParams, ProgressParams, RequestEnvelope, Root, RootsCapability, ServerCapabilities,
+    LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS,
 };
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 type Sampler =
-    Arc<dyn Fn(CreateMessageParams) -> BoxFuture<Result<CreateMessageResult, Error>> + Send + Sync>;
-type Elicitor = Arc<dyn Fn(ElicitParams) -> BoxFuture<Result<ElicitResult, Error>> + Send + Sync>;
+    Arc<dyn Fn(CreateMessageParams) -> BoxFuture<'static, Result<CreateMessageResult, Error>> + Send + Sync>;
+type Elicitor = Arc<dyn Fn(ElicitParams) -> BoxFuture<'static, Result<ElicitResult, Error>> + Send + Sync>;
 type Listener<T> = Arc<dyn Fn(T) + Send + Sync>;
 
 /// Why an MCP client call failed.
@@ -69,6 +85,22 @@ pub enum McpClientError {
     /// in time, or the connection closed.
     #[error(transparent)]
     Call(#[from] CallError),
+    /// The server asked for input (`input_required`) this client has no
+    /// callback to give: the method it asked to be answered.
+    #[error("the server needs {0} to answer, and this client has no callback for it")]
+    CannotAnswer(String),
+    /// The server kept asking for input past the bound on rounds.
+    #[error("the server asked for input {0} times without answering")]
+    TooManyRounds(usize),
+    /// `resources/read` of a resource the server does not have (`-32002`,
+    /// or `-32602` as some servers say it).
+    #[error("no resource {uri}: {error}")]
+    ResourceNotFound {
+        /// The resource asked for.
+        uri: String,
+        /// The server's error.
+        error: Error,
+    },
 }
 
 impl McpClientError {
@@ -76,6 +108,7 @@ impl McpClientError {
     pub fn rpc(&self) -> Option<&Error> {
         match self {
             McpClientError::Call(e) => e.rpc(),
+            McpClientError::ResourceNotFound { error, .. } => Some(error),
             _ => None,
         }
     }
@@ -95,6 +128,9 @@ pub struct McpClientBuilder {
     /// Sent with every request over Streamable HTTP.
     #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
     headers: Vec<(String, String)>,
+    protocol: ProtocolChoice,
+    probe_timeout: Duration,
+    max_rounds: usize,
 }
 
 impl McpClient {
@@ -110,6 +146,9 @@ impl McpClient {
             on_notification: None,
             timeout: Duration::from_secs(60),
             headers: Vec::new(),
+            protocol: ProtocolChoice::Auto,
+            probe_timeout: Duration::from_secs(5),
+            max_rounds: 8,
         }
     }
 }
@@ -179,6 +218,28 @@ impl McpClientBuilder {
     /// `ConnectionConfig` and jrpc's `ClientBuilder`.
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Which protocol revision to speak: found out from the server (`Auto`,
+    /// the default), the legacy handshake, or one revision.
+    pub fn protocol(mut self, choice: ProtocolChoice) -> Self {
+        self.protocol = choice;
+        self
+    }
+
+    /// How long the `server/discover` probe waits over a connection before
+    /// taking the server for a legacy one (default 5 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// How many times a request is asked again with the input a modern
+    /// server required (default 8) before it fails with
+    /// [`McpClientError::TooManyRounds`].
+    pub fn max_rounds(mut self, rounds: usize) -> Self {
+        self.max_rounds = rounds;
         self
     }
 
@@ -270,26 +331,39 @@ impl McpClientBuilder {
         )
     }
 
-    /// Spawns `command` as an MCP server over stdio and initializes.
+    /// Spawns `command` as an MCP server over stdio and starts speaking to
+    /// it (probe, then handshake if it is a legacy server).
     pub async fn spawn(
         self,
         command: impl Into<tokio::process::Command>,
     ) -> Result<McpClient, McpClientError> {
         let client = self.jrpc_client().spawn(command)?;
-        self.initialize(client).await
+        self.start(client).await
     }
 
-    /// Connects to a Streamable HTTP endpoint (`http(s)://…/mcp`):
-    /// every message is POSTed, replies come as JSON or as SSE streams, the
-    /// server's own messages on the standalone GET stream; closing the
-    /// client ends the session (`DELETE`).
+    /// Connects to a Streamable HTTP endpoint (`http(s)://…/mcp`). A
+    /// modern server is spoken to one POST per request; a legacy one
+    /// through a session: every message is POSTed, replies come as JSON or
+    /// as SSE streams, the server's own messages on the standalone GET
+    /// stream, and closing the client ends the session (`DELETE`).
     #[cfg(feature = "http-client")]
     pub async fn connect_http(self, url: &str) -> Result<McpClient, McpClientError> {
-        let mut builder = Client::builder();
+        let mut builder = Client::builder().call_timeout(self.timeout);
         for (name, value) in &self.headers {
             builder = builder.header(name, value);
         }
         let http = builder.http(url)?;
+        if let Some(version) = self.protocol.modern() {
+            let modern = modern_http::ModernHttp::new(http.clone(), self.notify());
+            let wire = Wire::Http(modern);
+            match self.probe(&wire, version).await {
+                Ok(facts) => return Ok(self.assemble(wire, facts, None)),
+                Err(Probed::Failed(e)) => return Err(e),
+                Err(Probed::Legacy(why)) => {
+                    tracing::debug!(%why, "not a modern MCP server; initializing a session");
+                }
+            }
+        }
         let (connection, session) = http::HttpSession::connect(http);
         let client = self
             .jrpc_client()
@@ -322,19 +396,133 @@ impl McpClientBuilder {
         self.connect(connection).await
     }
 
-    /// Initializes over a connection of your own (an in-memory pipe, a
-    /// socket).
+    /// Starts over a connection of your own (an in-memory pipe, a socket).
     pub async fn connect(self, connection: Connection) -> Result<McpClient, McpClientError> {
         let client = self
             .jrpc_client()
             .connect_with(Once(std::sync::Mutex::new(Some(connection))))
             .await?;
+        self.start(client).await
+    }
+
+    /// Over a connection: probes for a modern server, else initializes.
+    async fn start(self, client: Client) -> Result<McpClient, McpClientError> {
+        if let Some(version) = self.protocol.modern() {
+            // A clone: the same connection, kept for the handshake.
+            let wire = Wire::Peer(client.clone());
+            match self.probe(&wire, version).await {
+                Ok(facts) => return Ok(self.assemble(wire, facts, None)),
+                Err(Probed::Failed(e)) => {
+                    wire.close().await;
+                    return Err(e);
+                }
+                Err(Probed::Legacy(why)) => {
+                    tracing::debug!(%why, "not a modern MCP server; initializing");
+                }
+            }
+        }
         self.initialize(client).await
     }
 
+    /// `server/discover` in `version` (and in the version a modern server
+    /// names instead): the server's facts when it is modern.
+    async fn probe(&self, wire: &Wire, version: &str) -> Result<ServerFacts, Probed> {
+        let mut version = version.to_owned();
+        let mut retried = false;
+        loop {
+            let params = serde_json::json!({ "_meta": self.envelope(&version, None) });
+            let no_headers = calls::Headers::default();
+            let asked = wire.call(&version, "server/discover", &params, &no_headers);
+            // Over a connection a legacy server may never answer a request
+            // before `initialize`: the probe is bounded.
+            let answer = match wire {
+                Wire::Peer(_) => tokio::time::timeout(self.probe_timeout, asked)
+                    .await
+                    .unwrap_or(Err(CallError::Timeout(self.probe_timeout))),
+                #[cfg(feature = "http-client")]
+                Wire::Http(_) => asked.await,
+            };
+            let error = match answer {
+                Ok(raw) => {
+                    return match serde_json::from_str::<DiscoverResult>(raw.get()) {
+                        Ok(result) => Ok(ServerFacts::modern(pick_version(&version, &result), result)),
+                        Err(e) => Err(Probed::Legacy(format!("server/discover answered {e}"))),
+                    };
+                }
+                Err(error) => error,
+            };
+            match era::read_probe_error(&error, &version) {
+                ProbeError::Retry(next) if !retried => {
+                    retried = true;
+                    version = next;
+                }
+                ProbeError::Legacy if self.protocol.legacy().is_some() => {
+                    return Err(Probed::Legacy(error.to_string()))
+                }
+                ProbeError::Retry(_) | ProbeError::Modern | ProbeError::Legacy => {
+                    return Err(Probed::Failed(match error.rpc() {
+                        Some(e) if e.code() == crate::types::codes::UNSUPPORTED_PROTOCOL_VERSION => {
+                            McpClientError::UnsupportedVersion(format!("{version} ({e})"))
+                        }
+                        _ => error.into(),
+                    }))
+                }
+            }
+        }
+    }
+
+    /// The `_meta` of a modern request in `version`.
+    fn envelope(&self, version: &str, log_level: Option<LoggingLevel>) -> serde_json::Value {
+        let mut envelope = RequestEnvelope::new(version, self.capabilities());
+        envelope.client_info = Some(self.info.clone());
+        envelope.log_level = log_level;
+        serde_json::to_value(envelope).unwrap_or_default()
+    }
+
+    /// Where the notifications of a modern HTTP request's stream go: the
+    /// same listeners the router serves over a connection.
+    #[cfg(feature = "http-client")]
+    fn notify(&self) -> modern_http::Notify {
+        let (progress, log, other) = (
+            self.on_progress.clone(),
+            self.on_log.clone(),
+            self.on_notification.clone(),
+        );
+        Arc::new(
+            move |method: &str, params: Option<serde_json::Value>| match method {
+                "notifications/progress" => {
+                    if let (Some(listener), Some(params)) = (&progress, params) {
+                        if let Ok(params) = serde_json::from_value(params) {
+                            listener(params);
+                        }
+                    }
+                }
+                "notifications/message" => {
+                    if let (Some(listener), Some(params)) = (&log, params) {
+                        if let Ok(params) = serde_json::from_value(params) {
+                            listener(params);
+                        }
+                    }
+                }
+                _ => {
+                    if let Some(listener) = &other {
+                        listener((method.to_owned(), params));
+                    }
+                }
+            },
+        )
+    }
+
     async fn initialize(self, client: Client) -> Result<McpClient, McpClientError> {
+        let Some(version) = self.protocol.legacy() else {
+            client.close().await;
+            return Err(McpClientError::UnsupportedVersion(format!(
+                "{} (the server did not answer as a modern one)",
+                self.protocol
+            )));
+        };
         let params = serde_json::json!({
-            "protocolVersion": LATEST_LEGACY_VERSION,
+            "protocolVersion": version,
             "capabilities": self.capabilities(),
             "clientInfo": self.info,
         });
@@ -346,14 +534,51 @@ impl McpClientBuilder {
         client
             .notify("notifications/initialized", serde_json::json!({}))
             .await?;
-        Ok(McpClient {
-            client,
-            server: result,
+        Ok(self.assemble(Wire::Peer(client), ServerFacts::legacy(result), None))
+    }
+
+    fn assemble(self, wire: Wire, server: ServerFacts, closing: Option<Closing>) -> McpClient {
+        let envelope = server.modern.then(|| self.envelope(&server.version, None));
+        McpClient {
+            wire,
+            envelope,
+            log_level: std::sync::Mutex::new(None),
+            answers: calls::Answers {
+                sampling: self.sampling,
+                elicitation: self.elicitation,
+                roots: self.roots,
+            },
+            tool_headers: std::sync::Mutex::default(),
+            max_rounds: self.max_rounds,
+            server,
             progress: self.on_progress.is_some(),
             next_token: std::sync::atomic::AtomicI64::new(1),
-            closing: None,
-        })
+            closing,
+        }
     }
+}
+
+/// The revision to speak to a modern server: the one asked in, when the
+/// server lists it (or lists nothing), else its first one this client
+/// speaks.
+fn pick_version(asked: &str, result: &DiscoverResult) -> String {
+    if result.supported_versions.is_empty() || result.supported_versions.iter().any(|v| v == asked) {
+        return asked.to_owned();
+    }
+    result
+        .supported_versions
+        .iter()
+        .find(|v| MODERN_PROTOCOL_VERSIONS.contains(&v.as_str()))
+        .cloned()
+        .unwrap_or_else(|| asked.to_owned())
+}
+
+/// How a probe ended without a modern server to speak to.
+enum Probed {
+    /// Not a modern server: initialize.
+    Legacy(String),
+    /// Give up with this.
+    Failed(McpClientError),
 }
 
 /// Dials one connection given up front.
@@ -374,23 +599,73 @@ impl jrpc::transport::Dialer for Once {
     }
 }
 
-/// A client of one MCP server, initialized.
+/// What closing does besides closing the connection (ending an HTTP
+/// session).
+type Closing = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// How requests reach the server.
+enum Wire {
+    /// A jrpc connection: stdio, TCP, WebSocket, ..., and a legacy HTTP
+    /// session.
+    Peer(Client),
+    /// Modern Streamable HTTP: a POST per request.
+    #[cfg(feature = "http-client")]
+    Http(modern_http::ModernHttp),
+}
+
+impl Wire {
+    /// One request in `version` (its `_meta` already in `params`).
+    async fn call(
+        &self,
+        version: &str,
+        method: &str,
+        params: &serde_json::Value,
+        headers: &calls::Headers,
+    ) -> Result<Box<serde_json::value::RawValue>, CallError> {
+        match self {
+            Wire::Peer(client) => {
+                let _ = (version, headers);
+                client.call(method, params).await
+            }
+            #[cfg(feature = "http-client")]
+            Wire::Http(http) => http.call(version, method, params, headers).await,
+        }
+    }
+
+    async fn close(self) -> Arc<str> {
+        match self {
+            Wire::Peer(client) => client.close().await,
+            #[cfg(feature = "http-client")]
+            Wire::Http(_) => "closed".into(),
+        }
+    }
+}
+
+/// A client of one MCP server, ready to call it.
 pub struct McpClient {
-    client: Client,
-    server: InitializeResult,
+    wire: Wire,
+    server: ServerFacts,
+    /// The `_meta` every modern request carries; `None` for a legacy
+    /// server.
+    envelope: Option<serde_json::Value>,
+    /// The log level modern requests ask for (`set_log_level`).
+    log_level: std::sync::Mutex<Option<LoggingLevel>>,
+    /// What answers a modern server's input requests.
+    answers: calls::Answers,
+    /// The `x-mcp-header` parameters of the tools listed, by tool name.
+    tool_headers: std::sync::Mutex<std::collections::HashMap<String, Vec<crate::headers::ParamHeader>>>,
+    max_rounds: usize,
     /// Whether calls carry progress tokens (a progress listener is set).
     progress: bool,
     next_token: std::sync::atomic::AtomicI64,
-    /// What closing does besides closing the connection (ending an HTTP
-    /// session).
-    closing: Option<Box<dyn FnOnce() -> BoxFuture<()> + Send + Sync>>,
+    closing: Option<Closing>,
 }
 
 impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClient")
-            .field("server", &self.server.server_info)
-            .field("protocol_version", &self.server.protocol_version)
+            .field("server", &self.server.info)
+            .field("protocol_version", &self.server.version)
             .finish_non_exhaustive()
     }
 }
@@ -398,7 +673,7 @@ impl std::fmt::Debug for McpClient {
 impl McpClient {
     /// Who the server says it is.
     pub fn server_info(&self) -> &Implementation {
-        &self.server.server_info
+        &self.server.info
     }
 
     /// What the server offers.
@@ -406,141 +681,20 @@ impl McpClient {
         &self.server.capabilities
     }
 
-    /// The protocol revision agreed on.
+    /// The protocol revision spoken.
     pub fn protocol_version(&self) -> &str {
-        &self.server.protocol_version
+        &self.server.version
+    }
+
+    /// Whether the server is spoken to in a modern revision (2026-07-28:
+    /// no handshake, the client's facts on every request).
+    pub fn is_modern(&self) -> bool {
+        self.server.modern
     }
 
     /// The server's instructions for the model, if any.
     pub fn instructions(&self) -> Option<&str> {
         self.server.instructions.as_deref()
-    }
-
-    async fn request<R: DeserializeOwned>(
-        &self,
-        method: &str,
-        params: impl Serialize,
-    ) -> Result<R, McpClientError> {
-        Ok(self.client.call(method, params).await?)
-    }
-
-    /// `_meta` with a fresh progress token, when progress is listened to.
-    fn meta(&self) -> Option<serde_json::Value> {
-        self.progress.then(|| {
-            let token = self.next_token.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            serde_json::json!({ "progressToken": ProgressToken::Number(token) })
-        })
-    }
-
-    /// Pages through a list, following cursors to the end.
-    async fn list_all<P: DeserializeOwned, T>(
-        &self,
-        method: &str,
-        take: impl Fn(P) -> (Vec<T>, Option<String>),
-    ) -> Result<Vec<T>, McpClientError> {
-        let mut all = Vec::new();
-        let mut cursor: Option<String> = None;
-        // Bounded, in case a server hands out cursors forever.
-        for _ in 0..10_000 {
-            let params = match &cursor {
-                Some(cursor) => serde_json::json!({ "cursor": cursor }),
-                None => serde_json::json!({}),
-            };
-            let (items, next) = take(self.request(method, params).await?);
-            all.extend(items);
-            match next {
-                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                _ => return Ok(all),
-            }
-        }
-        Ok(all)
-    }
-
-    /// Every tool, following cursors.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>, McpClientError> {
-        self.list_all("tools/list", |page: ListToolsResult| {
-            (page.tools, page.next_cursor)
-        })
-        .await
-    }
-
-    /// Calls a tool. A tool that failed is a result with
-    /// [`failed`](CallToolResult::failed); an unknown tool or a broken
-    /// connection is an error.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: impl Serialize,
-    ) -> Result<CallToolResult, McpClientError> {
-        let arguments =
-            serde_json::to_value(arguments).map_err(|e| CallError::Encode(e.to_string().into()))?;
-        let mut params = serde_json::json!({ "name": name, "arguments": arguments });
-        if let Some(meta) = self.meta() {
-            params["_meta"] = meta;
-        }
-        self.request("tools/call", params).await
-    }
-
-    /// Every resource, following cursors.
-    pub async fn list_resources(&self) -> Result<Vec<Resource>, McpClientError> {
-        self.list_all("resources/list", |page: ListResourcesResult| {
-            (page.resources, page.next_cursor)
-        })
-        .await
-    }
-
-    /// Every resource template, following cursors.
-    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, McpClientError> {
-        self.list_all("resources/templates/list", |page: ListResourceTemplatesResult| {
-            (page.resource_templates, page.next_cursor)
-        })
-        .await
-    }
-
-    /// Reads a resource.
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, McpClientError> {
-        self.request("resources/read", serde_json::json!({ "uri": uri }))
-            .await
-    }
-
-    /// Every prompt, following cursors.
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, McpClientError> {
-        self.list_all("prompts/list", |page: ListPromptsResult| {
-            (page.prompts, page.next_cursor)
-        })
-        .await
-    }
-
-    /// Gets a prompt with its arguments.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: BTreeMap<String, String>,
-    ) -> Result<GetPromptResult, McpClientError> {
-        self.request(
-            "prompts/get",
-            serde_json::json!({ "name": name, "arguments": arguments }),
-        )
-        .await
-    }
-
-    /// Asks for completions of a prompt's or template's argument.
-    pub async fn complete(&self, params: CompleteParams) -> Result<CompleteResult, McpClientError> {
-        self.request("completion/complete", params).await
-    }
-
-    /// Sets the least severe log level the server sends.
-    pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), McpClientError> {
-        let _: serde_json::Value = self
-            .request("logging/setLevel", serde_json::json!({ "level": level }))
-            .await?;
-        Ok(())
-    }
-
-    /// Pings the server.
-    pub async fn ping(&self) -> Result<(), McpClientError> {
-        let _: serde_json::Value = self.request("ping", serde_json::json!({})).await?;
-        Ok(())
     }
 
     /// Closes the session (a spawned server gets its stdin closed and a
@@ -549,6 +703,6 @@ impl McpClient {
         if let Some(closing) = self.closing {
             closing().await;
         }
-        self.client.close().await
+        self.wire.close().await
     }
 }

@@ -1,0 +1,409 @@
+//! Calling the server: each request in the era the server speaks (a
+//! modern one with the `_meta` envelope and, over HTTP, its headers), the
+//! rounds of input a modern server may ask for before it answers, and the
+//! MCP methods on top.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jrpc::message::RawValue;
+use jrpc::CallError;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::{era, Elicitor, McpClient, McpClientError, Sampler};
+use crate::headers::{self, ParamHeader};
+use crate::types::{
+    codes, meta_keys, CallToolResult, CompleteParams, CompleteResult, GetPromptResult, InputRequest,
+    InputRequiredResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListRootsResult, ListToolsResult, LoggingLevel, ProgressToken, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, ResultType, Root, Tool,
+};
+
+/// The headers of one modern HTTP request beyond its version and method.
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "http-client"), allow(dead_code))]
+pub(super) struct Headers {
+    /// `Mcp-Name`'s value (a tool's or prompt's name, a resource's URI),
+    /// not yet encoded.
+    pub(super) name: Option<String>,
+    /// `Mcp-Param-*` headers: (name, value), values encoded already.
+    pub(super) params: Vec<(String, String)>,
+}
+
+/// What answers a modern server's input requests: the callbacks the
+/// builder was given.
+pub(super) struct Answers {
+    pub(super) sampling: Option<Sampler>,
+    pub(super) elicitation: Option<Elicitor>,
+    pub(super) roots: Option<Arc<std::sync::Mutex<Vec<Root>>>>,
+}
+
+impl Answers {
+    /// Answers each request, by its key (`inputResponses`).
+    async fn answer(&self, requests: BTreeMap<String, InputRequest>) -> Result<JsonObject, McpClientError> {
+        let mut responses = JsonObject::new();
+        for (key, request) in requests {
+            let method = request.method();
+            let value = match request {
+                InputRequest::Sampling(params) => {
+                    let sampling = self
+                        .sampling
+                        .as_ref()
+                        .ok_or_else(|| McpClientError::CannotAnswer(method.into()))?;
+                    serde_json::to_value(sampling(params).await.map_err(CallError::Rpc)?)
+                }
+                InputRequest::Elicitation(params) => {
+                    let elicitation = self
+                        .elicitation
+                        .as_ref()
+                        .ok_or_else(|| McpClientError::CannotAnswer(method.into()))?;
+                    serde_json::to_value(elicitation(params).await.map_err(CallError::Rpc)?)
+                }
+                InputRequest::ListRoots => {
+                    let roots = self
+                        .roots
+                        .as_ref()
+                        .ok_or_else(|| McpClientError::CannotAnswer(method.into()))?;
+                    let roots = roots.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                    serde_json::to_value(ListRootsResult { roots, meta: None })
+                }
+            }
+            .map_err(|e| CallError::Encode(e.to_string().into()))?;
+            responses.insert(key, value);
+        }
+        Ok(responses)
+    }
+}
+
+/// How a result says what it is.
+#[derive(Deserialize)]
+struct Kind {
+    #[serde(rename = "resultType", default)]
+    result_type: Option<ResultType>,
+}
+
+impl McpClient {
+    /// `_meta` with a fresh progress token, when progress is listened to.
+    fn progress_meta(&self) -> Option<ProgressToken> {
+        self.progress.then(|| {
+            let token = self.next_token.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            ProgressToken::Number(token)
+        })
+    }
+
+    /// `params` as sent: with the envelope in `_meta` to a modern server,
+    /// and a progress token when asked for.
+    fn with_meta(&self, mut params: serde_json::Value, progress: bool) -> serde_json::Value {
+        let token = if progress { self.progress_meta() } else { None };
+        let Some(object) = params.as_object_mut() else {
+            return params;
+        };
+        let mut meta = match &self.envelope {
+            Some(serde_json::Value::Object(envelope)) => envelope.clone(),
+            _ => serde_json::Map::new(),
+        };
+        if self.envelope.is_some() {
+            if let Some(level) = *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) {
+                meta.insert(meta_keys::LOG_LEVEL.into(), serde_json::json!(level));
+            }
+        }
+        if let Some(token) = token {
+            meta.insert(meta_keys::PROGRESS_TOKEN.into(), serde_json::json!(token));
+        }
+        if !meta.is_empty() {
+            object.insert("_meta".into(), serde_json::Value::Object(meta));
+        }
+        params
+    }
+
+    /// The headers a modern HTTP request of `method` carries.
+    fn headers(&self, method: &str, params: &serde_json::Value) -> Headers {
+        let name = headers::name_param(method)
+            .and_then(|member| params.get(member))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        let mut param_headers = Vec::new();
+        if method == "tools/call" {
+            let tool = name.as_deref().unwrap_or_default();
+            let known = self.tool_headers.lock().unwrap_or_else(|p| p.into_inner());
+            let arguments = params.get("arguments").and_then(|a| a.as_object());
+            if let (Some(params), Some(arguments)) = (known.get(tool), arguments) {
+                for param in params {
+                    let rendered = param.value_in(arguments).and_then(headers::render_argument);
+                    if let Some(value) = rendered {
+                        param_headers.push((param.header_name(), headers::encode_value(&value).into_owned()));
+                    }
+                }
+            }
+        }
+        Headers {
+            name,
+            params: param_headers,
+        }
+    }
+
+    /// Sends one request and returns its raw result. To a modern server, a
+    /// `-32022` naming a version this client speaks is retried once in it,
+    /// and a `tools/call` refused for its headers (`-32020`) is retried
+    /// once after listing the tools again. Boxed: listing the tools sends
+    /// requests too, and a future cannot contain itself.
+    fn send<'a>(
+        &'a self,
+        method: &'a str,
+        params: serde_json::Value,
+        progress: bool,
+    ) -> super::BoxFuture<'a, Result<Box<RawValue>, McpClientError>> {
+        Box::pin(self.send_now(method, params, progress))
+    }
+
+    async fn send_now(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        progress: bool,
+    ) -> Result<Box<RawValue>, McpClientError> {
+        let params = self.with_meta(params, progress);
+        let version = &self.server.version;
+        if !self.server.modern {
+            return Ok(self
+                .wire
+                .call(version, method, &params, &Headers::default())
+                .await?);
+        }
+        let mut retried = false;
+        loop {
+            let headers = self.headers(method, &params);
+            let error = match self.wire.call(version, method, &params, &headers).await {
+                Ok(raw) => return Ok(raw),
+                Err(error) => error,
+            };
+            let code = error.rpc().map(jrpc::Error::code);
+            let again = match code {
+                Some(codes::UNSUPPORTED_PROTOCOL_VERSION) => {
+                    matches!(era::read_probe_error(&error, version), era::ProbeError::Retry(v) if v == *version)
+                }
+                Some(codes::HEADER_MISMATCH) if method == "tools/call" && !retried => {
+                    // The tool's annotations changed: learn them again.
+                    self.list_tools().await?;
+                    true
+                }
+                _ => false,
+            };
+            if !again || retried {
+                return Err(error.into());
+            }
+            retried = true;
+        }
+    }
+
+    /// A request whose result decodes into `R`.
+    pub(super) async fn request<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: impl Serialize,
+    ) -> Result<R, McpClientError> {
+        let params = serde_json::to_value(params).map_err(|e| CallError::Encode(e.to_string().into()))?;
+        let raw = self.send(method, params, false).await?;
+        decode(&raw)
+    }
+
+    /// A request a modern server may answer with `input_required`: its
+    /// input is given with the callbacks and the request asked again (a
+    /// new id, the same params, `inputResponses`, and `requestState` as it
+    /// came), up to the bound on rounds. A result without `resultType` is
+    /// complete.
+    async fn request_with_rounds<R: DeserializeOwned>(
+        &self,
+        method: &str,
+        mut params: serde_json::Value,
+        progress: bool,
+    ) -> Result<R, McpClientError> {
+        let mut rounds = 0;
+        loop {
+            let raw = self.send(method, params.clone(), progress).await?;
+            if !self.server.modern {
+                return decode(&raw);
+            }
+            let kind: Kind = serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))?;
+            if kind.result_type != Some(ResultType::InputRequired) {
+                return decode(&raw);
+            }
+            rounds += 1;
+            if rounds > self.max_rounds {
+                return Err(McpClientError::TooManyRounds(self.max_rounds));
+            }
+            let asked: InputRequiredResult = decode(&raw)?;
+            let responses = self
+                .answers
+                .answer(asked.input_requests.unwrap_or_default())
+                .await?;
+            let Some(object) = params.as_object_mut() else {
+                return Err(CallError::Encode("params are not an object".into()).into());
+            };
+            object.insert("inputResponses".into(), serde_json::Value::Object(responses));
+            match asked.request_state {
+                Some(state) => object.insert("requestState".into(), serde_json::Value::String(state)),
+                None => object.remove("requestState"),
+            };
+        }
+    }
+
+    /// Pages through a list, following cursors to the end.
+    async fn list_all<P: DeserializeOwned, T>(
+        &self,
+        method: &str,
+        take: impl Fn(P) -> (Vec<T>, Option<String>),
+    ) -> Result<Vec<T>, McpClientError> {
+        let mut all = Vec::new();
+        let mut cursor: Option<String> = None;
+        // Bounded, in case a server hands out cursors forever.
+        for _ in 0..10_000 {
+            let params = match &cursor {
+                Some(cursor) => serde_json::json!({ "cursor": cursor }),
+                None => serde_json::json!({}),
+            };
+            let (items, next) = take(self.request(method, params).await?);
+            all.extend(items);
+            match next {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                _ => return Ok(all),
+            }
+        }
+        Ok(all)
+    }
+
+    /// Every tool, following cursors. From a modern server, a tool whose
+    /// `x-mcp-header` annotations break the rules is left out (with a
+    /// warning): its calls could not carry their headers.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, McpClientError> {
+        let tools = self
+            .list_all("tools/list", |page: ListToolsResult| {
+                (page.tools, page.next_cursor)
+            })
+            .await?;
+        if !self.server.modern {
+            return Ok(tools);
+        }
+        let mut known: std::collections::HashMap<String, Vec<ParamHeader>> = Default::default();
+        let tools = tools
+            .into_iter()
+            .filter(|tool| match headers::param_headers(&tool.input_schema) {
+                Ok(params) => {
+                    known.insert(tool.name.clone(), params);
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!(tool = %tool.name, %why, "a tool with invalid x-mcp-header annotations is left out");
+                    false
+                }
+            })
+            .collect();
+        *self.tool_headers.lock().unwrap_or_else(|p| p.into_inner()) = known;
+        Ok(tools)
+    }
+
+    /// Calls a tool. A tool that failed is a result with
+    /// [`failed`](CallToolResult::failed); an unknown tool or a broken
+    /// connection is an error.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: impl Serialize,
+    ) -> Result<CallToolResult, McpClientError> {
+        let arguments =
+            serde_json::to_value(arguments).map_err(|e| CallError::Encode(e.to_string().into()))?;
+        let params = serde_json::json!({ "name": name, "arguments": arguments });
+        self.request_with_rounds("tools/call", params, true).await
+    }
+
+    /// Every resource, following cursors.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, McpClientError> {
+        self.list_all("resources/list", |page: ListResourcesResult| {
+            (page.resources, page.next_cursor)
+        })
+        .await
+    }
+
+    /// Every resource template, following cursors.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, McpClientError> {
+        self.list_all("resources/templates/list", |page: ListResourceTemplatesResult| {
+            (page.resource_templates, page.next_cursor)
+        })
+        .await
+    }
+
+    /// Reads a resource. One the server does not have is
+    /// [`McpClientError::ResourceNotFound`] (servers say it with `-32002`
+    /// or `-32602`).
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, McpClientError> {
+        let params = serde_json::json!({ "uri": uri });
+        match self.request_with_rounds("resources/read", params, false).await {
+            Err(McpClientError::Call(CallError::Rpc(error)))
+                if matches!(
+                    error.code(),
+                    codes::RESOURCE_NOT_FOUND | jrpc::message::codes::INVALID_PARAMS
+                ) =>
+            {
+                Err(McpClientError::ResourceNotFound {
+                    uri: uri.to_owned(),
+                    error,
+                })
+            }
+            other => other,
+        }
+    }
+
+    /// Every prompt, following cursors.
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>, McpClientError> {
+        self.list_all("prompts/list", |page: ListPromptsResult| {
+            (page.prompts, page.next_cursor)
+        })
+        .await
+    }
+
+    /// Gets a prompt with its arguments.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, McpClientError> {
+        let params = serde_json::json!({ "name": name, "arguments": arguments });
+        self.request_with_rounds("prompts/get", params, false).await
+    }
+
+    /// Asks for completions of a prompt's or template's argument.
+    pub async fn complete(&self, params: CompleteParams) -> Result<CompleteResult, McpClientError> {
+        self.request("completion/complete", params).await
+    }
+
+    /// Sets the least severe log level the server sends: `logging/setLevel`
+    /// to a legacy server; to a modern one, the level every request asks
+    /// for from now on (its `_meta`).
+    pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), McpClientError> {
+        if self.server.modern {
+            *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(level);
+            return Ok(());
+        }
+        let _: serde_json::Value = self
+            .request("logging/setLevel", serde_json::json!({ "level": level }))
+            .await?;
+        Ok(())
+    }
+
+    /// Checks that the server answers: `ping` to a legacy server,
+    /// `server/discover` to a modern one (2026-07-28 has no `ping`).
+    pub async fn ping(&self) -> Result<(), McpClientError> {
+        let method = if self.server.modern {
+            "server/discover"
+        } else {
+            "ping"
+        };
+        let _: serde_json::Value = self.request(method, serde_json::json!({})).await?;
+        Ok(())
+    }
+}
+
+fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, McpClientError> {
+    Ok(serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))?)
+}

@@ -1,0 +1,194 @@
+//! Modern (2026-07-28) Streamable HTTP: each request its own POST, with
+//! the `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`
+//! headers; the answer a JSON body or an SSE stream (notifications about
+//! the request, then its response). No session, no standalone stream: a
+//! call is cancelled by closing its stream, which dropping its future does.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderName, HeaderValue, Method};
+use http_body_util::BodyExt;
+use jrpc::client::HttpClient;
+use jrpc::message::RawValue;
+use jrpc::{CallError, Error, Id};
+use serde::Deserialize;
+
+use super::calls::Headers;
+use super::sse::SseParser;
+use crate::headers;
+
+/// Where the server's notifications about a request go (progress, logs).
+pub(crate) type Notify = Arc<dyn Fn(&str, Option<serde_json::Value>) + Send + Sync>;
+
+/// An HTTP answer that was neither a result nor a JSON-RPC error: its
+/// status and the start of its body.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("HTTP {status}{}", if body.is_empty() { String::new() } else { format!(": {body}") })]
+pub struct HttpStatusError {
+    /// The status code.
+    pub status: u16,
+    /// The start of the body.
+    pub body: String,
+}
+
+/// The modern wire to one endpoint.
+pub(crate) struct ModernHttp {
+    http: HttpClient,
+    next_id: AtomicU64,
+    notify: Notify,
+}
+
+/// A response read off the wire: its id and outcome.
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    id: Option<Id>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<serde_json::Value>,
+    #[serde(default)]
+    result: Option<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<Error>,
+}
+
+const BODY_SHOWN: usize = 512;
+
+/// Shows a message on jrpc's wire target (`jrpc mcp -v` prints them).
+fn trace(direction: &str, message: &[u8]) {
+    if tracing::enabled!(target: "jrpc::wire", tracing::Level::TRACE) {
+        tracing::trace!(target: "jrpc::wire", "{direction} {}", String::from_utf8_lossy(message));
+    }
+}
+
+impl ModernHttp {
+    pub(crate) fn new(http: HttpClient, notify: Notify) -> Self {
+        ModernHttp {
+            http,
+            next_id: AtomicU64::new(1),
+            notify,
+        }
+    }
+
+    /// Sends one request in `version` and waits for its answer. A JSON-RPC
+    /// error in the body (whatever the HTTP status: a modern server answers
+    /// `400` with one) is [`CallError::Rpc`]; another refusal is a
+    /// [`CallError::Transport`] holding an [`HttpStatusError`].
+    pub(crate) async fn call(
+        &self,
+        version: &str,
+        method: &str,
+        params: &serde_json::Value,
+        extra: &Headers,
+    ) -> Result<Box<RawValue>, CallError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let encode = |e: serde_json::Error| CallError::Encode(e.to_string().into());
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":{},"params":{}}}"#,
+            serde_json::to_string(method).map_err(encode)?,
+            serde_json::to_string(params).map_err(encode)?,
+        );
+        trace(">", body.as_bytes());
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        let mut put = |name: &str, value: &str| -> Result<(), CallError> {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;
+            let value = HeaderValue::from_str(&headers::encode_value(value))
+                .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;
+            headers.insert(name, value);
+            Ok(())
+        };
+        put(headers::PROTOCOL_VERSION, version)?;
+        put(headers::METHOD, method)?;
+        if let Some(name) = &extra.name {
+            put(headers::NAME, name)?;
+        }
+        for (name, value) in &extra.params {
+            // Encoded by the caller: put as they are.
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;
+            headers.insert(name, value);
+        }
+        let response = self
+            .http
+            .send_streaming(Method::POST, headers, Bytes::from(body))
+            .await?;
+        let status = response.status();
+        let sse = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+        let mut body = response.into_body();
+        if status.is_success() && sse {
+            let mut events = SseParser::default();
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|e| CallError::Io(Arc::new(std::io::Error::other(e))))?;
+                let Ok(data) = frame.into_data() else { continue };
+                for event in events.feed(&data) {
+                    if let Some(outcome) = self.read_message(id, event.data.as_bytes()) {
+                        return outcome;
+                    }
+                }
+            }
+            return Err(CallError::Closed(
+                "the server ended the request's stream before its response".into(),
+            ));
+        }
+        let bytes = body
+            .collect()
+            .await
+            .map_err(|e| CallError::Io(Arc::new(std::io::Error::other(e))))?
+            .to_bytes();
+        if let Some(outcome) = self.read_message(id, &bytes) {
+            if status.is_success() || outcome.is_err() {
+                return outcome;
+            }
+        }
+        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(BODY_SHOWN)]).into_owned();
+        Err(CallError::Transport(Arc::new(HttpStatusError {
+            status: status.as_u16(),
+            body: shown,
+        })))
+    }
+
+    /// What a message of the answer says: the outcome when it is the
+    /// response (or an error answer under no id); `None` for a notification
+    /// (handed on) or anything else.
+    fn read_message(&self, id: u64, bytes: &[u8]) -> Option<Result<Box<RawValue>, CallError>> {
+        trace("<", bytes);
+        let answer: Answer = serde_json::from_slice(bytes).ok()?;
+        if let Some(method) = answer.method {
+            if answer.id.is_none() {
+                (self.notify)(&method, answer.params);
+            } else {
+                tracing::debug!(%method, "a request from the server on a modern stream; ignored");
+            }
+            return None;
+        }
+        let ours = match &answer.id {
+            None => true,
+            Some(got) => *got == Id::from(id) || *got == Id::NULL,
+        };
+        if !ours {
+            return None;
+        }
+        match (answer.result, answer.error) {
+            (_, Some(error)) => Some(Err(CallError::Rpc(error))),
+            (Some(result), None) => Some(Ok(result)),
+            (None, None) => Some(Err(CallError::Protocol(
+                "an answer with neither result nor error".into(),
+            ))),
+        }
+    }
+}
