@@ -45,13 +45,28 @@ struct Client {
     bearer: Option<String>,
 
     /// Show the wire on stderr: every frame sent and received (and HTTP
-    /// heads), as `jrpc call -v` does.
+    /// heads), as `jrpc call -v` does, and the protocol revision spoken.
     #[arg(short = 'v', long)]
     verbose: bool,
+
+    /// The protocol revision to speak: 2026-07-28, 2025-11-25, ..., or
+    /// `legacy` (the initialize handshake). Found out from the server by
+    /// default.
+    #[arg(long, value_name = "VERSION|legacy", value_parser = parse_protocol)]
+    protocol_version: Option<jrpc_mcp::client::ProtocolChoice>,
+
+    /// When the server asks for input (an elicitation), decline instead of
+    /// asking on the terminal.
+    #[arg(long)]
+    no_input: bool,
 
     /// A server to spawn and talk to over its stdin/stdout.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+fn parse_protocol(text: &str) -> Result<jrpc_mcp::client::ProtocolChoice, String> {
+    text.parse()
 }
 
 #[derive(Debug, Args)]
@@ -328,7 +343,22 @@ mod client {
                 let logger = m.logger.map(|l| format!(" {l}")).unwrap_or_default();
                 eprintln!("log [{}]{logger}: {}", m.level, m.data);
             });
-        let mut builder = builder;
+        let no_input = client.no_input;
+        let mut builder = builder
+            .protocol(client.protocol_version.clone().unwrap_or_default())
+            .elicitation(move |params| async move {
+                if no_input {
+                    eprintln!("jrpc: the server asks for input ({}); declined (--no-input)", params.message);
+                    return Ok(crate::mcp_input::declined());
+                }
+                Ok(tokio::task::spawn_blocking(move || crate::mcp_input::ask(&params))
+                    .await
+                    .unwrap_or_else(|_| crate::mcp_input::declined()))
+            })
+            .sampling(|_| async {
+                eprintln!("jrpc: the server asks for a sampling (an LLM completion); declined: jrpc mcp has no model");
+                Err(jrpc::Error::new(-1, "Sampling declined").with_data("jrpc mcp has no model to sample with"))
+            });
         for header in &client.headers {
             let (name, value) = header
                 .split_once(':')
@@ -483,6 +513,13 @@ mod client {
         let client = connect(url, &args.client).await?;
         let caps = client.server_capabilities().clone();
         let mut out = serde_json::Map::new();
+        let era = if client.is_modern() { "modern" } else { "legacy" };
+        if args.client.verbose {
+            eprintln!("jrpc: MCP {} ({era})", client.protocol_version());
+        }
+        if args.json {
+            out.insert("protocolVersion".into(), client.protocol_version().into());
+        }
         for kind in &what {
             match kind.as_str() {
                 "tools" if caps.tools.is_some() => {

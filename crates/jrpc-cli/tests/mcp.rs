@@ -462,3 +462,72 @@ fn sigterm(child: &std::process::Child) {
         .unwrap();
     assert!(status.success());
 }
+
+/// `jrpc mcp` with stdin given: the answers to an elicitation's prompts.
+fn mcp_client_with_input(args: &[&str], input: &str) -> (Option<i32>, String, String) {
+    use std::io::Write as _;
+    let jrpc = env!("CARGO_BIN_EXE_jrpc");
+    let mut child = Command::new(jrpc)
+        .arg("mcp")
+        .args(args)
+        .args(["--", jrpc, "mcp", "serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run jrpc mcp");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Issue 31: the client commands find the server's era (the demo server
+/// is dual-era: 2026-07-28) unless `--protocol-version` pins one, say which
+/// with `--json` and `-v`, and answer a server's request for input in both
+/// eras: an elicitation by asking on the terminal (`--no-input` declines),
+/// a sampling declined (no model).
+#[test]
+fn the_client_commands_speak_either_era_and_answer_input() {
+    for (pin, version) in [
+        (None, "2026-07-28"),
+        (Some("legacy"), "2025-11-25"),
+        (Some("2025-06-18"), "2025-06-18"),
+    ] {
+        let mut args = vec!["list", "tools", "--json", "-v"];
+        if let Some(pin) = pin {
+            args.extend(["--protocol-version", pin]);
+        }
+        let (code, out, err) = mcp_client(&args);
+        assert_eq!(code, Some(0), "{err}");
+        let listed: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(listed["protocolVersion"], version, "{pin:?}");
+        assert!(err.contains(&format!("jrpc: MCP {version}")), "{err}");
+
+        let mut call = vec!["call", "elicit", "message=Who?"];
+        if let Some(pin) = pin {
+            call.extend(["--protocol-version", pin]);
+        }
+        let (code, out, err) = mcp_client_with_input(&call, "\nAda\n");
+        assert_eq!((code, out.as_str()), (Some(0), "hello Ada\n"), "{pin:?}: {err}");
+        // Required: asked again after an empty answer.
+        assert!(err.contains("(required)"), "{err}");
+        call.push("--no-input");
+        let (code, out, err) = mcp_client_with_input(&call, "");
+        assert_eq!((code, out.as_str()), (Some(0), "declined\n"), "{pin:?}: {err}");
+
+        let mut sample = vec!["call", "sample", "prompt=hi"];
+        if let Some(pin) = pin {
+            sample.extend(["--protocol-version", pin]);
+        }
+        let (code, _, err) = mcp_client(&sample);
+        assert_eq!(code, Some(1), "{pin:?}: {err}");
+        assert!(err.contains("no model"), "{err}");
+    }
+    let (code, _, err) = mcp_client(&["list", "--protocol-version", "1999-01-01"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("unknown protocol version"), "{err}");
+}

@@ -5,6 +5,7 @@
 
 use std::io;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -12,6 +13,7 @@ use http_body_util::BodyExt;
 use jrpc::client::HttpClient;
 use jrpc::codec::Inbound;
 use jrpc::transport::{Connection, OutFrame, OutKind};
+use jrpc::{Error, Id};
 use tokio::sync::mpsc;
 
 /// The session's state shared by its POSTs and its GET stream.
@@ -23,10 +25,20 @@ pub(crate) struct HttpSession {
     initialize: Mutex<Option<Bytes>>,
     version: Mutex<Option<HeaderValue>>,
     incoming: mpsc::Sender<io::Result<Inbound>>,
+    /// Set once the session is deleted: broken streams are not resumed.
+    ended: std::sync::atomic::AtomicBool,
 }
+
+/// How many times in a row a broken stream is resumed before giving up.
+const MAX_RESUMES: u32 = 5;
+
+/// How long to wait before resuming a stream when the server gave no
+/// `retry` hint.
+const DEFAULT_RETRY_MS: u64 = 1_000;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
 
 impl HttpSession {
     /// A connection to `url` for a peer, and the session behind it.
@@ -38,6 +50,7 @@ impl HttpSession {
             initialize: Mutex::new(None),
             version: Mutex::new(None),
             incoming: tx,
+            ended: std::sync::atomic::AtomicBool::new(false),
         });
         let incoming =
             futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
@@ -134,7 +147,15 @@ impl HttpSession {
                 self.fail("the server ended the session (404) and a new one could not be started".into())
                     .await;
             }
-            status if status.is_success() && sse => self.read_events(response.into_body()).await,
+            status if status.is_success() && sse => {
+                let mut events = super::sse::SseParser::default();
+                let answered = self
+                    .read_events(response.into_body(), id.as_ref(), &mut events)
+                    .await;
+                if let (false, Some(id)) = (answered, &id) {
+                    self.resume(id, &mut events).await;
+                }
+            }
             status if status.is_success() => match response.into_body().collect().await {
                 Ok(body) => {
                     let body = body.to_bytes();
@@ -201,19 +222,70 @@ impl HttpSession {
     }
 
     /// Opens the standalone stream for the server's own messages (a server
-    /// that has none answers 405).
+    /// that has none answers 405). When it breaks, it is opened again from
+    /// its last event (`Last-Event-ID`) after the server's `retry` hint,
+    /// up to [`MAX_RESUMES`] times in a row.
     pub(crate) async fn listen(self: Arc<Self>) {
-        let headers = self.headers("text/event-stream");
-        let Ok(response) = self.http.send_streaming(Method::GET, headers, Bytes::new()).await else {
-            return;
-        };
-        if response.status().is_success() && is_sse(response.headers()) {
-            self.read_events(response.into_body()).await;
+        let mut events = super::sse::SseParser::default();
+        let mut failures = 0;
+        while !self.ended.load(std::sync::atomic::Ordering::Acquire) && failures <= MAX_RESUMES {
+            let Some(body) = self.open_stream(events.last_id()).await else {
+                return;
+            };
+            let seen = events.seen();
+            self.read_events(body, None, &mut events).await;
+            // A stream that gave something resets the count.
+            failures = if events.seen() > seen { 1 } else { failures + 1 };
+            if events.last_id().is_none() {
+                // Nothing to resume from: the server does not keep events.
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(events.retry().unwrap_or(DEFAULT_RETRY_MS))).await;
         }
+    }
+
+    /// A GET for an SSE stream, from after `last_id` when given; `None`
+    /// when the server offers none.
+    async fn open_stream(&self, last_id: Option<&str>) -> Option<hyper::body::Incoming> {
+        let mut headers = self.headers("text/event-stream");
+        if let Some(value) = last_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            headers.insert(LAST_EVENT_ID, value);
+        }
+        let response = self
+            .http
+            .send_streaming(Method::GET, headers, Bytes::new())
+            .await
+            .ok()?;
+        (response.status().is_success() && is_sse(response.headers())).then(|| response.into_body())
+    }
+
+    /// A request's stream broke before its reply: after the server's
+    /// `retry` hint, its events are asked for again from the last one seen
+    /// (a GET with `Last-Event-ID`), up to [`MAX_RESUMES`] times. When that
+    /// cannot work, the request gets an error reply (not a wait for its
+    /// timeout).
+    async fn resume(&self, id: &Id, events: &mut super::sse::SseParser) {
+        for _ in 0..MAX_RESUMES {
+            if events.last_id().is_none() || self.ended.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(events.retry().unwrap_or(DEFAULT_RETRY_MS))).await;
+            let Some(body) = self.open_stream(events.last_id()).await else {
+                break;
+            };
+            if self.read_events(body, Some(id), events).await {
+                return;
+            }
+        }
+        let error = Error::internal_error()
+            .with_data("the server's stream ended before the reply, and could not be resumed");
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+        self.deliver(Ok(Inbound::Frame(reply.to_string().into()))).await;
     }
 
     /// Ends the session on the server (best effort).
     pub(crate) async fn delete(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::Release);
         if self.session.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
             return;
         }
@@ -224,17 +296,44 @@ impl HttpSession {
             .await;
     }
 
-    /// Delivers each event of an SSE body as a frame.
-    async fn read_events(&self, mut body: hyper::body::Incoming) {
-        let mut events = super::sse::SseParser::default();
+    /// Delivers each event of an SSE body as a frame, until it ends;
+    /// whether the reply to `awaiting` was among them.
+    async fn read_events(
+        &self,
+        mut body: hyper::body::Incoming,
+        awaiting: Option<&Id>,
+        events: &mut super::sse::SseParser,
+    ) -> bool {
+        let mut answered = false;
         while let Some(frame) = body.frame().await {
-            let Ok(frame) = frame else { return };
+            let Ok(frame) = frame else { break };
             let Ok(data) = frame.into_data() else { continue };
             for event in events.feed(&data) {
+                if let Some(id) = awaiting {
+                    answered = answered || is_reply_to(&event.data, id);
+                }
                 self.deliver(Ok(Inbound::Frame(event.data.into()))).await;
             }
+            if answered {
+                // The request's stream has nothing more to say.
+                break;
+            }
         }
+        answered
     }
+}
+
+/// Whether `message` is the reply to the request `id` (a message with
+/// that id and no method).
+fn is_reply_to(message: &str, id: &Id) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        id: Option<Id>,
+    }
+    serde_json::from_str::<Peek>(message).is_ok_and(|p| p.method.is_none() && p.id.as_ref() == Some(id))
 }
 
 fn is_sse(headers: &HeaderMap) -> bool {

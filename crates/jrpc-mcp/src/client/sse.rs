@@ -23,6 +23,8 @@ pub(crate) struct SseParser {
     last_id: Option<String>,
     /// The last `retry:` seen.
     retry: Option<u64>,
+    /// How many events with data were given.
+    seen: u64,
 }
 
 impl SseParser {
@@ -60,6 +62,7 @@ impl SseParser {
             }
             let data = data.join("\n");
             if !data.trim().is_empty() {
+                self.seen += 1;
                 out.push(SseEvent {
                     id: self.last_id.clone(),
                     retry: self.retry,
@@ -68,6 +71,21 @@ impl SseParser {
             }
         }
         out
+    }
+
+    /// The last event id the stream gave (for `Last-Event-ID`).
+    pub(crate) fn last_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// The server's last `retry` hint, in milliseconds.
+    pub(crate) fn retry(&self) -> Option<u64> {
+        self.retry
+    }
+
+    /// How many events with data the stream has given.
+    pub(crate) fn seen(&self) -> u64 {
+        self.seen
     }
 }
 
@@ -87,6 +105,10 @@ mod tests {
             assert_eq!(got[0].id.as_deref(), Some("1"));
             // The second event inherits the id and retry of the priming one.
             assert_eq!((got[1].id.as_deref(), got[1].retry), (Some("2"), Some(5)));
+            assert_eq!(
+                (parser.last_id(), parser.retry(), parser.seen()),
+                (Some("2"), Some(5), 2)
+            );
         }
     }
 }
