@@ -11,70 +11,15 @@ use jrpc::CallError;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::{era, Elicitor, McpClient, McpClientError, Sampler};
+use super::error::McpClientError;
+use super::wire::Headers;
+use super::{era, McpClient};
 use crate::headers::{self, ParamHeader};
 use crate::types::{
-    codes, meta_keys, CallToolResult, CompleteParams, CompleteResult, GetPromptResult, InputRequest,
-    InputRequiredResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListRootsResult, ListToolsResult, LoggingLevel, ProgressToken, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, ResultType, Root, Tool,
+    codes, meta_keys, CallToolResult, CompleteParams, CompleteResult, GetPromptResult, InputRequiredResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    ProgressToken, Prompt, ReadResourceResult, Resource, ResourceTemplate, ResultType, Tool,
 };
-
-/// The headers of one modern HTTP request beyond its version and method.
-#[derive(Debug, Default)]
-#[cfg_attr(not(feature = "http-client"), allow(dead_code))]
-pub(super) struct Headers {
-    /// `Mcp-Name`'s value (a tool's or prompt's name, a resource's URI),
-    /// not yet encoded.
-    pub(super) name: Option<String>,
-    /// `Mcp-Param-*` headers: (name, value), values encoded already.
-    pub(super) params: Vec<(String, String)>,
-}
-
-/// What answers a modern server's input requests: the callbacks the
-/// builder was given.
-pub(super) struct Answers {
-    pub(super) sampling: Option<Sampler>,
-    pub(super) elicitation: Option<Elicitor>,
-    pub(super) roots: Option<Arc<std::sync::Mutex<Vec<Root>>>>,
-}
-
-impl Answers {
-    /// Answers each request, by its key (`inputResponses`).
-    async fn answer(&self, requests: BTreeMap<String, InputRequest>) -> Result<JsonObject, McpClientError> {
-        let mut responses = JsonObject::new();
-        for (key, request) in requests {
-            let method = request.method();
-            let value = match request {
-                InputRequest::Sampling(params) => {
-                    let sampling = self
-                        .sampling
-                        .as_ref()
-                        .ok_or_else(|| McpClientError::CannotAnswer(method.into()))?;
-                    serde_json::to_value(sampling(params).await.map_err(CallError::Rpc)?)
-                }
-                InputRequest::Elicitation(params) => {
-                    let elicitation = self
-                        .elicitation
-                        .as_ref()
-                        .ok_or_else(|| McpClientError::CannotAnswer(method.into()))?;
-                    serde_json::to_value(elicitation(params).await.map_err(CallError::Rpc)?)
-                }
-                InputRequest::ListRoots => {
-                    let roots = self
-                        .roots
-                        .as_ref()
-                        .ok_or_else(|| McpClientError::CannotAnswer(method.into()))?;
-                    let roots = roots.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    serde_json::to_value(ListRootsResult { roots, meta: None })
-                }
-            }
-            .map_err(|e| CallError::Encode(e.to_string().into()))?;
-            responses.insert(key, value);
-        }
-        Ok(responses)
-    }
-}
 
 /// How a result says what it is.
 #[derive(Deserialize)]

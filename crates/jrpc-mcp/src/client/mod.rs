@@ -33,7 +33,6 @@
 //! closed).
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,20 +41,26 @@ use jrpc::peer::CancelProtocol;
 use jrpc::transport::Connection;
 use jrpc::{CallError, ConnectionConfig, Error, RequestContext, Router};
 
+mod callbacks;
 mod calls;
 mod era;
+mod error;
 #[cfg(feature = "http-client")]
 mod http;
 #[cfg(feature = "http-client")]
 mod modern_http;
 #[cfg(feature = "http-client")]
 mod sse;
+mod wire;
 
+use callbacks::{BoxFuture, Elicitor, Listener, Sampler};
 pub use era::ProtocolChoice;
+pub use error::McpClientError;
 #[cfg(feature = "http-client")]
 pub use modern_http::HttpStatusError;
 
 use era::{ProbeError, ServerFacts};
+use wire::Wire;
 
 use crate::types::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, DiscoverResult, ElicitParams, ElicitResult,
@@ -63,56 +68,6 @@ use crate::types::{
     LoggingMessageParams, ProgressParams, RequestEnvelope, Root, RootsCapability, ServerCapabilities,
     LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS,
 };
-
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-type Sampler =
-    Arc<dyn Fn(CreateMessageParams) -> BoxFuture<'static, Result<CreateMessageResult, Error>> + Send + Sync>;
-type Elicitor = Arc<dyn Fn(ElicitParams) -> BoxFuture<'static, Result<ElicitResult, Error>> + Send + Sync>;
-type Listener<T> = Arc<dyn Fn(T) + Send + Sync>;
-
-/// Why an MCP client call failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum McpClientError {
-    /// The server could not be reached or started.
-    #[error("cannot reach the server: {0}")]
-    Connect(#[from] std::io::Error),
-    /// The server answered `initialize` with a protocol revision this
-    /// client does not speak.
-    #[error("the server speaks protocol {0}, which this client does not")]
-    UnsupportedVersion(String),
-    /// The call failed: the server answered with an error, did not answer
-    /// in time, or the connection closed.
-    #[error(transparent)]
-    Call(#[from] CallError),
-    /// The server asked for input (`input_required`) this client has no
-    /// callback to give: the method it asked to be answered.
-    #[error("the server needs {0} to answer, and this client has no callback for it")]
-    CannotAnswer(String),
-    /// The server kept asking for input past the bound on rounds.
-    #[error("the server asked for input {0} times without answering")]
-    TooManyRounds(usize),
-    /// `resources/read` of a resource the server does not have (`-32002`,
-    /// or `-32602` as some servers say it).
-    #[error("no resource {uri}: {error}")]
-    ResourceNotFound {
-        /// The resource asked for.
-        uri: String,
-        /// The server's error.
-        error: Error,
-    },
-}
-
-impl McpClientError {
-    /// The server's error object, when it answered with one.
-    pub fn rpc(&self) -> Option<&Error> {
-        match self {
-            McpClientError::Call(e) => e.rpc(),
-            McpClientError::ResourceNotFound { error, .. } => Some(error),
-            _ => None,
-        }
-    }
-}
 
 /// Builds an [`McpClient`]: who it is, what it can do, and the callbacks
 /// that do it.
@@ -431,7 +386,7 @@ impl McpClientBuilder {
         let mut retried = false;
         loop {
             let params = serde_json::json!({ "_meta": self.envelope(&version, None) });
-            let no_headers = calls::Headers::default();
+            let no_headers = wire::Headers::default();
             let asked = wire.call(&version, "server/discover", &params, &no_headers);
             // Over a connection a legacy server may never answer a request
             // before `initialize`: the probe is bounded.
@@ -543,7 +498,7 @@ impl McpClientBuilder {
             wire,
             envelope,
             log_level: std::sync::Mutex::new(None),
-            answers: calls::Answers {
+            answers: callbacks::Answers {
                 sampling: self.sampling,
                 elicitation: self.elicitation,
                 roots: self.roots,
@@ -603,44 +558,6 @@ impl jrpc::transport::Dialer for Once {
 /// session).
 type Closing = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send + Sync>;
 
-/// How requests reach the server.
-enum Wire {
-    /// A jrpc connection: stdio, TCP, WebSocket, ..., and a legacy HTTP
-    /// session.
-    Peer(Client),
-    /// Modern Streamable HTTP: a POST per request.
-    #[cfg(feature = "http-client")]
-    Http(modern_http::ModernHttp),
-}
-
-impl Wire {
-    /// One request in `version` (its `_meta` already in `params`).
-    async fn call(
-        &self,
-        version: &str,
-        method: &str,
-        params: &serde_json::Value,
-        headers: &calls::Headers,
-    ) -> Result<Box<serde_json::value::RawValue>, CallError> {
-        match self {
-            Wire::Peer(client) => {
-                let _ = (version, headers);
-                client.call(method, params).await
-            }
-            #[cfg(feature = "http-client")]
-            Wire::Http(http) => http.call(version, method, params, headers).await,
-        }
-    }
-
-    async fn close(self) -> Arc<str> {
-        match self {
-            Wire::Peer(client) => client.close().await,
-            #[cfg(feature = "http-client")]
-            Wire::Http(_) => "closed".into(),
-        }
-    }
-}
-
 /// A client of one MCP server, ready to call it.
 pub struct McpClient {
     wire: Wire,
@@ -651,7 +568,7 @@ pub struct McpClient {
     /// The log level modern requests ask for (`set_log_level`).
     log_level: std::sync::Mutex<Option<LoggingLevel>>,
     /// What answers a modern server's input requests.
-    answers: calls::Answers,
+    answers: callbacks::Answers,
     /// The `x-mcp-header` parameters of the tools listed, by tool name.
     tool_headers: std::sync::Mutex<std::collections::HashMap<String, Vec<crate::headers::ParamHeader>>>,
     max_rounds: usize,

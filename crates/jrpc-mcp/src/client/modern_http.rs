@@ -15,7 +15,6 @@ use jrpc::message::RawValue;
 use jrpc::{CallError, Error, Id};
 use serde::Deserialize;
 
-use super::calls::Headers;
 use super::sse::SseParser;
 use crate::headers;
 
@@ -82,7 +81,8 @@ impl ModernHttp {
         version: &str,
         method: &str,
         params: &serde_json::Value,
-        extra: &Headers,
+        name: Option<&str>,
+        param_headers: &[(String, String)],
     ) -> Result<Box<RawValue>, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let encode = |e: serde_json::Error| CallError::Encode(e.to_string().into());
@@ -108,10 +108,10 @@ impl ModernHttp {
         };
         put(headers::PROTOCOL_VERSION, version)?;
         put(headers::METHOD, method)?;
-        if let Some(name) = &extra.name {
+        if let Some(name) = name {
             put(headers::NAME, name)?;
         }
-        for (name, value) in &extra.params {
+        for (name, value) in param_headers {
             // Encoded by the caller: put as they are.
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;

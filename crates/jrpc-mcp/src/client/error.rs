@@ -1,0 +1,47 @@
+//! Why an MCP client call failed.
+
+use jrpc::{CallError, Error};
+
+/// Why an MCP client call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpClientError {
+    /// The server could not be reached or started.
+    #[error("cannot reach the server: {0}")]
+    Connect(#[from] std::io::Error),
+    /// The server answered `initialize` with a protocol revision this
+    /// client does not speak.
+    #[error("the server speaks protocol {0}, which this client does not")]
+    UnsupportedVersion(String),
+    /// The call failed: the server answered with an error, did not answer
+    /// in time, or the connection closed.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The server asked for input (`input_required`) this client has no
+    /// callback to give: the method it asked to be answered.
+    #[error("the server needs {0} to answer, and this client has no callback for it")]
+    CannotAnswer(String),
+    /// The server kept asking for input past the bound on rounds.
+    #[error("the server asked for input {0} times without answering")]
+    TooManyRounds(usize),
+    /// `resources/read` of a resource the server does not have (`-32002`,
+    /// or `-32602` as some servers say it).
+    #[error("no resource {uri}: {error}")]
+    ResourceNotFound {
+        /// The resource asked for.
+        uri: String,
+        /// The server's error.
+        error: Error,
+    },
+}
+
+impl McpClientError {
+    /// The server's error object, when it answered with one.
+    pub fn rpc(&self) -> Option<&Error> {
+        match self {
+            McpClientError::Call(e) => e.rpc(),
+            McpClientError::ResourceNotFound { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}

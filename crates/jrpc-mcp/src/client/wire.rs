@@ -1,0 +1,60 @@
+//! How requests reach the server: a jrpc connection (stdio, TCP,
+//! WebSocket, a legacy HTTP session), or modern Streamable HTTP (a POST per
+//! request, with its headers).
+
+use std::sync::Arc;
+
+use jrpc::client::Client;
+use jrpc::CallError;
+
+/// The headers of one modern HTTP request beyond its version and method.
+#[derive(Debug, Default)]
+#[cfg_attr(not(feature = "http-client"), allow(dead_code))]
+pub(super) struct Headers {
+    /// `Mcp-Name`'s value (a tool's or prompt's name, a resource's URI),
+    /// not yet encoded.
+    pub(super) name: Option<String>,
+    /// `Mcp-Param-*` headers: (name, value), values encoded already.
+    pub(super) params: Vec<(String, String)>,
+}
+
+/// How requests reach the server.
+pub(super) enum Wire {
+    /// A jrpc connection: stdio, TCP, WebSocket, ..., and a legacy HTTP
+    /// session.
+    Peer(Client),
+    /// Modern Streamable HTTP: a POST per request.
+    #[cfg(feature = "http-client")]
+    Http(super::modern_http::ModernHttp),
+}
+
+impl Wire {
+    /// One request in `version` (its `_meta` already in `params`).
+    pub(super) async fn call(
+        &self,
+        version: &str,
+        method: &str,
+        params: &serde_json::Value,
+        headers: &Headers,
+    ) -> Result<Box<serde_json::value::RawValue>, CallError> {
+        match self {
+            Wire::Peer(client) => {
+                let _ = (version, headers);
+                client.call(method, params).await
+            }
+            #[cfg(feature = "http-client")]
+            Wire::Http(http) => {
+                http.call(version, method, params, headers.name.as_deref(), &headers.params)
+                    .await
+            }
+        }
+    }
+
+    pub(super) async fn close(self) -> Arc<str> {
+        match self {
+            Wire::Peer(client) => client.close().await,
+            #[cfg(feature = "http-client")]
+            Wire::Http(_) => "closed".into(),
+        }
+    }
+}
