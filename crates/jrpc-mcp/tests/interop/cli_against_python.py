@@ -1,9 +1,12 @@
 """`jrpc mcp list|call|read|prompt` against a server written with the
-official Python SDK, over stdio and Streamable HTTP.
+official Python SDK, over stdio and Streamable HTTP, in both eras: found
+out (the SDK's server is dual-era: 2026-07-28) and pinned to the legacy
+handshake (`--protocol-version legacy`).
 
     python cli_against_python.py PATH/TO/jrpc
 """
 
+import json
 import os
 import socket
 import subprocess
@@ -19,9 +22,13 @@ def jrpc(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([JRPC, "mcp", *args], capture_output=True, text=True, timeout=60)
 
 
+ERAS = [([], "2026-07-28"), (["--protocol-version", "legacy"], "2025-11-25")]
+era: list[str] = []
+
+
 def check(target: list[str], tail: list[str], args: list[str], code: int, expect: str) -> None:
     global checks
-    done = jrpc(*args[:1], *target, *args[1:], *tail)
+    done = jrpc(*args[:1], *target, *args[1:], *era, *tail)
     where = "stdio" if tail else "http"
     assert done.returncode == code, f"[{where}] {args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert expect in done.stdout, f"[{where}] {args}: {expect!r} not in {done.stdout!r}\n{done.stderr}"
@@ -29,6 +36,18 @@ def check(target: list[str], tail: list[str], args: list[str], code: int, expect
 
 
 def suite(target: list[str], tail: list[str]) -> None:
+    global era, checks
+    for era, version in ERAS:
+        suite_in(target, tail)
+        # The revision spoken, as `list --json` says it.
+        listed = jrpc("list", *target, "tools", "--json", *era, *tail)
+        assert listed.returncode == 0, listed.stderr
+        spoken = json.loads(listed.stdout)["protocolVersion"]
+        assert spoken == version, f"{era}: spoke {spoken}, expected {version}"
+        checks += 1
+
+
+def suite_in(target: list[str], tail: list[str]) -> None:
     check(target, tail, ["call", "add", "a=2", "b=40"], 0, "42")
     check(target, tail, ["call", "shout", "text=hi there"], 0, "HI THERE")
     check(target, tail, ["list"], 0, "add")
