@@ -257,3 +257,53 @@ async fn lists_follow_cursors_to_the_end() {
     assert_eq!(names, ["t0", "t1", "t2", "t3", "t4"]);
     client.close().await;
 }
+
+/// The client's end of a pipe, counting the requests it sends (its sink is
+/// told each frame's kind).
+fn counting_pipe() -> (Connection, Connection, Arc<std::sync::atomic::AtomicUsize>) {
+    use futures_util::SinkExt;
+    let (ours, theirs) = pipe();
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&sent);
+    let info = ours.info().clone();
+    let (incoming, outgoing, _) = ours.into_kinded_parts();
+    let outgoing = outgoing.with(move |frame: jrpc::transport::OutFrame| {
+        if matches!(frame.kind, jrpc::transport::OutKind::Request(_)) {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+        std::future::ready(Ok::<_, std::io::Error>(frame))
+    });
+    (Connection::with_kinds(incoming, outgoing, info), theirs, sent)
+}
+
+/// Issue 31: a modern server's lists say how long they stay fresh (the
+/// demo's: 60 s); a second `list_tools` within that sends nothing, unless
+/// the cache is off. A tool call is never kept.
+#[tokio::test]
+async fn lists_are_kept_as_long_as_the_server_says() {
+    for (cache, second_list_sent) in [(true, 0), (false, 1)] {
+        let (ours, theirs, sent) = counting_pipe();
+        std::mem::forget(jrpc_mcp::demo::server().connect(theirs));
+        let client = McpClient::builder("test", "1")
+            .cache(cache)
+            .connect(ours)
+            .await
+            .unwrap();
+        assert!(client.is_modern());
+        let first = client.list_tools().await.unwrap();
+        let before = sent.load(Ordering::SeqCst);
+        let second = client.list_tools().await.unwrap();
+        assert_eq!(first, second);
+        assert_eq!(
+            sent.load(Ordering::SeqCst) - before,
+            second_list_sent,
+            "cache {cache}"
+        );
+        let before = sent.load(Ordering::SeqCst);
+        for _ in 0..2 {
+            client.call_tool("add", json!({"a": 1, "b": 2})).await.unwrap();
+        }
+        assert_eq!(sent.load(Ordering::SeqCst) - before, 2);
+        client.close().await;
+    }
+}

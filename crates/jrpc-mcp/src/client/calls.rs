@@ -130,6 +130,7 @@ impl McpClient {
                 }
                 Some(codes::HEADER_MISMATCH) if method == "tools/call" && !retried => {
                     // The tool's annotations changed: learn them again.
+                    self.results.forget("tools/list");
                     self.list_tools().await?;
                     true
                 }
@@ -149,7 +150,14 @@ impl McpClient {
         params: impl Serialize,
     ) -> Result<R, McpClientError> {
         let params = serde_json::to_value(params).map_err(|e| CallError::Encode(e.to_string().into()))?;
+        let key = self.results.key(method, &params);
+        if let Some(kept) = key.as_deref().and_then(|key| self.results.get(key)) {
+            return decode(&kept);
+        }
         let raw = self.send(method, params, false).await?;
+        if let Some(key) = key {
+            self.results.put(key, &raw);
+        }
         decode(&raw)
     }
 
@@ -164,6 +172,10 @@ impl McpClient {
         mut params: serde_json::Value,
         progress: bool,
     ) -> Result<R, McpClientError> {
+        let key = self.results.key(method, &params);
+        if let Some(kept) = key.as_deref().and_then(|key| self.results.get(key)) {
+            return decode(&kept);
+        }
         let mut rounds = 0;
         loop {
             let raw = self.send(method, params.clone(), progress).await?;
@@ -172,6 +184,11 @@ impl McpClient {
             }
             let kind: Kind = serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))?;
             if kind.result_type != Some(ResultType::InputRequired) {
+                // Kept only when asked without input: an answer that took
+                // rounds is not the answer to the params alone.
+                if let (Some(key), 0) = (key, rounds) {
+                    self.results.put(key, &raw);
+                }
                 return decode(&raw);
             }
             rounds += 1;

@@ -41,6 +41,7 @@ use jrpc::peer::CancelProtocol;
 use jrpc::transport::Connection;
 use jrpc::{CallError, ConnectionConfig, Error, RequestContext, Router};
 
+mod cache;
 mod callbacks;
 mod calls;
 mod era;
@@ -86,6 +87,9 @@ pub struct McpClientBuilder {
     protocol: ProtocolChoice,
     probe_timeout: Duration,
     max_rounds: usize,
+    /// Results kept by their `ttlMs`, shared with the listener that drops
+    /// a list the server says changed.
+    results: Arc<cache::ResultCache>,
 }
 
 impl McpClient {
@@ -104,6 +108,7 @@ impl McpClient {
             protocol: ProtocolChoice::Auto,
             probe_timeout: Duration::from_secs(5),
             max_rounds: 8,
+            results: Arc::new(cache::ResultCache::new(true)),
         }
     }
 }
@@ -198,6 +203,14 @@ impl McpClientBuilder {
         self
     }
 
+    /// Whether list and read results are kept as long as the server says
+    /// (`ttlMs`; default on): a second `list_tools` within that time sends
+    /// nothing. A list the server says changed is asked for again.
+    pub fn cache(mut self, on: bool) -> Self {
+        self.results = Arc::new(cache::ResultCache::new(on));
+        self
+    }
+
     /// The former name of [`call_timeout`](Self::call_timeout).
     #[deprecated(
         since = "0.1.0",
@@ -258,15 +271,18 @@ impl McpClientBuilder {
             }
         });
         let other = self.on_notification.clone();
+        let results = Arc::clone(&self.results);
         router.fallback(
             move |method: String, params: Option<Box<serde_json::value::RawValue>>, ctx: RequestContext| {
                 let other = other.clone();
+                let results = Arc::clone(&results);
                 async move {
                     // Only notifications reach a listener; a request the
                     // client does not serve is "method not found".
                     if ctx.id().is_some() {
                         return Err::<(), _>(Error::method_not_found());
                     }
+                    results.changed(&method);
                     if let Some(listener) = other {
                         let params = params.and_then(|p| serde_json::from_str(p.get()).ok());
                         listener((method, params));
@@ -438,10 +454,11 @@ impl McpClientBuilder {
     /// same listeners the router serves over a connection.
     #[cfg(feature = "http-client")]
     fn notify(&self) -> modern_http::Notify {
-        let (progress, log, other) = (
+        let (progress, log, other, results) = (
             self.on_progress.clone(),
             self.on_log.clone(),
             self.on_notification.clone(),
+            Arc::clone(&self.results),
         );
         Arc::new(
             move |method: &str, params: Option<serde_json::Value>| match method {
@@ -460,6 +477,7 @@ impl McpClientBuilder {
                     }
                 }
                 _ => {
+                    results.changed(method);
                     if let Some(listener) = &other {
                         listener((method.to_owned(), params));
                     }
@@ -505,6 +523,7 @@ impl McpClientBuilder {
             },
             tool_headers: std::sync::Mutex::default(),
             max_rounds: self.max_rounds,
+            results: self.results,
             server,
             progress: self.on_progress.is_some(),
             next_token: std::sync::atomic::AtomicI64::new(1),
@@ -572,6 +591,7 @@ pub struct McpClient {
     /// The `x-mcp-header` parameters of the tools listed, by tool name.
     tool_headers: std::sync::Mutex<std::collections::HashMap<String, Vec<crate::headers::ParamHeader>>>,
     max_rounds: usize,
+    results: Arc<cache::ResultCache>,
     /// Whether calls carry progress tokens (a progress listener is set).
     progress: bool,
     next_token: std::sync::atomic::AtomicI64,
