@@ -56,10 +56,21 @@ impl HttpSession {
             futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
         let posting = Arc::clone(&session);
         let outgoing = futures_util::sink::unfold((), move |(), frame: OutFrame| {
-            // Each message goes in a request of its own, answered in its own
-            // time: the peer must not wait for one reply to send the next.
-            tokio::spawn(Arc::clone(&posting).post(frame, true));
-            async { Ok::<_, io::Error>(()) }
+            let posting = Arc::clone(&posting);
+            async move {
+                if matches!(frame.read_kind(), OutKind::Request(_)) {
+                    // Each request goes in a POST of its own, answered in
+                    // its own time: the peer must not wait for one reply to
+                    // send the next.
+                    tokio::spawn(posting.post(frame, true));
+                } else {
+                    // Notifications and replies are taken at once (`202`),
+                    // and their order counts (`notifications/initialized`
+                    // before the first request): posted in turn.
+                    posting.post(frame, true).await;
+                }
+                Ok::<_, io::Error>(())
+            }
         });
         let info = jrpc::router::ConnectionInfo {
             transport: "mcp-http",
