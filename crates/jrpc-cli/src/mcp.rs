@@ -26,6 +26,10 @@ enum McpCommand {
     Read(ReadArgs),
     /// Get a prompt and print its messages.
     Prompt(PromptArgs),
+    /// Print the server's change notifications as they come (tool, prompt
+    /// or resource lists; updates of resources by URI) until Ctrl-C or the
+    /// server ends the stream.
+    Watch(WatchArgs),
 }
 
 /// Which server: an `http(s)://…/mcp` URL (or `tcp://`, `unix:`, `ws://`)
@@ -92,6 +96,19 @@ struct CallToolArgs {
     /// result (or the whole result) as JSON.
     #[arg(long, value_name = "ARGS", num_args = 0..=1, default_missing_value = "")]
     json: Option<String>,
+    #[command(flatten)]
+    client: Client,
+}
+
+#[derive(Debug, Args)]
+struct WatchArgs {
+    /// [TARGET] and what to watch: tools, prompts, resources (their lists)
+    /// and resource URIs (their updates); all three lists when omitted.
+    #[arg(value_name = "[TARGET] [tools|prompts|resources|URI...]")]
+    words: Vec<String>,
+    /// Print each notification as a line of JSON.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     client: Client,
 }
@@ -180,6 +197,7 @@ impl McpArgs {
             McpCommand::Call(a) => &a.client,
             McpCommand::Read(a) => &a.client,
             McpCommand::Prompt(a) => &a.client,
+            McpCommand::Watch(a) => &a.client,
         };
         client.verbose
     }
@@ -192,6 +210,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
         McpCommand::Call(call) => return Ok(client::call(call).await),
         McpCommand::Read(read) => return Ok(client::read(read).await),
         McpCommand::Prompt(prompt) => return Ok(client::prompt(prompt).await),
+        McpCommand::Watch(watch) => return Ok(client::watch(watch).await),
     };
     let server = if serve.conformance {
         jrpc_mcp::demo::conformance_server()
@@ -276,7 +295,7 @@ mod client {
     use jrpc_mcp::client::{McpClient, McpClientError};
     use jrpc_mcp::types::{ContentBlock, ResourceContents};
 
-    use super::{CallToolArgs, Client, ListArgs, PromptArgs, ReadArgs};
+    use super::{CallToolArgs, Client, ListArgs, PromptArgs, ReadArgs, WatchArgs};
     use crate::call::{exit, report, Failure};
 
     fn finish(outcome: Result<ExitCode, Failure>) -> ExitCode {
@@ -664,6 +683,76 @@ mod client {
             }
         );
         failure(e)
+    }
+
+    pub(super) async fn watch(args: WatchArgs) -> ExitCode {
+        finish(watch_inner(args).await)
+    }
+
+    /// What `jrpc mcp watch` listens for, from its words.
+    fn watch_filter(words: &[String]) -> jrpc_mcp::types::SubscriptionFilter {
+        let mut filter = jrpc_mcp::types::SubscriptionFilter::default();
+        let all = words.is_empty();
+        let has = |what: &str| all || words.iter().any(|w| w == what);
+        filter.tools_list_changed = has("tools").then_some(true);
+        filter.prompts_list_changed = has("prompts").then_some(true);
+        filter.resources_list_changed = has("resources").then_some(true);
+        let uris: Vec<String> = words
+            .iter()
+            .filter(|w| !["tools", "prompts", "resources"].contains(&w.as_str()))
+            .cloned()
+            .collect();
+        filter.resource_subscriptions = (!uris.is_empty()).then_some(uris);
+        filter
+    }
+
+    async fn watch_inner(args: WatchArgs) -> Result<ExitCode, Failure> {
+        use futures_util::StreamExt;
+        let (url, words) = target(args.words, &args.client)?;
+        if let Some(bad) = words
+            .iter()
+            .find(|w| !["tools", "prompts", "resources"].contains(&w.as_str()) && !w.contains(':'))
+        {
+            return Err(usage(format!(
+                "watch what? tools, prompts, resources or a resource URI, not {bad:?}"
+            )));
+        }
+        let client = connect(url, &args.client).await?;
+        let mut changes = client.listen(watch_filter(&words)).await.map_err(failure)?;
+        eprintln!(
+            "jrpc: watching {} (MCP {}); Ctrl-C to stop",
+            if words.is_empty() {
+                "tools, prompts, resources".to_owned()
+            } else {
+                words.join(", ")
+            },
+            client.protocol_version()
+        );
+        let ended = loop {
+            tokio::select! {
+                change = changes.next() => match change {
+                    Some(Ok(change)) => {
+                        if args.json {
+                            let line = serde_json::json!({"method": change.method, "params": change.params});
+                            println!("{line}");
+                        } else {
+                            let what = change.method.strip_prefix("notifications/").unwrap_or(&change.method);
+                            match change.uri() {
+                                Some(uri) => println!("{what} {uri}"),
+                                None => println!("{what}"),
+                            }
+                        }
+                        let _ = std::io::stdout().flush();
+                    }
+                    Some(Err(e)) => break Err(failure(e)),
+                    None => break Ok(()),
+                },
+                _ = tokio::signal::ctrl_c() => break Ok(()),
+            }
+        };
+        drop(changes);
+        client.close().await;
+        ended.map(|()| ExitCode::SUCCESS)
     }
 
     pub(super) async fn read(args: ReadArgs) -> ExitCode {

@@ -531,3 +531,42 @@ fn the_client_commands_speak_either_era_and_answer_input() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("unknown protocol version"), "{err}");
 }
+
+/// Issue 31: `jrpc mcp watch URL demo://counter` prints each update as it
+/// comes, in both eras, and exits 0 on Ctrl-C (SIGINT).
+#[test]
+fn watch_prints_changes_until_interrupted() {
+    use std::io::BufRead as _;
+    let (mut server, url, _) = spawn_http(&[]);
+    let jrpc = env!("CARGO_BIN_EXE_jrpc");
+    for pin in ["2026-07-28", "legacy"] {
+        let mut watch = Command::new(jrpc)
+            .args(["mcp", "watch", &url, "demo://counter", "--protocol-version", pin])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Subscribed once it says it is watching.
+        let mut err = std::io::BufReader::new(watch.stderr.take().unwrap());
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        assert!(line.starts_with("jrpc: watching demo://counter"), "{line}");
+        let mut out = std::io::BufReader::new(watch.stdout.take().unwrap());
+        let mut seen = String::new();
+        let bumped = Command::new(jrpc)
+            .args(["mcp", "call", &url, "bump", "--protocol-version", pin])
+            .output()
+            .unwrap();
+        assert!(bumped.status.success(), "{bumped:?}");
+        out.read_line(&mut seen).unwrap();
+        assert_eq!(seen, "resources/updated demo://counter\n", "{pin}");
+        let status = Command::new("kill")
+            .args(["-INT", &watch.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(watch.wait().unwrap().code(), Some(0), "{pin}");
+    }
+    sigterm(&server);
+    let _ = server.wait();
+}

@@ -307,3 +307,39 @@ async fn lists_are_kept_as_long_as_the_server_says() {
         client.close().await;
     }
 }
+
+/// Issue 31: `listen` gives the change notifications asked for, in both
+/// eras (modern: `subscriptions/listen`, acknowledged; legacy:
+/// `resources/subscribe`); dropping the stream ends it.
+#[tokio::test]
+async fn listen_streams_the_changes_asked_for() {
+    use futures_util::StreamExt;
+    use jrpc_mcp::types::SubscriptionFilter;
+    for (era, _) in ERAS {
+        let client = connect(
+            &jrpc_mcp::demo::server(),
+            McpClient::builder("test", "1").protocol(era.clone()),
+        )
+        .await;
+        let filter = SubscriptionFilter {
+            resource_subscriptions: Some(vec!["demo://counter".into()]),
+            ..SubscriptionFilter::default()
+        };
+        let mut changes = client.listen(filter.clone()).await.unwrap();
+        if client.is_modern() {
+            let acknowledged = changes.acknowledged().expect("acknowledged");
+            assert_eq!(acknowledged.resource_subscriptions, filter.resource_subscriptions);
+        }
+        client.call_tool("bump", json!({})).await.unwrap();
+        let change = tokio::time::timeout(Duration::from_secs(10), changes.next())
+            .await
+            .expect("a change within 10 s")
+            .expect("the stream goes on")
+            .expect("a change, not an error");
+        assert_eq!(change.method, "notifications/resources/updated", "{era:?}");
+        assert_eq!(change.uri(), Some("demo://counter"));
+        drop(changes);
+        client.ping().await.unwrap();
+        client.close().await;
+    }
+}

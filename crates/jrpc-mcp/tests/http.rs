@@ -713,3 +713,45 @@ async fn a_broken_stream_is_resumed_with_last_event_id() {
     assert_eq!(gone.status, 404);
     endpoint.serving.shutdown().await;
 }
+
+/// Issue 31: `McpClient::listen` over Streamable HTTP in both eras:
+/// modern, its own `subscriptions/listen` stream (acknowledged first);
+/// legacy, `resources/subscribe` and the session's standalone stream.
+#[tokio::test]
+async fn the_client_listens_for_changes_over_streamable_http() {
+    use futures_util::StreamExt;
+    use jrpc_mcp::types::SubscriptionFilter;
+    for era in [
+        jrpc_mcp::client::ProtocolChoice::Auto,
+        jrpc_mcp::client::ProtocolChoice::Legacy,
+    ] {
+        let endpoint = Endpoint::start().await;
+        let url = format!("http://{}/mcp", endpoint.addr);
+        let client = jrpc_mcp::McpClient::builder("listen-test", "1")
+            .protocol(era.clone())
+            .connect_http(&url)
+            .await
+            .unwrap();
+        let filter = SubscriptionFilter {
+            resource_subscriptions: Some(vec!["demo://counter".into()]),
+            ..SubscriptionFilter::default()
+        };
+        let mut changes = client.listen(filter).await.unwrap();
+        assert_eq!(changes.acknowledged().is_some(), client.is_modern(), "{era:?}");
+        // A legacy session's notifications come on its standalone stream,
+        // opened in the background: bump until one gets through (bounded).
+        let mut change = None;
+        for _ in 0..20 {
+            client.call_tool("bump", json!({})).await.unwrap();
+            if let Ok(next) = tokio::time::timeout(Duration::from_millis(500), changes.next()).await {
+                change = Some(next.expect("the stream goes on").expect("a change, not an error"));
+                break;
+            }
+        }
+        let change = change.expect("a change after 20 bumps");
+        assert_eq!(change.uri(), Some("demo://counter"), "{era:?}");
+        drop(changes);
+        client.close().await;
+        endpoint.serving.shutdown().await;
+    }
+}

@@ -12,13 +12,15 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::error::McpClientError;
-use super::wire::Headers;
+use super::listen::{Registered, Subscription};
+use super::wire::{Headers, Wire};
 use super::{era, McpClient};
 use crate::headers::{self, ParamHeader};
 use crate::types::{
     codes, meta_keys, CallToolResult, CompleteParams, CompleteResult, GetPromptResult, InputRequiredResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    ProgressToken, Prompt, ReadResourceResult, Resource, ResourceTemplate, ResultType, Tool,
+    ProgressToken, Prompt, ReadResourceResult, Resource, ResourceTemplate, ResultType, SubscriptionFilter,
+    Tool,
 };
 
 /// How a result says what it is.
@@ -363,6 +365,109 @@ impl McpClient {
         };
         let _: serde_json::Value = self.request(method, serde_json::json!({})).await?;
         Ok(())
+    }
+}
+
+/// How long a subscription's request may stay open: as long as it is
+/// listened to.
+const LISTENING: std::time::Duration = std::time::Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// How long `listen` waits for the server to acknowledge a subscription.
+const ACK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl McpClient {
+    /// Listens for change notifications (`filter` says which: tool, prompt
+    /// or resource lists, updates of resources by URI), returned as a
+    /// stream that ends when the server ends the subscription. To a
+    /// modern server this is `subscriptions/listen` (acknowledged before
+    /// this returns, when the server does); to a legacy one
+    /// `resources/subscribe` for each URI, the session's list changes
+    /// coming as they do. Dropping the stream cancels it.
+    pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, McpClientError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (ack_tx, ack_rx) = tokio::sync::oneshot::channel();
+        let task = if self.server.modern {
+            let params = self.with_meta(serde_json::json!({ "notifications": filter }), false);
+            match &self.wire {
+                Wire::Peer(client) => {
+                    let key = self.listeners.open(filter, tx.clone(), Some(ack_tx));
+                    let registered = Registered(Arc::clone(&self.listeners), key);
+                    let client = client.clone();
+                    tokio::spawn(async move {
+                        let _registered = registered;
+                        let ended = client.call_raw("subscriptions/listen", params, LISTENING).await;
+                        if let Err(e) = ended {
+                            let _ = tx.send(Err(e.into()));
+                        }
+                    })
+                }
+                #[cfg(feature = "http-client")]
+                Wire::Http(http) => {
+                    let (http, version) = (Arc::clone(http), self.server.version.clone());
+                    let ack = std::sync::Mutex::new(Some(ack_tx));
+                    tokio::spawn(async move {
+                        let sink = tx.clone();
+                        let notify = move |method: &str, params: Option<serde_json::Value>| {
+                            if method == super::listen::ACKNOWLEDGED {
+                                if let Some(ack) = ack.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                                    let _ = ack.send(super::listen::acknowledged(params.as_ref()));
+                                }
+                            } else if super::listen::wants(&filter, method, params.as_ref()) {
+                                let _ = sink.send(Ok(super::listen::Change {
+                                    method: method.to_owned(),
+                                    params,
+                                }));
+                            }
+                        };
+                        let ended = http
+                            .call_with(&version, "subscriptions/listen", &params, None, &[], &notify)
+                            .await;
+                        if let Err(e) = ended {
+                            let _ = tx.send(Err(e.into()));
+                        }
+                    })
+                }
+            }
+        } else {
+            for uri in filter.resource_subscriptions.iter().flatten() {
+                let _: serde_json::Value = self
+                    .request("resources/subscribe", serde_json::json!({ "uri": uri }))
+                    .await?;
+            }
+            let key = self.listeners.open(filter, tx.clone(), None);
+            let registered = Registered(Arc::clone(&self.listeners), key);
+            let peer = match &self.wire {
+                Wire::Peer(client) => client.peer(),
+                #[cfg(feature = "http-client")]
+                Wire::Http(_) => None,
+            };
+            drop(ack_tx);
+            tokio::spawn(async move {
+                let _registered = registered;
+                // Ends with the session.
+                let why = match peer {
+                    Some(peer) => peer.closed().await,
+                    None => std::future::pending().await,
+                };
+                let _ = tx.send(Err(CallError::Closed(why).into()));
+            })
+        };
+        // Acknowledged, refused at once, or silent for a while.
+        let acknowledged = match tokio::time::timeout(ACK_WAIT, ack_rx).await {
+            Ok(Ok(filter)) => Some(filter),
+            _ => match rx.try_recv() {
+                Ok(Err(e)) => {
+                    task.abort();
+                    return Err(e);
+                }
+                _ => None,
+            },
+        };
+        Ok(Subscription {
+            rx,
+            task,
+            acknowledged,
+        })
     }
 }
 

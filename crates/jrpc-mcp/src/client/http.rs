@@ -237,10 +237,30 @@ impl HttpSession {
     /// its last event (`Last-Event-ID`) after the server's `retry` hint,
     /// up to [`MAX_RESUMES`] times in a row.
     pub(crate) async fn listen(self: Arc<Self>) {
+        let first = self.open_stream(None).await;
+        self.listen_on(first).await;
+    }
+
+    /// Opens the standalone stream and returns once it is open (or refused),
+    /// its messages read on a task of their own: what the server sends the
+    /// session from then on is not missed.
+    pub(crate) async fn start_listening(self: Arc<Self>) {
+        // Bounded: a server that holds the stream's head back must not hold
+        // the client up; then it is opened in the background.
+        match tokio::time::timeout(Duration::from_secs(2), self.open_stream(None)).await {
+            Ok(first) => tokio::spawn(self.listen_on(first)),
+            Err(_) => tokio::spawn(self.listen()),
+        };
+    }
+
+    /// Reads the standalone stream `first` opened, then reopens it from its
+    /// last event whenever it breaks.
+    async fn listen_on(self: Arc<Self>, first: Option<hyper::body::Incoming>) {
         let mut events = super::sse::SseParser::default();
         let mut failures = 0;
+        let mut next = first;
         while !self.ended.load(std::sync::atomic::Ordering::Acquire) && failures <= MAX_RESUMES {
-            let Some(body) = self.open_stream(events.last_id()).await else {
+            let Some(body) = next.take() else {
                 return;
             };
             let seen = events.seen();
@@ -252,6 +272,7 @@ impl HttpSession {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(events.retry().unwrap_or(DEFAULT_RETRY_MS))).await;
+            next = self.open_stream(events.last_id()).await;
         }
     }
 

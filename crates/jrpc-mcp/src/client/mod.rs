@@ -48,6 +48,7 @@ mod era;
 mod error;
 #[cfg(feature = "http-client")]
 mod http;
+mod listen;
 #[cfg(feature = "http-client")]
 mod modern_http;
 #[cfg(feature = "http-client")]
@@ -57,6 +58,7 @@ mod wire;
 use callbacks::{BoxFuture, Elicitor, Listener, Sampler};
 pub use era::ProtocolChoice;
 pub use error::McpClientError;
+pub use listen::{Change, Subscription};
 #[cfg(feature = "http-client")]
 pub use modern_http::HttpStatusError;
 
@@ -90,6 +92,8 @@ pub struct McpClientBuilder {
     /// Results kept by their `ttlMs`, shared with the listener that drops
     /// a list the server says changed.
     results: Arc<cache::ResultCache>,
+    /// The change streams open on a connection ([`McpClient::listen`]).
+    listeners: Arc<listen::Listeners>,
 }
 
 impl McpClient {
@@ -109,6 +113,7 @@ impl McpClient {
             probe_timeout: Duration::from_secs(5),
             max_rounds: 8,
             results: Arc::new(cache::ResultCache::new(true)),
+            listeners: Arc::default(),
         }
     }
 }
@@ -272,10 +277,12 @@ impl McpClientBuilder {
         });
         let other = self.on_notification.clone();
         let results = Arc::clone(&self.results);
+        let listeners = Arc::clone(&self.listeners);
         router.fallback(
             move |method: String, params: Option<Box<serde_json::value::RawValue>>, ctx: RequestContext| {
                 let other = other.clone();
                 let results = Arc::clone(&results);
+                let listeners = Arc::clone(&listeners);
                 async move {
                     // Only notifications reach a listener; a request the
                     // client does not serve is "method not found".
@@ -283,8 +290,10 @@ impl McpClientBuilder {
                         return Err::<(), _>(Error::method_not_found());
                     }
                     results.changed(&method);
+                    let params: Option<serde_json::Value> =
+                        params.and_then(|p| serde_json::from_str(p.get()).ok());
+                    listeners.dispatch(&method, params.as_ref());
                     if let Some(listener) = other {
-                        let params = params.and_then(|p| serde_json::from_str(p.get()).ok());
                         listener((method, params));
                     }
                     Ok(())
@@ -326,7 +335,7 @@ impl McpClientBuilder {
         let http = builder.http(url)?;
         if let Some(version) = self.protocol.modern() {
             let modern = modern_http::ModernHttp::new(http.clone(), self.notify());
-            let wire = Wire::Http(modern);
+            let wire = Wire::Http(Arc::new(modern));
             match self.probe(&wire, version).await {
                 Ok(facts) => return Ok(self.assemble(wire, facts, None)),
                 Err(Probed::Failed(e)) => return Err(e),
@@ -342,7 +351,9 @@ impl McpClientBuilder {
             .await?;
         let mut mcp = self.initialize(client).await?;
         session.set_version(mcp.protocol_version());
-        tokio::spawn(Arc::clone(&session).listen());
+        // Open before the client is handed out, so that nothing the server
+        // sends the session (a subscribed resource's update) is missed.
+        Arc::clone(&session).start_listening().await;
         mcp.closing = Some(Box::new(move || Box::pin(async move { session.delete().await })));
         Ok(mcp)
     }
@@ -524,6 +535,7 @@ impl McpClientBuilder {
             tool_headers: std::sync::Mutex::default(),
             max_rounds: self.max_rounds,
             results: self.results,
+            listeners: self.listeners,
             server,
             progress: self.on_progress.is_some(),
             next_token: std::sync::atomic::AtomicI64::new(1),
@@ -592,6 +604,7 @@ pub struct McpClient {
     tool_headers: std::sync::Mutex<std::collections::HashMap<String, Vec<crate::headers::ParamHeader>>>,
     max_rounds: usize,
     results: Arc<cache::ResultCache>,
+    listeners: Arc<listen::Listeners>,
     /// Whether calls carry progress tokens (a progress listener is set).
     progress: bool,
     next_token: std::sync::atomic::AtomicI64,

@@ -84,6 +84,21 @@ impl ModernHttp {
         name: Option<&str>,
         param_headers: &[(String, String)],
     ) -> Result<Box<RawValue>, CallError> {
+        self.call_with(version, method, params, name, param_headers, &*self.notify)
+            .await
+    }
+
+    /// [`call`](Self::call), the notifications of the request's stream
+    /// handed to `notify` (a subscription's own).
+    pub(crate) async fn call_with(
+        &self,
+        version: &str,
+        method: &str,
+        params: &serde_json::Value,
+        name: Option<&str>,
+        param_headers: &[(String, String)],
+        notify: &(dyn Fn(&str, Option<serde_json::Value>) + Send + Sync),
+    ) -> Result<Box<RawValue>, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let encode = |e: serde_json::Error| CallError::Encode(e.to_string().into());
         let body = format!(
@@ -136,7 +151,7 @@ impl ModernHttp {
                 let frame = frame.map_err(|e| CallError::Io(Arc::new(std::io::Error::other(e))))?;
                 let Ok(data) = frame.into_data() else { continue };
                 for event in events.feed(&data) {
-                    if let Some(outcome) = self.read_message(id, event.data.as_bytes()) {
+                    if let Some(outcome) = read_message(id, event.data.as_bytes(), notify) {
                         return outcome;
                     }
                 }
@@ -150,7 +165,7 @@ impl ModernHttp {
             .await
             .map_err(|e| CallError::Io(Arc::new(std::io::Error::other(e))))?
             .to_bytes();
-        if let Some(outcome) = self.read_message(id, &bytes) {
+        if let Some(outcome) = read_message(id, &bytes, notify) {
             if status.is_success() || outcome.is_err() {
                 return outcome;
             }
@@ -161,34 +176,38 @@ impl ModernHttp {
             body: shown,
         })))
     }
+}
 
-    /// What a message of the answer says: the outcome when it is the
-    /// response (or an error answer under no id); `None` for a notification
-    /// (handed on) or anything else.
-    fn read_message(&self, id: u64, bytes: &[u8]) -> Option<Result<Box<RawValue>, CallError>> {
-        trace("<", bytes);
-        let answer: Answer = serde_json::from_slice(bytes).ok()?;
-        if let Some(method) = answer.method {
-            if answer.id.is_none() {
-                (self.notify)(&method, answer.params);
-            } else {
-                tracing::debug!(%method, "a request from the server on a modern stream; ignored");
-            }
-            return None;
+/// What a message of the answer says: the outcome when it is the
+/// response (or an error answer under no id); `None` for a notification
+/// (handed on) or anything else.
+fn read_message(
+    id: u64,
+    bytes: &[u8],
+    notify: &(dyn Fn(&str, Option<serde_json::Value>) + Send + Sync),
+) -> Option<Result<Box<RawValue>, CallError>> {
+    trace("<", bytes);
+    let answer: Answer = serde_json::from_slice(bytes).ok()?;
+    if let Some(method) = answer.method {
+        if answer.id.is_none() {
+            notify(&method, answer.params);
+        } else {
+            tracing::debug!(%method, "a request from the server on a modern stream; ignored");
         }
-        let ours = match &answer.id {
-            None => true,
-            Some(got) => *got == Id::from(id) || *got == Id::NULL,
-        };
-        if !ours {
-            return None;
-        }
-        match (answer.result, answer.error) {
-            (_, Some(error)) => Some(Err(CallError::Rpc(error))),
-            (Some(result), None) => Some(Ok(result)),
-            (None, None) => Some(Err(CallError::Protocol(
-                "an answer with neither result nor error".into(),
-            ))),
-        }
+        return None;
+    }
+    let ours = match &answer.id {
+        None => true,
+        Some(got) => *got == Id::from(id) || *got == Id::NULL,
+    };
+    if !ours {
+        return None;
+    }
+    match (answer.result, answer.error) {
+        (_, Some(error)) => Some(Err(CallError::Rpc(error))),
+        (Some(result), None) => Some(Ok(result)),
+        (None, None) => Some(Err(CallError::Protocol(
+            "an answer with neither result nor error".into(),
+        ))),
     }
 }

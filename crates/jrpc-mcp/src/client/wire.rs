@@ -25,7 +25,7 @@ pub(super) enum Wire {
     Peer(Client),
     /// Modern Streamable HTTP: a POST per request.
     #[cfg(feature = "http-client")]
-    Http(super::modern_http::ModernHttp),
+    Http(Arc<super::modern_http::ModernHttp>),
 }
 
 impl Wire {
