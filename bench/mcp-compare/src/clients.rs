@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use jrpc_mcp::client::ProtocolChoice;
+
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{Peer, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -39,10 +41,8 @@ pub enum Target {
 #[derive(Clone)]
 pub enum Client {
     Jrpc(Arc<jrpc_mcp::McpClient>),
-    /// jrpc's plain JSON-RPC client, sending 2026-07-28 requests with their
-    /// envelope (and, over HTTP, their headers) as the load generator
-    /// (`McpClient` speaks only the `initialize` handshake for now), or
-    /// plain `add` calls.
+    /// jrpc's plain JSON-RPC client making plain `add` calls (the baseline
+    /// an MCP request is compared with).
     Raw(jrpc::client::Client, Call),
     Rmcp(Peer<RoleClient>, Arc<RunningService<RoleClient, ()>>),
 }
@@ -50,8 +50,6 @@ pub enum Client {
 /// What the raw client calls.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Call {
-    /// `tools/call add` in revision 2026-07-28.
-    ModernTool,
     /// A plain JSON-RPC `add`.
     Plain,
 }
@@ -71,10 +69,14 @@ impl Client {
         }
         Ok(match (kind, target) {
             (Kind::Jrpc, Target::Spawn(command)) => Client::Jrpc(Arc::new(
-                jrpc_mcp::McpClient::builder("bench", "1").spawn(command).await?,
+                jrpc_mcp::McpClient::builder("bench", "1")
+                    .protocol(ProtocolChoice::Legacy)
+                    .spawn(command)
+                    .await?,
             )),
             (Kind::Jrpc, Target::Url(url)) => Client::Jrpc(Arc::new(
                 jrpc_mcp::McpClient::builder("bench", "1")
+                    .protocol(ProtocolChoice::Legacy)
                     .connect_http(&url)
                     .await?,
             )),
@@ -91,21 +93,16 @@ impl Client {
         })
     }
 
-    /// A client speaking 2026-07-28: jrpc's plain client with the envelope
-    /// and headers, or rmcp told to discover (no `initialize`).
+    /// A client speaking 2026-07-28: jrpc-mcp's `McpClient` pinned to it
+    /// (the envelope, and over HTTP a POST per call with its headers), or
+    /// rmcp told to discover (no `initialize`).
     async fn connect_modern(kind: Kind, target: Target) -> Result<Client, BoxError> {
+        let modern = || {
+            jrpc_mcp::McpClient::builder("bench", "1").protocol(ProtocolChoice::Version("2026-07-28".into()))
+        };
         Ok(match (kind, target) {
-            (Kind::Jrpc, Target::Spawn(command)) => {
-                Client::Raw(jrpc::client::Client::builder().spawn(command)?, Call::ModernTool)
-            }
-            (Kind::Jrpc, Target::Url(url)) => {
-                let builder = jrpc::client::Client::builder()
-                    .header("Accept", "application/json, text/event-stream")
-                    .header("MCP-Protocol-Version", "2026-07-28")
-                    .header("Mcp-Method", "tools/call")
-                    .header("Mcp-Name", "add");
-                Client::Raw(builder.connect_http(&url)?, Call::ModernTool)
-            }
+            (Kind::Jrpc, Target::Spawn(command)) => Client::Jrpc(Arc::new(modern().spawn(command).await?)),
+            (Kind::Jrpc, Target::Url(url)) => Client::Jrpc(Arc::new(modern().connect_http(&url).await?)),
             (Kind::Rmcp, target) => {
                 let lifecycle = ClientLifecycleMode::Discover {
                     preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -128,19 +125,6 @@ impl Client {
             Client::Raw(client, Call::Plain) => {
                 let sum: u64 = client.call("add", (a, b)).await?;
                 Ok(sum.to_string())
-            }
-            Client::Raw(client, Call::ModernTool) => {
-                let params = serde_json::json!({
-                    "name": "add",
-                    "arguments": {"a": a, "b": b},
-                    "_meta": {
-                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                        "io.modelcontextprotocol/clientCapabilities": {},
-                        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-                    },
-                });
-                let result: serde_json::Value = client.call("tools/call", params).await?;
-                Ok(result["content"][0]["text"].as_str().unwrap_or_default().to_owned())
             }
             Client::Jrpc(client) => {
                 let result = client
