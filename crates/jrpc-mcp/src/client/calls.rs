@@ -3,6 +3,7 @@
 //! rounds of input a modern server may ask for before it answers, and the
 //! MCP methods on top.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -41,10 +42,15 @@ impl McpClient {
 
     /// `params` as sent: with the envelope in `_meta` to a modern server,
     /// and a progress token when asked for.
-    fn with_meta(&self, mut params: serde_json::Value, progress: bool) -> serde_json::Value {
+    fn with_meta<'p>(&self, params: &'p serde_json::Value, progress: bool) -> Cow<'p, serde_json::Value> {
         let token = if progress { self.progress_meta() } else { None };
+        if (self.envelope.is_none() && token.is_none()) || !params.is_object() {
+            // Nothing to add (a legacy call without progress): no copy.
+            return Cow::Borrowed(params);
+        }
+        let mut params = params.clone();
         let Some(object) = params.as_object_mut() else {
-            return params;
+            return Cow::Owned(params);
         };
         let mut meta = match &self.envelope {
             Some(serde_json::Value::Object(envelope)) => envelope.clone(),
@@ -61,7 +67,7 @@ impl McpClient {
         if !meta.is_empty() {
             object.insert("_meta".into(), serde_json::Value::Object(meta));
         }
-        params
+        Cow::Owned(params)
     }
 
     /// The headers a modern HTTP request of `method` carries.
@@ -98,7 +104,7 @@ impl McpClient {
     fn send<'a>(
         &'a self,
         method: &'a str,
-        params: serde_json::Value,
+        params: &'a serde_json::Value,
         progress: bool,
     ) -> super::BoxFuture<'a, Result<Box<RawValue>, McpClientError>> {
         Box::pin(self.send_now(method, params, progress))
@@ -107,7 +113,7 @@ impl McpClient {
     async fn send_now(
         &self,
         method: &str,
-        params: serde_json::Value,
+        params: &serde_json::Value,
         progress: bool,
     ) -> Result<Box<RawValue>, McpClientError> {
         let params = self.with_meta(params, progress);
@@ -156,7 +162,7 @@ impl McpClient {
         if let Some(kept) = key.as_deref().and_then(|key| self.results.get(key)) {
             return decode(&kept);
         }
-        let raw = self.send(method, params, false).await?;
+        let raw = self.send(method, &params, false).await?;
         if let Some(key) = key {
             self.results.put(key, &raw);
         }
@@ -180,7 +186,7 @@ impl McpClient {
         }
         let mut rounds = 0;
         loop {
-            let raw = self.send(method, params.clone(), progress).await?;
+            let raw = self.send(method, &params, progress).await?;
             if !self.server.modern {
                 return decode(&raw);
             }
@@ -387,7 +393,9 @@ impl McpClient {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (ack_tx, ack_rx) = tokio::sync::oneshot::channel();
         let task = if self.server.modern {
-            let params = self.with_meta(serde_json::json!({ "notifications": filter }), false);
+            let params = self
+                .with_meta(&serde_json::json!({ "notifications": filter }), false)
+                .into_owned();
             match &self.wire {
                 Wire::Peer(client) => {
                     let key = self.listeners.open(filter, tx.clone(), Some(ack_tx));
