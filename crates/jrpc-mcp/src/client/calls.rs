@@ -110,6 +110,22 @@ impl McpClient {
         Box::pin(self.send_now(method, params, progress))
     }
 
+    /// A legacy server's request: straight to the wire, nothing boxed (the
+    /// boxing above is for a modern server's relisting).
+    async fn send_legacy(
+        &self,
+        method: &str,
+        params: &serde_json::Value,
+        progress: bool,
+    ) -> Result<Box<RawValue>, McpClientError> {
+        let params = self.with_meta(params, progress);
+        let version = &self.server.version;
+        Ok(self
+            .wire
+            .call(version, method, &params, &Headers::default())
+            .await?)
+    }
+
     async fn send_now(
         &self,
         method: &str,
@@ -162,7 +178,11 @@ impl McpClient {
         if let Some(kept) = key.as_deref().and_then(|key| self.results.get(key)) {
             return decode(&kept);
         }
-        let raw = self.send(method, &params, false).await?;
+        let raw = if self.server.modern {
+            self.send(method, &params, false).await?
+        } else {
+            self.send_legacy(method, &params, false).await?
+        };
         if let Some(key) = key {
             self.results.put(key, &raw);
         }
@@ -184,12 +204,12 @@ impl McpClient {
         if let Some(kept) = key.as_deref().and_then(|key| self.results.get(key)) {
             return decode(&kept);
         }
+        if !self.server.modern {
+            return decode(&self.send_legacy(method, &params, progress).await?);
+        }
         let mut rounds = 0;
         loop {
             let raw = self.send(method, &params, progress).await?;
-            if !self.server.modern {
-                return decode(&raw);
-            }
             let kind: Kind = serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))?;
             if kind.result_type != Some(ResultType::InputRequired) {
                 // Kept only when asked without input: an answer that took
