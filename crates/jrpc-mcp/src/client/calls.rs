@@ -132,14 +132,11 @@ impl McpClient {
         params: &serde_json::Value,
         progress: bool,
     ) -> Result<Box<RawValue>, McpClientError> {
+        if !self.server.modern {
+            return self.send_legacy(method, params, progress).await;
+        }
         let params = self.with_meta(params, progress);
         let version = &self.server.version;
-        if !self.server.modern {
-            return Ok(self
-                .wire
-                .call(version, method, &params, &Headers::default())
-                .await?);
-        }
         let mut retried = false;
         loop {
             let headers = self.headers(method, &params);

@@ -17,15 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 
 jrpc=$(realpath "$1")
-suite_version=0.2.0-alpha.12
-dir="${CARGO_TARGET_DIR:-target}/mcp-conformance"
-mkdir -p "$dir"
-dir=$(realpath "$dir")
-installed=$(sed -n 's/.*"version": "\(.*\)".*/\1/p' "$dir/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null || true)
-if [ "$installed" != "$suite_version" ] || [ ! -x "$dir/node_modules/.bin/node" ]; then
-  (cd "$dir" && npm install --silent --no-audit --no-fund --no-save node@22.23.3 "@modelcontextprotocol/conformance@$suite_version")
-fi
-export PATH="$dir/node_modules/.bin:$PATH"
+source crates/jrpc-mcp/tests/interop/conformance_suite.sh
 
 log=$(mktemp)
 work=$(mktemp -d)
