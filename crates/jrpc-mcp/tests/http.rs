@@ -755,3 +755,56 @@ async fn the_client_listens_for_changes_over_streamable_http() {
         endpoint.serving.shutdown().await;
     }
 }
+
+/// Issue 31: over modern Streamable HTTP a call is cancelled by closing its
+/// request's stream, which dropping the call does: the tool sees its
+/// cancellation, and the client goes on.
+#[tokio::test]
+async fn dropping_a_modern_http_call_closes_its_stream_and_cancels_it() {
+    use jrpc_mcp::server::{McpContext, McpServer, NoArgs, ToolError};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&cancelled);
+    let server = McpServer::builder("cancel", "1")
+        .tool(
+            "wait",
+            "Waits until cancelled",
+            move |_: NoArgs, cx: McpContext| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    let token = cx.cancellation();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        seen.store(true, Ordering::SeqCst);
+                    });
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok::<_, ToolError>("never")
+                }
+            },
+        )
+        .build();
+    let serving = server
+        .serve_http("127.0.0.1:0", HttpOptions::default())
+        .await
+        .unwrap();
+    let url = format!("{}/mcp", serving.local_addr());
+    let client = jrpc_mcp::McpClient::builder("test", "1")
+        .connect_http(&url)
+        .await
+        .unwrap();
+    assert!(client.is_modern());
+    let call = client.call_tool("wait", json!({}));
+    assert!(tokio::time::timeout(Duration::from_millis(300), call)
+        .await
+        .is_err());
+    bounded("the server sees the cancellation", async {
+        while !cancelled.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    client.ping().await.unwrap();
+    client.close().await;
+    serving.shutdown().await;
+}
