@@ -96,28 +96,18 @@ impl McpClient {
         }
     }
 
-    /// Sends one request and returns its raw result. To a modern server, a
-    /// `-32022` naming a version this client speaks is retried once in it,
-    /// and a `tools/call` refused for its headers (`-32020`) is retried
-    /// once after listing the tools again. Boxed: listing the tools sends
-    /// requests too, and a future cannot contain itself.
-    fn send<'a>(
-        &'a self,
-        method: &'a str,
-        params: &'a serde_json::Value,
-        progress: bool,
-    ) -> super::BoxFuture<'a, Result<Box<RawValue>, McpClientError>> {
-        Box::pin(self.send_now(method, params, progress))
-    }
-
-    /// A legacy server's request: straight to the wire, nothing boxed (the
-    /// boxing above is for a modern server's relisting).
-    async fn send_legacy(
+    /// Sends one request and returns its raw result: to a legacy server
+    /// straight to the wire; to a modern one through
+    /// [`send_modern`](Self::send_modern).
+    async fn send(
         &self,
         method: &str,
         params: &serde_json::Value,
         progress: bool,
     ) -> Result<Box<RawValue>, McpClientError> {
+        if self.server.modern {
+            return self.send_modern(method, params, progress).await;
+        }
         let params = self.with_meta(params, progress);
         let version = &self.server.version;
         Ok(self
@@ -126,15 +116,26 @@ impl McpClient {
             .await?)
     }
 
-    async fn send_now(
+    /// A modern server's request: a `-32022` naming a version this client
+    /// speaks is retried once in it, and a `tools/call` refused for its
+    /// headers (`-32020`) is retried once after listing the tools again.
+    /// Boxed: listing the tools sends requests too, and a future cannot
+    /// contain itself.
+    fn send_modern<'a>(
+        &'a self,
+        method: &'a str,
+        params: &'a serde_json::Value,
+        progress: bool,
+    ) -> super::BoxFuture<'a, Result<Box<RawValue>, McpClientError>> {
+        Box::pin(self.send_modern_now(method, params, progress))
+    }
+
+    async fn send_modern_now(
         &self,
         method: &str,
         params: &serde_json::Value,
         progress: bool,
     ) -> Result<Box<RawValue>, McpClientError> {
-        if !self.server.modern {
-            return self.send_legacy(method, params, progress).await;
-        }
         let params = self.with_meta(params, progress);
         let version = &self.server.version;
         let mut retried = false;
@@ -175,11 +176,7 @@ impl McpClient {
         if let Some(kept) = key.as_deref().and_then(|key| self.results.get(key)) {
             return decode(&kept);
         }
-        let raw = if self.server.modern {
-            self.send(method, &params, false).await?
-        } else {
-            self.send_legacy(method, &params, false).await?
-        };
+        let raw = self.send(method, &params, false).await?;
         if let Some(key) = key {
             self.results.put(key, &raw);
         }
@@ -201,12 +198,12 @@ impl McpClient {
         if let Some(kept) = key.as_deref().and_then(|key| self.results.get(key)) {
             return decode(&kept);
         }
-        if !self.server.modern {
-            return decode(&self.send_legacy(method, &params, progress).await?);
-        }
         let mut rounds = 0;
         loop {
             let raw = self.send(method, &params, progress).await?;
+            if !self.server.modern {
+                return decode(&raw);
+            }
             let kind: Kind = serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))?;
             if kind.result_type != Some(ResultType::InputRequired) {
                 // Kept only when asked without input: an answer that took

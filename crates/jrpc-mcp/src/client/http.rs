@@ -376,7 +376,10 @@ fn is_sse(headers: &HeaderMap) -> bool {
 }
 
 fn is_initialize(frame: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Value>(frame)
-        .ok()
-        .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"))
+    // Read only a frame that can be one: not every request of the session.
+    let named = std::str::from_utf8(frame).is_ok_and(|text| text.contains("\"initialize\""));
+    named
+        && serde_json::from_slice::<serde_json::Value>(frame)
+            .ok()
+            .is_some_and(|v| v.get("method").and_then(|m| m.as_str()) == Some("initialize"))
 }
