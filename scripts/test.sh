@@ -103,6 +103,8 @@ step "MCP interop: the Python SDK against MCP mounted in an axum app (examples/m
 bash crates/jrpc-mcp/tests/interop/axum_example.sh "$target_dir/debug/examples/mcp_in_axum" "$venv/bin/python"
 step "MCP interop: jrpc mcp list/call/read/prompt against a server built with the Python SDK, over stdio and HTTP"
 "$venv/bin/python" crates/jrpc-mcp/tests/interop/cli_against_python.py "$target_dir/debug/jrpc"
+step "MCP interop: McpClient (examples/mcp_client_checks.rs) against the Python SDK server, dual-era and pinned to each era, over stdio and HTTP"
+"$venv/bin/python" crates/jrpc-mcp/tests/interop/client_against_python.py "$target_dir/debug/examples/mcp_client_checks"
 
 step "MCP conformance: the official suite's server scenarios (npm, pinned) against jrpc mcp serve --http --conformance"
 bash crates/jrpc-mcp/tests/interop/conformance.sh "$target_dir/debug/jrpc"

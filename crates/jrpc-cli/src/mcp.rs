@@ -333,6 +333,15 @@ mod client {
 
     /// Connects, showing the server's progress and logs on stderr.
     async fn connect(url: Option<String>, client: &Client) -> Result<McpClient, Failure> {
+        connect_as(url, client, false).await
+    }
+
+    /// As [`connect`]; with `own_group`, a server started with `-- COMMAND`
+    /// runs in a process group of its own, so that Ctrl-C at a terminal
+    /// reaches only jrpc, which then stops the server itself (for `watch`,
+    /// where Ctrl-C is how one ends and must not look like the server
+    /// failing).
+    async fn connect_as(url: Option<String>, client: &Client, own_group: bool) -> Result<McpClient, Failure> {
         let bar = std::io::stderr().is_terminal();
         let builder = McpClient::builder("jrpc", env!("CARGO_PKG_VERSION"))
             .call_timeout(client.timeout)
@@ -398,6 +407,12 @@ mod client {
             None => {
                 let mut command = tokio::process::Command::new(&client.command[0]);
                 command.args(&client.command[1..]);
+                #[cfg(unix)]
+                if own_group {
+                    command.process_group(0);
+                }
+                #[cfg(not(unix))]
+                let _ = own_group;
                 builder.spawn(command).await
             }
         };
@@ -717,8 +732,11 @@ mod client {
                 "watch what? tools, prompts, resources or a resource URI, not {bad:?}"
             )));
         }
-        let client = connect(url, &args.client).await?;
+        let client = connect_as(url, &args.client, true).await?;
         let mut changes = client.listen(watch_filter(&words)).await.map_err(failure)?;
+        // Listening from now on, so that a Ctrl-C between two changes is seen.
+        let interrupted = tokio::signal::ctrl_c();
+        tokio::pin!(interrupted);
         eprintln!(
             "jrpc: watching {} (MCP {}); Ctrl-C to stop",
             if words.is_empty() {
@@ -747,7 +765,7 @@ mod client {
                     Some(Err(e)) => break Err(failure(e)),
                     None => break Ok(()),
                 },
-                _ = tokio::signal::ctrl_c() => break Ok(()),
+                _ = &mut interrupted => break Ok(()),
             }
         };
         drop(changes);

@@ -406,12 +406,16 @@ impl McpClient {
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, McpClientError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (ack_tx, ack_rx) = tokio::sync::oneshot::channel();
+        let mut opening = None;
         let task = if self.server.modern {
             let params = self
                 .with_meta(&serde_json::json!({ "notifications": filter }), false)
                 .into_owned();
             match &self.wire {
                 Wire::Peer(client) => {
+                    // Until this one is acknowledged, no other may ask: the
+                    // acknowledgment that comes names this one's id.
+                    opening = Some(self.listeners.opening.lock().await);
                     let key = self.listeners.open(filter, tx.clone(), Some(ack_tx));
                     let registered = Registered(Arc::clone(&self.listeners), key);
                     let client = client.clone();
@@ -485,6 +489,7 @@ impl McpClient {
                 _ => None,
             },
         };
+        drop(opening);
         Ok(Subscription {
             rx,
             task,

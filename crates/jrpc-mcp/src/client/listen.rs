@@ -12,7 +12,7 @@ use futures_util::Stream;
 use tokio::sync::mpsc;
 
 use super::error::McpClientError;
-use crate::types::SubscriptionFilter;
+use crate::types::{meta_keys, SubscriptionFilter};
 
 /// A change notification from the server: its method
 /// (`notifications/tools/list_changed`, `notifications/resources/updated`,
@@ -63,21 +63,40 @@ pub(super) fn wants(filter: &SubscriptionFilter, method: &str, params: Option<&s
 
 type Sender = mpsc::UnboundedSender<Result<Change, McpClientError>>;
 
+/// The subscription a notification says it belongs to: the id of the
+/// `subscriptions/listen` request that opened it.
+fn subscription_of(params: Option<&serde_json::Value>) -> Option<&serde_json::Value> {
+    params?.get("_meta")?.get(meta_keys::SUBSCRIPTION_ID)
+}
+
 /// The streams open on a connection, fed by the notifications that come on
 /// it (a connection's, not an HTTP request's: those feed their own).
+///
+/// On a connection every subscription shares one channel, and the
+/// specification has the client tell them apart by the subscription id
+/// each notification carries: the id of the `subscriptions/listen`
+/// request. The peer numbers its requests itself, so a stream learns its
+/// id from its acknowledgment instead; [`opening`](Self::opening) lets one
+/// subscription at a time wait for its acknowledgment, so the
+/// acknowledgment that comes is that one's.
 #[derive(Default)]
 pub(super) struct Listeners {
     open: Mutex<Vec<Open>>,
     next: std::sync::atomic::AtomicU64,
+    /// Held from sending `subscriptions/listen` until its acknowledgment
+    /// (or its refusal, or the wait's end).
+    pub(super) opening: tokio::sync::Mutex<()>,
 }
 
-/// One stream: what it asked for, where its notifications go, and where
-/// its acknowledgment goes until it has come.
+/// One stream: what it asked for, where its notifications go, where its
+/// acknowledgment goes until it has come, and then the subscription id it
+/// gave.
 struct Open {
     key: u64,
     filter: SubscriptionFilter,
     tx: Sender,
     ack: Option<Ack>,
+    id: Option<serde_json::Value>,
 }
 
 /// Where a subscription's acknowledgment goes.
@@ -87,10 +106,13 @@ impl Listeners {
     /// Opens a stream for `filter`; its key, to close it.
     pub(super) fn open(&self, filter: SubscriptionFilter, tx: Sender, ack: Option<Ack>) -> u64 {
         let key = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Open { key, filter, tx, ack });
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).push(Open {
+            key,
+            filter,
+            tx,
+            ack,
+            id: None,
+        });
         key
     }
 
@@ -101,20 +123,33 @@ impl Listeners {
             .retain(|open| open.key != key);
     }
 
-    /// Hands a notification to the streams that asked for it. An
-    /// acknowledgment goes to the oldest stream still waiting for one (a
-    /// connection's subscriptions are acknowledged in the order they were
-    /// asked for).
+    /// Hands a notification to the stream it belongs to: the one whose
+    /// subscription id it carries, or, from a server that sends none (a
+    /// legacy session's notifications), every stream whose filter asks for
+    /// it. An acknowledgment goes to the stream waiting for one (there is
+    /// at most one: see [`opening`](Self::opening)), which keeps its id.
     pub(super) fn dispatch(&self, method: &str, params: Option<&serde_json::Value>) {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let id = subscription_of(params);
         if method == ACKNOWLEDGED {
-            if let Some(ack) = open.iter_mut().find_map(|o| o.ack.take()) {
-                let _ = ack.send(acknowledged(params));
+            // (One that stopped waiting, unacknowledged, has closed its end.)
+            let waiting = open
+                .iter_mut()
+                .find(|o| o.ack.as_ref().is_some_and(|ack| !ack.is_closed()));
+            if let Some(waiting) = waiting {
+                waiting.id = id.cloned();
+                if let Some(ack) = waiting.ack.take() {
+                    let _ = ack.send(acknowledged(params));
+                }
             }
             return;
         }
         open.retain(|o| {
-            if !wants(&o.filter, method, params) {
+            let ours = match id {
+                Some(id) => o.id.as_ref() == Some(id),
+                None => wants(&o.filter, method, params),
+            };
+            if !ours {
                 return !o.tx.is_closed();
             }
             o.tx.send(Ok(Change {
@@ -178,6 +213,49 @@ impl Drop for Registered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn notifications_go_to_the_subscription_they_name() {
+        let listeners = Listeners::default();
+        let tools = SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..SubscriptionFilter::default()
+        };
+        let with_id = |id: u64, extra: serde_json::Value| {
+            let mut params = serde_json::json!({"_meta": {meta_keys::SUBSCRIPTION_ID: id}});
+            params
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            params
+        };
+        // Two subscriptions asking for the same thing, acknowledged in turn.
+        let mut streams = Vec::new();
+        for id in [7, 9] {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let (ack_tx, mut ack_rx) = tokio::sync::oneshot::channel();
+            listeners.open(tools.clone(), tx, Some(ack_tx));
+            let ack = with_id(
+                id,
+                serde_json::json!({"notifications": {"toolsListChanged": true}}),
+            );
+            listeners.dispatch(ACKNOWLEDGED, Some(&ack));
+            assert_eq!(ack_rx.try_recv().unwrap(), tools);
+            streams.push(rx);
+        }
+        let changed = "notifications/tools/list_changed";
+        listeners.dispatch(changed, Some(&with_id(9, serde_json::json!({}))));
+        assert!(streams[0].try_recv().is_err(), "not the first one's");
+        assert_eq!(streams[1].try_recv().unwrap().unwrap().method, changed);
+        // One naming no subscription goes where the filters ask for it;
+        // one naming an unknown subscription goes nowhere.
+        listeners.dispatch(changed, None);
+        listeners.dispatch(changed, Some(&with_id(8, serde_json::json!({}))));
+        for stream in &mut streams {
+            assert_eq!(stream.try_recv().unwrap().unwrap().method, changed);
+            assert!(stream.try_recv().is_err());
+        }
+    }
 
     #[test]
     fn filters_choose_the_notifications() {
