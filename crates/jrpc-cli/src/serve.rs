@@ -68,6 +68,23 @@ pub struct ServeArgs {
     #[arg(long, value_name = "NAME=TOKEN")]
     auth_user: Vec<String>,
 
+    /// Require an OAuth access token (a JWT) issued by the authorization
+    /// server at URL on HTTP and WebSocket: its metadata (RFC 8414, else
+    /// OpenID discovery) names the keys tokens are checked with. A token
+    /// must name this listener's URL (http://ADDR/) as its audience.
+    #[arg(long, value_name = "URL")]
+    oauth_issuer: Option<String>,
+
+    /// The audience tokens must name, instead of the listener's URL (for a
+    /// server behind a proxy, say). Needs --oauth-issuer.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_audience: Option<String>,
+
+    /// A scope every token must grant (else 403 insufficient_scope). May
+    /// be given several times. Needs --oauth-issuer.
+    #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
+    oauth_scope: Vec<String>,
+
     /// Only these identities (from --auth-user or --auth-token) may call
     /// METHOD (a name, or a prefix ending in *): METHOD=NAME[,NAME...].
     /// Others get error -32004. May be given several times.
@@ -282,7 +299,31 @@ impl ServeArgs {
     /// Whether the HTTP listeners serve the playground: on unless turned
     /// off, or unless a token is required (the page could not send it).
     fn playground(&self) -> bool {
-        !self.no_playground && self.auth_token.is_empty() && self.auth_user.is_empty()
+        !self.no_playground
+            && self.auth_token.is_empty()
+            && self.auth_user.is_empty()
+            && self.oauth_issuer.is_none()
+    }
+
+    /// OAuth bearer tokens for the listener at `url`, when asked for: the
+    /// audience is that URL unless --oauth-audience names another.
+    fn bearer(&self, url: &str) -> anyhow::Result<Option<jrpc::auth::BearerAuth>> {
+        let Some(issuer) = &self.oauth_issuer else {
+            return Ok(None);
+        };
+        let parsed: http::Uri = issuer
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--oauth-issuer {issuer:?}: {e}"))?;
+        if !matches!(parsed.scheme_str(), Some("http" | "https")) || parsed.authority().is_none() {
+            bail!("--oauth-issuer {issuer:?}: expected the authorization server's http(s):// URL");
+        }
+        let audience = self.oauth_audience.clone().unwrap_or_else(|| format!("{url}/"));
+        let verifier = jrpc::auth::JwtVerifier::builder(issuer.as_str())
+            .audience(audience)
+            .build();
+        Ok(Some(
+            jrpc::auth::BearerAuth::new(verifier).require_scopes(self.oauth_scope.iter().cloned()),
+        ))
     }
 
     /// Whether call log lines must reach stderr.
@@ -495,6 +536,7 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
     let http_only = [
         (!args.auth_token.is_empty(), "--auth-token"),
         (!args.auth_user.is_empty(), "--auth-user"),
+        (args.oauth_issuer.is_some(), "--oauth-issuer"),
         (args.tls_cert.is_some(), "--tls-cert/--tls-key"),
         (args.cors, "--cors"),
     ];
@@ -544,10 +586,17 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
     if !args.http.is_empty() {
         let http = http_server(&args, &budget, &config, router, rate.as_ref(), metrics.as_ref())?;
         for addr in &args.http {
-            let serving = http
-                .bind(addr.as_str())
+            let listener = tokio::net::TcpListener::bind(addr.as_str())
                 .await
                 .with_context(|| format!("listening on http {addr}"))?;
+            // A token must name the listener it is for: its URL, known
+            // once bound (port 0).
+            let scheme = if args.tls_cert.is_some() { "https" } else { "http" };
+            let url = format!("{scheme}://{}", listener.local_addr()?);
+            let serving = match args.bearer(&url)? {
+                Some(bearer) => http.clone().bearer(bearer).serve_tcp(listener),
+                None => http.serve_tcp(listener),
+            };
             listeners.push(serving);
         }
     }
@@ -644,6 +693,13 @@ fn print_try_lines(addr: &str, args: &ServeArgs, example: Option<DemoCall>) {
         .auth_token
         .first()
         .map(|t| format!(" -H 'Authorization: Bearer {t}'"))
+        .or_else(|| {
+            args.oauth_issuer.as_ref().map(|issuer| {
+                let audience = args.oauth_audience.clone().unwrap_or_else(|| format!("{addr}/"));
+                eprintln!("jrpc: OAuth tokens from {issuer} for audience {audience} are required");
+                " -H \"Authorization: Bearer $TOKEN\"".to_owned()
+            })
+        })
         .unwrap_or_default();
     let (request, command) = match example {
         Some(DemoCall {

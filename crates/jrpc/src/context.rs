@@ -137,6 +137,30 @@ impl Identity {
     }
 }
 
+/// What the caller's credentials grant (an OAuth token's scopes), as
+/// established by an authentication layer
+/// ([`BearerAuth`](crate::auth::BearerAuth)); read by per-method
+/// authorization ([`Authorize::require_scope`](crate::middleware::Authorize::require_scope)).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Scopes(Arc<[Box<str>]>);
+
+impl Scopes {
+    /// These scopes.
+    pub fn new(scopes: impl IntoIterator<Item = impl Into<Box<str>>>) -> Self {
+        Scopes(scopes.into_iter().map(Into::into).collect())
+    }
+
+    /// Whether `scope` is granted.
+    pub fn has(&self, scope: &str) -> bool {
+        self.0.iter().any(|s| &**s == scope)
+    }
+
+    /// Every scope granted.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|s| &**s)
+    }
+}
+
 /// The context of one incoming call, handed to handlers that ask for it.
 #[derive(Clone, Debug)]
 pub struct RequestContext {

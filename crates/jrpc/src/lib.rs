@@ -42,6 +42,8 @@ pub mod openrpc;
 pub mod router;
 pub mod typed;
 
+#[cfg(feature = "oauth")]
+pub mod auth;
 #[cfg(feature = "runtime")]
 pub mod caller;
 #[cfg(feature = "runtime")]

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::context::{empty_connection, ConnectionInfo, Extensions, Identity};
+use crate::context::{empty_connection, ConnectionInfo, Extensions, Identity, Scopes};
 use crate::message::{serialize_into, Error, Id};
 
 /// One incoming request or notification on its way to its handler.
@@ -117,6 +117,12 @@ impl Call {
 
     /// Who the caller is, when an authentication layer said so.
     pub fn identity(&self) -> Option<&Identity> {
+        self.get()
+    }
+
+    /// What the caller's credentials grant, when an authentication layer
+    /// said so (an OAuth token's scopes).
+    pub fn scopes(&self) -> Option<&Scopes> {
         self.get()
     }
 

@@ -450,9 +450,20 @@ where
 ///     .allow("billing.refund", ["alice", "bob"]);
 /// let router = jrpc::Router::new().layer(rules);
 /// ```
+///
+/// With OAuth bearer tokens ([`BearerAuth`](crate::auth::BearerAuth)), a
+/// method can require a scope instead:
+///
+/// ```
+/// use jrpc::middleware::Authorize;
+///
+/// let rules = Authorize::new().require_scope("billing.*", "billing:write");
+/// # let _ = rules;
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Authorize {
     rules: Arc<PerMethod<HashSet<Box<str>>>>,
+    scopes: Arc<PerMethod<Vec<Box<str>>>>,
 }
 
 impl Authorize {
@@ -479,6 +490,39 @@ impl Authorize {
         self
     }
 
+    /// Calls to `pattern` (a method name, or `prefix*`) need `scope` among
+    /// the caller's [`Scopes`](crate::context::Scopes) (an OAuth token's);
+    /// others get `-32004 Unauthorized` naming the scope. Scopes for the
+    /// same pattern add up (all are needed).
+    pub fn require_scope(mut self, pattern: &str, scope: &str) -> Self {
+        let scopes = Arc::make_mut(&mut self.scopes);
+        let mut needed = match pattern.strip_suffix('*') {
+            Some(prefix) => scopes
+                .prefixes
+                .iter()
+                .find(|(p, _)| **p == *prefix)
+                .map(|(_, needed)| needed.clone())
+                .unwrap_or_default(),
+            None => scopes.exact.get(pattern).cloned().unwrap_or_default(),
+        };
+        needed.push(scope.into());
+        scopes.set(pattern, needed);
+        self
+    }
+
+    /// The scope a caller with `granted` lacks to call `method`, if any.
+    pub fn missing_scope<'a>(
+        &'a self,
+        method: &str,
+        granted: Option<&crate::context::Scopes>,
+    ) -> Option<&'a str> {
+        let needed = self.scopes.get(method)?;
+        needed
+            .iter()
+            .find(|scope| !granted.is_some_and(|g| g.has(scope)))
+            .map(|s| &**s)
+    }
+
     /// Refuse calls to methods no rule names (off by default). With it on,
     /// a method is callable only by the identities a rule lists.
     pub fn deny_unlisted(mut self, on: bool) -> Self {
@@ -496,7 +540,7 @@ impl Authorize {
 
     /// Whether no rule is set.
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+        self.rules.is_empty() && self.scopes.is_empty()
     }
 }
 
@@ -532,6 +576,10 @@ where
     }
 
     fn call(&mut self, call: Call) -> CallFuture {
+        if let Some(scope) = self.rules.missing_scope(call.method(), call.scopes()) {
+            let why = format!("{} needs the scope {scope}", call.method());
+            return refuse(Error::new(codes::UNAUTHORIZED, "Unauthorized").with_data(&why));
+        }
         let identity = call.identity().map(|i| i.name());
         if self.rules.allows(call.method(), identity) {
             return Box::pin(self.inner.call(call));

@@ -117,6 +117,8 @@ pub struct HttpServer {
     body_budget: BufferBudget,
     tls: Option<Arc<ServerConfig>>,
     auth: Option<AuthLayer>,
+    #[cfg(feature = "oauth")]
+    bearer: Option<crate::auth::BearerAuth>,
     rate_limit: Option<RateLimit>,
     request_timeout: Option<Duration>,
     layers: Vec<Arc<dyn Fn(HttpService) -> HttpService + Send + Sync>>,
@@ -164,6 +166,8 @@ impl HttpServer {
             body_budget: BufferBudget::default(),
             tls: None,
             auth: None,
+            #[cfg(feature = "oauth")]
+            bearer: None,
             rate_limit: None,
             request_timeout: None,
             layers: Vec::new(),
@@ -316,6 +320,15 @@ impl HttpServer {
         self
     }
 
+    /// Requires an OAuth bearer token that `bearer`'s verifier accepts (a
+    /// JWT from your authorization server, say) on POST and WebSocket, on
+    /// every request but the health check; see [`BearerAuth`](crate::auth::BearerAuth).
+    #[cfg(feature = "oauth")]
+    pub fn bearer(mut self, bearer: crate::auth::BearerAuth) -> Self {
+        self.bearer = Some(bearer);
+        self
+    }
+
     /// Limits each client (by IP address) to a budget of calls, charged per
     /// call (each batch entry counts): a call over it is answered at once
     /// with `-32005 Rate limited`, on HTTP and WebSocket alike; an HTTP
@@ -418,7 +431,11 @@ impl HttpServer {
             shutdown,
         });
         let bare = RpcService { settings };
-        if self.layers.is_empty() && self.request_timeout.is_none() && self.auth.is_none() {
+        #[cfg(feature = "oauth")]
+        let bearer = self.bearer.is_some();
+        #[cfg(not(feature = "oauth"))]
+        let bearer = false;
+        if self.layers.is_empty() && self.request_timeout.is_none() && self.auth.is_none() && !bearer {
             return Stack::Bare(bare);
         }
         let mut service: HttpService = BoxCloneSyncService::new(bare);
@@ -439,6 +456,14 @@ impl HttpServer {
                 auth = auth.charge_refusals(limit.clone());
             }
             service = BoxCloneSyncService::new(auth.layer(service));
+        }
+        #[cfg(feature = "oauth")]
+        if let Some(bearer) = &self.bearer {
+            let mut bearer = bearer.clone();
+            if let Some(path) = &self.health_path {
+                bearer = bearer.exempt(path.clone());
+            }
+            service = BoxCloneSyncService::new(bearer.layer(service));
         }
         Stack::Layered(service)
     }

@@ -16,7 +16,7 @@ use super::exchange::{error_response, respond, ClientAddr, HttpBody};
 use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
 use crate::context::Extensions;
-use crate::context::Identity;
+use crate::context::{Identity, Scopes};
 use crate::dispatch::{one_shot, Refusal};
 use crate::message::Error;
 use crate::peer::Peer;
@@ -390,11 +390,25 @@ where
 /// and the request headers.
 fn request_extensions(mut request: http::request::Parts, connection: Arc<Extensions>) -> Extensions {
     let mut extensions = Extensions::over(connection);
-    if let Some(identity) = request.extensions.remove::<Identity>() {
-        extensions.insert(identity);
-    }
+    carry_credentials(&mut request.extensions, &mut extensions);
     extensions.insert(request.headers);
     extensions
+}
+
+/// Moves what an authentication layer learned about the caller (its
+/// identity, its token's scopes and the token) from the HTTP request to
+/// the calls it makes.
+fn carry_credentials(from: &mut http::Extensions, to: &mut Extensions) {
+    if let Some(identity) = from.remove::<Identity>() {
+        to.insert(identity);
+    }
+    if let Some(scopes) = from.remove::<Scopes>() {
+        to.insert(scopes);
+    }
+    #[cfg(feature = "oauth")]
+    if let Some(token) = from.remove::<Arc<crate::auth::AccessToken>>() {
+        to.insert(token);
+    }
 }
 
 /// A copy of `headers` that owns its values. hyper's header values are
@@ -445,9 +459,7 @@ fn upgrade<B>(
         peer_addr,
         local_addr: None,
     });
-    if let Some(identity) = request.extensions_mut().remove::<Identity>() {
-        extensions.insert(identity);
-    }
+    carry_credentials(request.extensions_mut(), &mut extensions);
     let on_upgrade = hyper::upgrade::on(request);
     let config = settings.config.clone();
     let grace = settings.shutdown_grace;

@@ -1,0 +1,190 @@
+//! Checking a JWT access token (RFC 7519, RFC 9068) against a key set:
+//! its form, its algorithm, its signature, then its claims.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::{Map, Value};
+
+use super::jwk::{Algorithm, JwkSet};
+use super::token::AccessToken;
+
+/// The longest token looked at (bytes): a real one is a few hundred bytes
+/// to a few KiB; anything past this is refused before it is decoded.
+pub(crate) const MAX_TOKEN_LEN: usize = 16 * 1024;
+
+/// What a token must say to be accepted here.
+#[derive(Debug, Clone)]
+pub(crate) struct Expected {
+    /// `iss`, exactly.
+    pub(crate) issuer: String,
+    /// Named by `aud` (a string, or one of an array), exactly.
+    pub(crate) audience: String,
+    /// Clock skew allowed on `exp` and `nbf`.
+    pub(crate) leeway: Duration,
+}
+
+/// Why a token was refused. Never shown to the caller (every refusal looks
+/// the same from outside); logged, and used in tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Not three base64url parts of JSON, or too long.
+    Malformed(&'static str),
+    /// `none`, `HS*`, or any algorithm not accepted.
+    Algorithm(String),
+    /// No key of the set has this id (the set may need fetching again).
+    UnknownKey(Option<String>),
+    /// No key that fits verifies the signature.
+    Signature,
+    /// A claim is missing or wrong.
+    Claim(&'static str),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Malformed(why) => write!(f, "malformed token: {why}"),
+            Refusal::Algorithm(alg) => write!(f, "algorithm {alg:?} is not accepted"),
+            Refusal::UnknownKey(Some(kid)) => write!(f, "no key {kid:?} in the issuer's key set"),
+            Refusal::UnknownKey(None) => write!(f, "no key in the issuer's key set fits"),
+            Refusal::Signature => write!(f, "bad signature"),
+            Refusal::Claim(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+/// The parts of a token before its signature is checked.
+pub(crate) struct Parsed<'a> {
+    pub(crate) alg: Algorithm,
+    pub(crate) kid: Option<String>,
+    /// `header.payload`, what the signature signs.
+    signed: &'a [u8],
+    payload: &'a str,
+    signature: Vec<u8>,
+}
+
+/// Splits and decodes a compact JWS, refusing what cannot be a token we
+/// accept.
+pub(crate) fn parse(token: &str) -> Result<Parsed<'_>, Refusal> {
+    if token.len() > MAX_TOKEN_LEN {
+        return Err(Refusal::Malformed("too long"));
+    }
+    let mut parts = token.split('.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(Refusal::Malformed("not three parts"));
+    };
+    let header: Value = decode_json(header).ok_or(Refusal::Malformed("header"))?;
+    let alg_name = header
+        .get("alg")
+        .and_then(Value::as_str)
+        .ok_or(Refusal::Malformed("no alg"))?;
+    let alg = Algorithm::named(alg_name).ok_or_else(|| Refusal::Algorithm(alg_name.to_owned()))?;
+    // Extensions this verifier does not know must not be ignored (RFC 7515 §4.1.11).
+    if header.get("crit").is_some() {
+        return Err(Refusal::Malformed("crit"));
+    }
+    let kid = match header.get("kid") {
+        None => None,
+        Some(Value::String(kid)) => Some(kid.clone()),
+        Some(_) => return Err(Refusal::Malformed("kid")),
+    };
+    let signature = URL_SAFE_NO_PAD
+        .decode(signature)
+        .map_err(|_| Refusal::Malformed("signature"))?;
+    let signed_len = token.len() - token.rsplit('.').next().map_or(0, str::len) - 1;
+    Ok(Parsed {
+        alg,
+        kid,
+        signed: &token.as_bytes()[..signed_len],
+        payload,
+        signature,
+    })
+}
+
+fn decode_json(part: &str) -> Option<Value> {
+    let bytes = URL_SAFE_NO_PAD.decode(part).ok()?;
+    match serde_json::from_slice(&bytes).ok()? {
+        object @ Value::Object(_) => Some(object),
+        _ => None,
+    }
+}
+
+/// Checks a parsed token's signature with `keys`, then its claims.
+pub(crate) fn check(
+    parsed: &Parsed<'_>,
+    keys: &JwkSet,
+    expected: &Expected,
+    now: SystemTime,
+) -> Result<AccessToken, Refusal> {
+    let mut fitting = keys.candidates(parsed.kid.as_deref(), parsed.alg).peekable();
+    if fitting.peek().is_none() {
+        return Err(Refusal::UnknownKey(parsed.kid.clone()));
+    }
+    if !fitting.any(|key| key.verifies(parsed.alg, parsed.signed, &parsed.signature)) {
+        return Err(Refusal::Signature);
+    }
+    let Some(Value::Object(claims)) = decode_json(parsed.payload) else {
+        return Err(Refusal::Malformed("payload"));
+    };
+    check_claims(claims, expected, now)
+}
+
+fn check_claims(
+    claims: Map<String, Value>,
+    expected: &Expected,
+    now: SystemTime,
+) -> Result<AccessToken, Refusal> {
+    if expected.audience.is_empty() {
+        return Err(Refusal::Claim("no audience is set for this resource"));
+    }
+    if claims.get("iss").and_then(Value::as_str) != Some(expected.issuer.as_str()) {
+        return Err(Refusal::Claim("iss is not the issuer"));
+    }
+    let audience_named = match claims.get("aud") {
+        Some(Value::String(aud)) => *aud == expected.audience,
+        Some(Value::Array(auds)) => auds
+            .iter()
+            .any(|a| a.as_str() == Some(expected.audience.as_str())),
+        _ => false,
+    };
+    if !audience_named {
+        return Err(Refusal::Claim("aud does not name this resource"));
+    }
+    let now = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
+    let leeway = expected.leeway.as_secs_f64();
+    let time = |name: &str| {
+        claims
+            .get(name)
+            .map(|v| v.as_f64().ok_or(Refusal::Claim("a time claim is not a number")))
+    };
+    let expires = time("exp").ok_or(Refusal::Claim("no exp"))??;
+    if now >= expires + leeway {
+        return Err(Refusal::Claim("expired"));
+    }
+    if let Some(not_before) = time("nbf").transpose()? {
+        if now + leeway < not_before {
+            return Err(Refusal::Claim("not yet valid"));
+        }
+    }
+    let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+    let scopes = match (claims.get("scope"), claims.get("scp")) {
+        (Some(Value::String(scope)), _) | (None, Some(Value::String(scope))) => {
+            scope.split_whitespace().map(str::to_owned).collect()
+        }
+        (None, Some(Value::Array(scopes))) => scopes
+            .iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(AccessToken {
+        subject: text("sub"),
+        client_id: text("client_id").or_else(|| text("azp")),
+        scopes,
+        expires_at: Some(expires as u64),
+        claims,
+    })
+}
