@@ -186,6 +186,33 @@ struct ServeArgs {
     /// progress, a log line or a request before its reply.
     #[arg(long)]
     json_response: bool,
+
+    /// With --http: require OAuth access tokens (JWTs) issued by the
+    /// authorization server at URL. The protected resource metadata at
+    /// /.well-known/oauth-protected-resource/mcp names it; a token must
+    /// name the endpoint (http://ADDR/mcp, or --oauth-resource) as its
+    /// audience.
+    #[arg(long, value_name = "URL")]
+    oauth_issuer: Option<String>,
+
+    /// The endpoint's canonical URL as clients reach it (behind a proxy):
+    /// the metadata's resource and the audience tokens must name.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_resource: Option<String>,
+
+    /// The audience tokens must name, when it is not the resource.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    oauth_audience: Option<String>,
+
+    /// A scope every request's token must grant. Repeatable.
+    #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
+    oauth_scope: Vec<String>,
+
+    /// A scope a tool's calls need besides those of --oauth-scope
+    /// (TOOL=SCOPE); a token without it gets 403 insufficient_scope.
+    /// Repeatable.
+    #[arg(long, value_name = "TOOL=SCOPE", requires = "oauth_issuer")]
+    oauth_tool_scope: Vec<String>,
 }
 
 impl McpArgs {
@@ -203,6 +230,33 @@ impl McpArgs {
     }
 }
 
+/// The OAuth settings of `jrpc mcp serve --http … --oauth-issuer URL`.
+fn oauth_settings(issuer: &str, serve: &ServeArgs) -> anyhow::Result<jrpc_mcp::http::OAuth> {
+    let url: http::Uri = issuer
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--oauth-issuer {issuer:?}: {e}"))?;
+    if !matches!(url.scheme_str(), Some("http" | "https")) || url.authority().is_none() {
+        anyhow::bail!("--oauth-issuer {issuer:?}: expected the authorization server's http(s):// URL");
+    }
+    let mut oauth = jrpc_mcp::http::OAuth::issuer(issuer).require_scopes(serve.oauth_scope.iter().cloned());
+    if let Some(resource) = &serve.oauth_resource {
+        oauth = oauth.resource(resource);
+    }
+    if let Some(audience) = &serve.oauth_audience {
+        oauth = oauth.audience(audience);
+    }
+    for rule in &serve.oauth_tool_scope {
+        let Some((tool, scope)) = rule
+            .split_once('=')
+            .filter(|(t, s)| !t.is_empty() && !s.is_empty())
+        else {
+            anyhow::bail!("--oauth-tool-scope {rule:?}: expected TOOL=SCOPE");
+        };
+        oauth = oauth.tool_scope(tool, scope);
+    }
+    Ok(oauth)
+}
+
 pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
     let serve = match args.command {
         McpCommand::Serve(serve) => serve,
@@ -218,7 +272,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
         jrpc_mcp::demo::server()
     };
     let listening = |serving: &jrpc::server::Serving| eprintln!("jrpc: MCP at {}", serving.local_addr());
-    let transport = serve.transport;
+    let transport = &serve.transport;
     let max_frame_len = jrpc::message::Limits::DEFAULT_MAX_FRAME_LEN;
     if let Some(addr) = &transport.tcp {
         let listener = jrpc::transport::tcp::TcpListener::bind(addr.as_str(), Framing::Ndjson, max_frame_len)
@@ -243,14 +297,17 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
             .with_context(|| format!("listening on --ws {addr}"))?;
         return serve_until_stopped(server.serve(listener), listening).await;
     }
-    match transport.http {
+    match &transport.http {
         Some(addr) => {
             let mut options = jrpc_mcp::http::HttpOptions::default().json_response(serve.json_response);
-            for host in serve.allow_host {
+            for host in &serve.allow_host {
                 options = options.allow_host(host);
             }
-            for origin in serve.allow_origin {
+            for origin in &serve.allow_origin {
                 options = options.allow_origin(origin);
+            }
+            if let Some(issuer) = &serve.oauth_issuer {
+                options = options.oauth(oauth_settings(issuer, &serve)?);
             }
             let serving = server
                 .serve_http(addr.as_str(), options)

@@ -161,3 +161,152 @@ fn oauth_flags_need_an_http_listener_and_a_url() {
         );
     }
 }
+
+/// A raw HTTP/1.1 exchange with `addr`: the whole reply.
+fn raw(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for header in headers {
+        head += &format!("{header}\r\n");
+    }
+    write!(stream, "{head}Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    let mut reply = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
+    reply
+}
+
+/// A server process, stopped on drop (a failed test included).
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `jrpc mcp serve --http` with `args`; the process and the endpoint's URL.
+fn mcp_serve(args: &[&str]) -> (Stopped, String) {
+    let mut child = Command::new(JRPC)
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    assert!(url.ends_with("/mcp"), "{line}");
+    (Stopped(child), url)
+}
+
+#[test]
+fn an_mcp_endpoint_is_an_oauth_resource_server() {
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).unwrap();
+    let key = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+    let issuer = issuer(&key);
+    let (_server, url) = mcp_serve(&[
+        "--oauth-issuer",
+        &issuer,
+        "--oauth-scope",
+        "mcp",
+        "--oauth-tool-scope",
+        "bump=mcp:write",
+    ]);
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let metadata_url = format!("http://{addr}/.well-known/oauth-protected-resource/mcp");
+    // The metadata, at the path RFC 9728 gives and at the root form.
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let reply = raw(&addr, "GET", path, &[], "");
+        assert!(reply.starts_with("HTTP/1.1 200"), "{path}: {reply}");
+        let body: serde_json::Value = serde_json::from_str(reply.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+        assert_eq!(
+            body,
+            json!({"resource": url, "authorization_servers": [issuer], "scopes_supported": ["mcp", "mcp:write"],
+                   "bearer_methods_supported": ["header"]}),
+            "{path}"
+        );
+    }
+    // No token: 401 saying where the metadata is and what scope to ask.
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let post = [
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+    ];
+    let reply = raw(&addr, "POST", "/mcp", &post, initialize);
+    assert!(reply.starts_with("HTTP/1.1 401"), "{reply}");
+    let lower = reply.to_ascii_lowercase();
+    let challenge = lower
+        .lines()
+        .find(|l| l.starts_with("www-authenticate:"))
+        .unwrap_or_default();
+    assert!(
+        challenge.contains(&format!(r#"resource_metadata="{metadata_url}""#)),
+        "{challenge}"
+    );
+    assert!(challenge.contains(r#"scope="mcp""#), "{challenge}");
+    // GET and DELETE need one too.
+    assert!(raw(&addr, "GET", "/mcp", &["Mcp-Session-Id: x"], "").starts_with("HTTP/1.1 401"));
+
+    let mcp = |token: &str, args: &[&str]| {
+        Command::new(JRPC)
+            .args(["mcp", "call", &url])
+            .args(args)
+            .args(["--bearer", token])
+            .output()
+            .unwrap()
+    };
+    let good = token(&key, &issuer, &url, "mcp");
+    for era in [&[][..], &["--protocol-version", "legacy"][..]] {
+        let out = mcp(&good, &[&["add", "a=2", "b=40"][..], era].concat());
+        assert!(out.status.success(), "{era:?}: {}", text(&out));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+        // A tool with a scope of its own: 403 insufficient_scope.
+        let out = mcp(&good, &[&["bump"][..], era].concat());
+        assert!(
+            !out.status.success(),
+            "{era:?}: bump without mcp:write: {}",
+            text(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("mcp:write"),
+            "{era:?}: {}",
+            text(&out)
+        );
+    }
+    let writer = token(&key, &issuer, &url, "mcp mcp:write");
+    let out = mcp(&writer, &["bump"]);
+    assert!(out.status.success(), "bump with mcp:write: {}", text(&out));
+    // The step-up answer names the scopes to ask for.
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bump","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let auth = format!("Authorization: Bearer {good}");
+    let headers = [
+        &post[..],
+        &[
+            auth.as_str(),
+            "MCP-Protocol-Version: 2026-07-28",
+            "Mcp-Method: tools/call",
+            "Mcp-Name: bump",
+        ],
+    ]
+    .concat();
+    let reply = raw(&addr, "POST", "/mcp", &headers, call);
+    assert!(reply.starts_with("HTTP/1.1 403"), "{reply}");
+    assert!(
+        reply.contains(r#"error="insufficient_scope", scope="mcp mcp:write""#),
+        "{reply}"
+    );
+    // A token for another resource is refused: no passthrough.
+    let other = token(&key, &issuer, "http://other.example/mcp", "mcp mcp:write");
+    let out = mcp(&other, &["add", "a=1", "b=1"]);
+    assert!(!out.status.success(), "{}", text(&out));
+}

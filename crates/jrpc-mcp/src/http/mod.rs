@@ -28,6 +28,8 @@
 
 mod legacy;
 mod modern;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod service;
 mod session;
 mod streams;
@@ -47,6 +49,9 @@ use serde::Deserialize;
 use crate::server::McpServer;
 use crate::types::LEGACY_PROTOCOL_VERSIONS;
 use session::HttpSession;
+
+#[cfg(feature = "oauth")]
+pub use oauth::OAuth;
 
 /// The session header (legacy).
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -98,6 +103,10 @@ pub struct HttpOptions {
     /// Legacy sessions: the reconnection delay SSE streams suggest
     /// (`retry:`, default 1 s).
     pub retry: Duration,
+    /// OAuth 2.1: tokens every request needs, and the protected resource
+    /// metadata that says where to get them (default none: no auth).
+    #[cfg(feature = "oauth")]
+    pub oauth: Option<OAuth>,
 }
 
 impl Default for HttpOptions {
@@ -112,6 +121,8 @@ impl Default for HttpOptions {
             json_response: false,
             event_store: 1024,
             retry: Duration::from_secs(1),
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 }
@@ -133,6 +144,13 @@ impl HttpOptions {
     /// [`json_response`](Self::json_response)).
     pub fn json_response(mut self, json: bool) -> Self {
         self.json_response = json;
+        self
+    }
+
+    /// Requires OAuth bearer tokens (see [`OAuth`]).
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -187,14 +205,31 @@ impl McpServer {
             }
         }
         let path = options.path.clone();
+        // Tokens must be for this endpoint: its URL, known once bound,
+        // unless a public one is set.
+        #[cfg(feature = "oauth")]
+        if let (Some(oauth), Ok(local)) = (&mut options.oauth, listener.local_addr()) {
+            if oauth.resource_url().is_none() {
+                *oauth = oauth.clone().resource(format!("http://{local}{path}"));
+            }
+        }
         let endpoint = StreamableHttp::new(self.clone(), options);
-        let http = HttpServer::new(jrpc::Router::new())
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        let mut http = HttpServer::new(jrpc::Router::new())
             .health_path(None)
-            .websocket(None)
-            .route(path, move |request, cx| {
-                let endpoint = endpoint.clone();
-                async move { endpoint.handle(request, cx).await }
+            .websocket(None);
+        #[cfg(feature = "oauth")]
+        for metadata_path in oauth::metadata_paths(&path) {
+            let endpoint = endpoint.clone();
+            http = http.route(metadata_path, move |_, _| {
+                let response = endpoint.metadata_response();
+                async move { response }
             });
+        }
+        let http = http.route(path, move |request, cx| {
+            let endpoint = endpoint.clone();
+            async move { endpoint.handle(request, cx).await }
+        });
         Ok(http.serve_tcp(listener))
     }
 }
@@ -213,6 +248,10 @@ pub struct StreamableHttp {
     /// What requests served as a tower service (not through a route of
     /// jrpc's HTTP server, which gives its own) see of the server.
     context: RouteContext,
+    /// The OAuth checks, when tokens are required (`Err`: they are asked
+    /// for but cannot be made, and every request is refused).
+    #[cfg(feature = "oauth")]
+    guard: Option<Arc<Result<oauth::Guard, String>>>,
 }
 
 impl std::fmt::Debug for StreamableHttp {
@@ -349,7 +388,17 @@ fn era_of(headers: &HeaderMap, body: &[u8]) -> Era {
 impl StreamableHttp {
     /// The endpoint for `server`.
     pub fn new(server: McpServer, options: HttpOptions) -> Self {
+        #[cfg(feature = "oauth")]
+        let guard = options.oauth.as_ref().map(|oauth| {
+            let guard = oauth.guard();
+            if let Err(e) = &guard {
+                tracing::error!("MCP endpoint: OAuth: {e}; every request is refused");
+            }
+            Arc::new(guard)
+        });
         StreamableHttp {
+            #[cfg(feature = "oauth")]
+            guard,
             table: server.table(),
             server,
             options: Arc::new(options),
@@ -402,14 +451,45 @@ impl StreamableHttp {
         ))
     }
 
+    /// The protected resource metadata (RFC 9728), when OAuth is on; `404`
+    /// otherwise. [`serve_http`](McpServer::serve_http) serves it at the
+    /// well-known paths; mount it there yourself when you serve the
+    /// endpoint as a service.
+    #[cfg(feature = "oauth")]
+    pub fn metadata_response(&self) -> Response<RouteBody> {
+        match self.guard.as_deref() {
+            Some(Ok(guard)) => guard.metadata_response(),
+            _ => refuse(
+                StatusCode::NOT_FOUND,
+                Error::invalid_request().with_data("no OAuth here"),
+            ),
+        }
+    }
+
     /// Handles one HTTP request to the endpoint.
     pub async fn handle(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
         if let Some(refusal) = self.check_origin(request.headers()) {
             return refusal;
         }
+        #[cfg(feature = "oauth")]
+        let grant = match self.guard.as_deref() {
+            None => None,
+            Some(Err(e)) => {
+                return refuse(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Error::internal_error().with_data(e.as_str()),
+                )
+            }
+            Some(Ok(guard)) => match guard.admit(request.uri(), request.headers()).await {
+                Ok(grant) => Some(grant),
+                Err(refusal) => return refusal,
+            },
+        };
+        #[cfg(not(feature = "oauth"))]
+        let grant = None;
         let has_session = request.headers().contains_key(&SESSION_NAME);
         match *request.method() {
-            Method::POST => self.post(request, cx).await,
+            Method::POST => self.post(request, cx, grant).await,
             Method::GET if has_session => self.get(request, cx),
             Method::DELETE if has_session => self.delete(request.headers()),
             // GET and DELETE exist only in legacy sessions.
@@ -418,7 +498,12 @@ impl StreamableHttp {
         }
     }
 
-    async fn post(&self, mut request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
+    async fn post(
+        &self,
+        mut request: Request<HttpBody>,
+        cx: RouteContext,
+        grant: Option<Grant>,
+    ) -> Response<RouteBody> {
         // The headers go on with the request; the rest of its head is done
         // with now (not kept in the future across the waits below).
         let headers = std::mem::take(request.headers_mut());
@@ -454,6 +539,14 @@ impl StreamableHttp {
             Ok(body) => body,
             Err(unread) => return unread.into_response(),
         };
+        #[cfg(feature = "oauth")]
+        if let (Some(Ok(guard)), Some(grant)) = (self.guard.as_deref(), &grant) {
+            if let Some(refusal) = guard.tools_allowed(grant, &body) {
+                return refusal;
+            }
+        }
+        #[cfg(not(feature = "oauth"))]
+        let _ = grant;
         match era_of(&headers, &body) {
             // Boxed: a session's POST needs a larger future, which a modern
             // POST should not have to allocate.
@@ -462,6 +555,12 @@ impl StreamableHttp {
         }
     }
 }
+
+/// What a request's token granted, when OAuth is on.
+#[cfg(feature = "oauth")]
+type Grant = jrpc::auth::AccessToken;
+#[cfg(not(feature = "oauth"))]
+type Grant = std::convert::Infallible;
 
 fn not_allowed(allow: &'static str) -> Response<RouteBody> {
     let mut response = refuse(

@@ -10,7 +10,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Decides whether a bearer token is good, and what it grants.
 ///
-/// [`JwtVerifier`] checks JWTs against an issuer's keys; implement this for
+/// [`JwtVerifier`](super::JwtVerifier) checks JWTs against an issuer's keys; implement this for
 /// other kinds (token introspection, opaque tokens looked up in a store).
 pub trait TokenVerifier: Send + Sync + 'static {
     /// The token's grant, or why it is refused.
