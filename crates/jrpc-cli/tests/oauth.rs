@@ -54,9 +54,13 @@ fn issuer(key: &Ed25519KeyPair) -> String {
 }
 
 fn token(key: &Ed25519KeyPair, issuer: &str, audience: &str, scope: &str) -> String {
+    token_of("alice", key, issuer, audience, scope)
+}
+
+fn token_of(subject: &str, key: &Ed25519KeyPair, issuer: &str, audience: &str, scope: &str) -> String {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let header = URL_SAFE_NO_PAD.encode(json!({"alg": "EdDSA", "kid": "k1", "typ": "at+jwt"}).to_string());
-    let claims = json!({"iss": issuer, "aud": audience, "sub": "alice", "scope": scope, "exp": now + 300});
+    let claims = json!({"iss": issuer, "aud": audience, "sub": subject, "scope": scope, "exp": now + 300});
     let signed = format!("{header}.{}", URL_SAFE_NO_PAD.encode(claims.to_string()));
     let signature = URL_SAFE_NO_PAD.encode(key.sign(signed.as_bytes()).as_ref());
     format!("{signed}.{signature}")
@@ -305,6 +309,23 @@ fn an_mcp_endpoint_is_an_oauth_resource_server() {
         reply.contains(r#"error="insufficient_scope", scope="mcp mcp:write""#),
         "{reply}"
     );
+    // A legacy session is its opener's: another caller's good token does
+    // not make its id usable.
+    let alice = format!("Authorization: Bearer {good}");
+    let bob = format!("Authorization: Bearer {}", token_of("bob", &key, &issuer, &url, "mcp"));
+    let reply = raw(&addr, "POST", "/mcp", &[&post[..], &[alice.as_str()]].concat(), initialize);
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let session = reply
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|v| v.trim().to_owned()))
+        .expect("a session id");
+    let session = format!("Mcp-Session-Id: {session}");
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let as_bob = [&post[..], &[bob.as_str(), session.as_str(), "MCP-Protocol-Version: 2025-11-25"]].concat();
+    assert!(raw(&addr, "POST", "/mcp", &as_bob, list).starts_with("HTTP/1.1 404"));
+    let as_alice = [&post[..], &[alice.as_str(), session.as_str(), "MCP-Protocol-Version: 2025-11-25"]].concat();
+    let reply = raw(&addr, "POST", "/mcp", &as_alice, list);
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     // A token for another resource is refused: no passthrough.
     let other = token(&key, &issuer, "http://other.example/mcp", "mcp mcp:write");
     let out = mcp(&other, &["add", "a=1", "b=1"]);

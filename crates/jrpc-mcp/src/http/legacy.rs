@@ -96,17 +96,23 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
 }
 
 impl StreamableHttp {
-    fn session(&self, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
+    /// The session a request names, when `caller` is the one who opened it
+    /// (else it is as unknown as an id never given out).
+    fn session(&self, headers: &HeaderMap, caller: Option<&str>) -> Result<Arc<HttpSession>, Refusal> {
         let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
             return Err(Refusal::bad_request("missing Mcp-Session-Id: initialize first"));
         };
         let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        let session = sessions.get(id).cloned().ok_or_else(|| {
-            Refusal(
-                StatusCode::NOT_FOUND,
-                Error::invalid_request().with_data("unknown or ended session: initialize again"),
-            )
-        })?;
+        let session = sessions
+            .get(id)
+            .filter(|s| s.owner.as_deref() == caller)
+            .cloned()
+            .ok_or_else(|| {
+                Refusal(
+                    StatusCode::NOT_FOUND,
+                    Error::invalid_request().with_data("unknown or ended session: initialize again"),
+                )
+            })?;
         session.touch();
         Ok(session)
     }
@@ -129,6 +135,7 @@ impl StreamableHttp {
         headers: HeaderMap,
         body: Bytes,
         cx: RouteContext,
+        caller: Option<String>,
     ) -> Response<RouteBody> {
         if let Some(version) = headers.get(VERSION_HEADER) {
             let known = version
@@ -145,7 +152,7 @@ impl StreamableHttp {
         let new_session = matches!(&posted, Posted::Request { method, .. } if method == "initialize")
             && !headers.contains_key(SESSION_HEADER);
         let session = if new_session {
-            match self.open_session() {
+            match self.open_session(caller) {
                 Some(session) => session,
                 None => {
                     let mut refusal = refuse(
@@ -159,7 +166,7 @@ impl StreamableHttp {
                 }
             }
         } else {
-            match self.session(&headers) {
+            match self.session(&headers, caller.as_deref()) {
                 Ok(session) => session,
                 Err(refusal) => return refusal.into_response(),
             }
@@ -262,14 +269,19 @@ impl StreamableHttp {
 
     /// The standalone stream (GET), or the rest of a broken one from after
     /// `Last-Event-ID`.
-    pub(super) fn get(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
+    pub(super) fn get(
+        &self,
+        request: Request<HttpBody>,
+        cx: RouteContext,
+        caller: Option<&str>,
+    ) -> Response<RouteBody> {
         if !accepts(request.headers(), &["text/event-stream"]) {
             return refuse(
                 StatusCode::NOT_ACCEPTABLE,
                 Error::invalid_request().with_data("Accept must include text/event-stream"),
             );
         }
-        let session = match self.session(request.headers()) {
+        let session = match self.session(request.headers(), caller) {
             Ok(session) => session,
             Err(refusal) => return refusal.into_response(),
         };
@@ -291,8 +303,8 @@ impl StreamableHttp {
         }
     }
 
-    pub(super) fn delete(&self, headers: &HeaderMap) -> Response<RouteBody> {
-        let session = match self.session(headers) {
+    pub(super) fn delete(&self, headers: &HeaderMap, caller: Option<&str>) -> Response<RouteBody> {
+        let session = match self.session(headers, caller) {
             Ok(session) => session,
             Err(refusal) => return refusal.into_response(),
         };
@@ -305,7 +317,7 @@ impl StreamableHttp {
     }
 
     /// A new session, or `None` when there are too many.
-    fn open_session(&self) -> Option<Arc<HttpSession>> {
+    fn open_session(&self, owner: Option<String>) -> Option<Arc<HttpSession>> {
         self.sweep();
         let full = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= self.options.max_sessions;
         if full {
@@ -338,6 +350,7 @@ impl StreamableHttp {
             peer,
             streams,
             last_seen: Mutex::new(tokio::time::Instant::now()),
+            owner,
         });
         self.sessions
             .lock()

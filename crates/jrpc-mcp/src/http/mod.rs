@@ -487,11 +487,19 @@ impl StreamableHttp {
         };
         #[cfg(not(feature = "oauth"))]
         let grant = None;
+        // A legacy session belongs to whoever opened it: with tokens, no
+        // one else may use its id (a leaked id is not a credential).
+        #[cfg(feature = "oauth")]
+        let caller = grant
+            .as_ref()
+            .and_then(|g: &Grant| g.subject.clone().or_else(|| g.client_id.clone()));
+        #[cfg(not(feature = "oauth"))]
+        let caller: Option<String> = None;
         let has_session = request.headers().contains_key(&SESSION_NAME);
         match *request.method() {
-            Method::POST => self.post(request, cx, grant).await,
-            Method::GET if has_session => self.get(request, cx),
-            Method::DELETE if has_session => self.delete(request.headers()),
+            Method::POST => self.post(request, cx, grant, caller).await,
+            Method::GET if has_session => self.get(request, cx, caller.as_deref()),
+            Method::DELETE if has_session => self.delete(request.headers(), caller.as_deref()),
             // GET and DELETE exist only in legacy sessions.
             Method::GET | Method::DELETE => not_allowed("POST"),
             _ => not_allowed(if has_session { "GET, POST, DELETE" } else { "POST" }),
@@ -503,6 +511,7 @@ impl StreamableHttp {
         mut request: Request<HttpBody>,
         cx: RouteContext,
         grant: Option<Grant>,
+        caller: Option<String>,
     ) -> Response<RouteBody> {
         // The headers go on with the request; the rest of its head is done
         // with now (not kept in the future across the waits below).
@@ -550,7 +559,7 @@ impl StreamableHttp {
         match era_of(&headers, &body) {
             // Boxed: a session's POST needs a larger future, which a modern
             // POST should not have to allocate.
-            Era::Legacy => Box::pin(self.legacy_post(headers, body, cx)).await,
+            Era::Legacy => Box::pin(self.legacy_post(headers, body, cx, caller)).await,
             Era::Modern => self.modern_post(headers, body, cx).await,
         }
     }

@@ -20,6 +20,8 @@ pub(super) struct HttpSession {
     pub(super) streams: Arc<StreamTable>,
     /// When a request last came for this session.
     pub(super) last_seen: Mutex<tokio::time::Instant>,
+    /// Who opened it (a token's subject), when tokens are required.
+    pub(super) owner: Option<String>,
 }
 
 impl HttpSession {
