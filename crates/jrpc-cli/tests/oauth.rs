@@ -312,18 +312,43 @@ fn an_mcp_endpoint_is_an_oauth_resource_server() {
     // A legacy session is its opener's: another caller's good token does
     // not make its id usable.
     let alice = format!("Authorization: Bearer {good}");
-    let bob = format!("Authorization: Bearer {}", token_of("bob", &key, &issuer, &url, "mcp"));
-    let reply = raw(&addr, "POST", "/mcp", &[&post[..], &[alice.as_str()]].concat(), initialize);
+    let bob = format!(
+        "Authorization: Bearer {}",
+        token_of("bob", &key, &issuer, &url, "mcp")
+    );
+    let reply = raw(
+        &addr,
+        "POST",
+        "/mcp",
+        &[&post[..], &[alice.as_str()]].concat(),
+        initialize,
+    );
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     let session = reply
         .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|v| v.trim().to_owned()))
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("mcp-session-id:")
+                .map(|v| v.trim().to_owned())
+        })
         .expect("a session id");
     let session = format!("Mcp-Session-Id: {session}");
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-    let as_bob = [&post[..], &[bob.as_str(), session.as_str(), "MCP-Protocol-Version: 2025-11-25"]].concat();
+    let as_bob = [
+        &post[..],
+        &[bob.as_str(), session.as_str(), "MCP-Protocol-Version: 2025-11-25"],
+    ]
+    .concat();
     assert!(raw(&addr, "POST", "/mcp", &as_bob, list).starts_with("HTTP/1.1 404"));
-    let as_alice = [&post[..], &[alice.as_str(), session.as_str(), "MCP-Protocol-Version: 2025-11-25"]].concat();
+    let as_alice = [
+        &post[..],
+        &[
+            alice.as_str(),
+            session.as_str(),
+            "MCP-Protocol-Version: 2025-11-25",
+        ],
+    ]
+    .concat();
     let reply = raw(&addr, "POST", "/mcp", &as_alice, list);
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     // A token for another resource is refused: no passthrough.

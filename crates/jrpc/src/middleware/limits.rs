@@ -36,6 +36,24 @@ impl<T> Default for PerMethod<T> {
     }
 }
 
+impl<T: Clone + Default> PerMethod<T> {
+    /// Changes the value set for exactly `pattern` (a default one when
+    /// none is), so that rules for the same pattern add up.
+    fn add_to(&mut self, pattern: &str, add: impl FnOnce(&mut T)) {
+        let mut value = match pattern.strip_suffix('*') {
+            Some(prefix) => self
+                .prefixes
+                .iter()
+                .find(|(p, _)| **p == *prefix)
+                .map(|(_, value)| value.clone())
+                .unwrap_or_default(),
+            None => self.exact.get(pattern).cloned().unwrap_or_default(),
+        };
+        add(&mut value);
+        self.set(pattern, value);
+    }
+}
+
 impl<T> PerMethod<T> {
     fn set(&mut self, pattern: &str, value: T) {
         match pattern.strip_suffix('*') {
@@ -475,18 +493,9 @@ impl Authorize {
     /// Only `identities` may call `pattern` (a method name, or `prefix*`).
     /// Rules for the same pattern add up.
     pub fn allow<'a>(mut self, pattern: &str, identities: impl IntoIterator<Item = &'a str>) -> Self {
-        let rules = Arc::make_mut(&mut self.rules);
-        let mut allowed = match pattern.strip_suffix('*') {
-            Some(prefix) => rules
-                .prefixes
-                .iter()
-                .find(|(p, _)| **p == *prefix)
-                .map(|(_, set)| set.clone())
-                .unwrap_or_default(),
-            None => rules.exact.get(pattern).cloned().unwrap_or_default(),
-        };
-        allowed.extend(identities.into_iter().map(Box::from));
-        rules.set(pattern, allowed);
+        Arc::make_mut(&mut self.rules).add_to(pattern, |allowed| {
+            allowed.extend(identities.into_iter().map(Box::from))
+        });
         self
     }
 
@@ -495,18 +504,7 @@ impl Authorize {
     /// others get `-32004 Unauthorized` naming the scope. Scopes for the
     /// same pattern add up (all are needed).
     pub fn require_scope(mut self, pattern: &str, scope: &str) -> Self {
-        let scopes = Arc::make_mut(&mut self.scopes);
-        let mut needed = match pattern.strip_suffix('*') {
-            Some(prefix) => scopes
-                .prefixes
-                .iter()
-                .find(|(p, _)| **p == *prefix)
-                .map(|(_, needed)| needed.clone())
-                .unwrap_or_default(),
-            None => scopes.exact.get(pattern).cloned().unwrap_or_default(),
-        };
-        needed.push(scope.into());
-        scopes.set(pattern, needed);
+        Arc::make_mut(&mut self.scopes).add_to(pattern, |needed| needed.push(scope.into()));
         self
     }
 
