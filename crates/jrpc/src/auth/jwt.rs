@@ -188,3 +188,147 @@ fn check_claims(
         claims,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn expected() -> Expected {
+        Expected {
+            issuer: "https://as.example".into(),
+            audience: "https://rs.example/mcp".into(),
+            leeway: Duration::from_secs(30),
+        }
+    }
+
+    const NOW: u64 = 1_800_000_000;
+
+    fn claims(change: impl FnOnce(&mut Value)) -> Map<String, Value> {
+        let mut claims = json!({"iss": "https://as.example", "aud": "https://rs.example/mcp",
+                                "sub": "alice", "exp": NOW + 60});
+        change(&mut claims);
+        match claims {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        }
+    }
+
+    fn at(claims: Map<String, Value>, expected: &Expected) -> Result<AccessToken, Refusal> {
+        check_claims(claims, expected, UNIX_EPOCH + Duration::from_secs(NOW))
+    }
+
+    #[test]
+    fn claims_are_checked_with_a_small_leeway() {
+        let cases: Vec<(&str, Map<String, Value>, bool)> = vec![
+            ("good", claims(|_| {}), true),
+            (
+                "expired within the leeway",
+                claims(|c| c["exp"] = json!(NOW - 29)),
+                true,
+            ),
+            (
+                "expired past the leeway",
+                claims(|c| c["exp"] = json!(NOW - 30)),
+                false,
+            ),
+            ("exp not a number", claims(|c| c["exp"] = json!("soon")), false),
+            (
+                "no exp",
+                claims(|c| drop(c.as_object_mut().unwrap().remove("exp"))),
+                false,
+            ),
+            (
+                "nbf within the leeway",
+                claims(|c| c["nbf"] = json!(NOW + 30)),
+                true,
+            ),
+            (
+                "nbf past the leeway",
+                claims(|c| c["nbf"] = json!(NOW + 31)),
+                false,
+            ),
+            (
+                "another issuer",
+                claims(|c| c["iss"] = json!("https://as.example/")),
+                false,
+            ),
+            (
+                "no issuer",
+                claims(|c| drop(c.as_object_mut().unwrap().remove("iss"))),
+                false,
+            ),
+            (
+                "audience in an array",
+                claims(|c| c["aud"] = json!(["x", "https://rs.example/mcp"])),
+                true,
+            ),
+            (
+                "audience with a slash more",
+                claims(|c| c["aud"] = json!("https://rs.example/mcp/")),
+                false,
+            ),
+            ("audience not a string", claims(|c| c["aud"] = json!(1)), false),
+        ];
+        for (what, claims, good) in cases {
+            assert_eq!(at(claims, &expected()).is_ok(), good, "{what}");
+        }
+        let mut unset = expected();
+        unset.audience.clear();
+        assert!(
+            at(claims(|c| c["aud"] = json!("")), &unset).is_err(),
+            "no audience set"
+        );
+    }
+
+    #[test]
+    fn scopes_come_from_scope_or_scp() {
+        let cases = [
+            (json!({"scope": "a  b"}), vec!["a", "b"]),
+            (json!({"scp": ["a", "b"]}), vec!["a", "b"]),
+            (json!({"scp": "a b"}), vec!["a", "b"]),
+            (json!({}), vec![]),
+        ];
+        for (extra, scopes) in cases {
+            let token = at(
+                claims(|c| {
+                    c.as_object_mut()
+                        .unwrap()
+                        .extend(extra.as_object().unwrap().clone())
+                }),
+                &expected(),
+            )
+            .unwrap();
+            assert_eq!(token.scopes, scopes, "{extra}");
+            assert_eq!(token.subject.as_deref(), Some("alice"));
+        }
+    }
+
+    #[test]
+    fn malformed_tokens_are_refused_before_any_key_is_used() {
+        let b64 = |v: Value| URL_SAFE_NO_PAD.encode(v.to_string());
+        let body = b64(json!({}));
+        let cases = [
+            ("", "not three parts"),
+            ("a.b", "not three parts"),
+            ("a.b.c.d", "not three parts"),
+            (&*format!("{}.{body}.", b64(json!({"alg": "none"}))), "alg"),
+            (&*format!("{}.{body}.", b64(json!({"alg": "HS256"}))), "alg"),
+            (&*format!("{}.{body}.", b64(json!({"typ": "JWT"}))), "no alg"),
+            (
+                &*format!("{}.{body}.", b64(json!({"alg": "ES256", "kid": 7}))),
+                "kid",
+            ),
+            (
+                &*format!("{}.{body}.!!", b64(json!({"alg": "ES256"}))),
+                "signature",
+            ),
+            (&*format!("{}.{body}.", b64(json!(["alg"]))), "header"),
+        ];
+        for (token, why) in cases {
+            let refused = parse(token).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(refused.contains(why), "{token:?}: {refused}");
+        }
+        assert!(parse(&"a".repeat(MAX_TOKEN_LEN + 1)).is_err());
+    }
+}
