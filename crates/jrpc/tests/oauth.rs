@@ -508,3 +508,58 @@ async fn a_websocket_upgrade_needs_a_token_and_its_calls_carry_the_grant() {
     let who: Value = client.call("whoami", ()).await.unwrap();
     assert_eq!(who, json!({"identity": "alice", "scopes": ["rpc"]}));
 }
+
+#[tokio::test]
+async fn opaque_tokens_are_checked_by_introspection() {
+    use jrpc::auth::IntrospectionVerifier;
+    // An introspection endpoint that knows one token, and only answers the
+    // resource server it knows.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let resource_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", resource_listener.local_addr().unwrap());
+    let (as_issuer, as_audience) = (issuer.clone(), url.clone());
+    let server = HttpServer::new(Router::new()).route("/introspect", move |request, _| {
+        let (iss, aud) = (as_issuer.clone(), as_audience.clone());
+        async move {
+            let expected = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("rs:s%C3%A9cret"));
+            let authorized = request.headers().get("authorization").is_some_and(|v| *v == *expected);
+            let body = request.into_body().collect().await.unwrap().to_bytes();
+            let form = String::from_utf8_lossy(&body).into_owned();
+            if !authorized {
+                return json_response(StatusCode::UNAUTHORIZED, "{}".into());
+            }
+            let answer = if form.contains("token=opaque-good&") {
+                json!({"active": true, "aud": aud, "iss": iss, "sub": "carol", "scope": "rpc", "exp": now() + 60})
+            } else if form.contains("token=opaque-elsewhere&") {
+                json!({"active": true, "aud": "https://other.example/", "iss": iss, "sub": "carol", "scope": "rpc"})
+            } else {
+                json!({"active": false})
+            };
+            json_response(StatusCode::OK, answer.to_string())
+        }
+    });
+    let _issuer = server.serve_tcp(listener);
+    let verifier = IntrospectionVerifier::new(format!("{issuer}/introspect"), "rs", "sécret")
+        .audience(&url)
+        .issuer(&issuer);
+    let _serving = HttpServer::new(router())
+        .bearer(BearerAuth::new(verifier).require_scopes(["rpc"]))
+        .serve_tcp(resource_listener);
+    let answer = post(&url, Some("Bearer opaque-good"), "/", "whoami").await;
+    assert_eq!(answer.status, StatusCode::OK, "{:?}", answer.body);
+    assert_eq!(answer.body["result"]["identity"], "carol");
+    for token in ["opaque-bad", "opaque-elsewhere"] {
+        let answer = post(&url, Some(&bearer(token)), "/", "whoami").await;
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{token}");
+    }
+    // The wrong client secret: the endpoint refuses, and so does the server.
+    let wrong = IntrospectionVerifier::new(format!("{issuer}/introspect"), "rs", "guess").audience(&url);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other = format!("http://{}/", listener.local_addr().unwrap());
+    let _other = HttpServer::new(router())
+        .bearer(BearerAuth::new(wrong))
+        .serve_tcp(listener);
+    let answer = post(&other, Some("Bearer opaque-good"), "/", "whoami").await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+}

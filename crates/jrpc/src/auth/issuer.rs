@@ -179,14 +179,24 @@ pub(crate) fn metadata_urls(issuer: &str) -> Result<Vec<String>, String> {
 
 /// GETs a JSON document, bounded in time and size.
 pub(crate) async fn fetch_json(url: &str) -> Result<Value, String> {
+    request_json(Method::GET, url, HeaderMap::new(), Bytes::new()).await
+}
+
+/// Sends a request whose answer is a JSON document (`200` only), bounded
+/// in time and size.
+pub(crate) async fn request_json(
+    method: Method,
+    url: &str,
+    mut headers: HeaderMap,
+    body: Bytes,
+) -> Result<Value, String> {
     let fetch = async {
         let client = crate::client::Client::builder()
             .http(url)
             .map_err(|e| format!("{url}: {e}"))?;
-        let mut headers = HeaderMap::new();
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let response = client
-            .send_streaming(Method::GET, headers, Bytes::new())
+            .send_streaming(method, headers, body)
             .await
             .map_err(|e| format!("{url}: {e}"))?;
         if response.status() != StatusCode::OK {

@@ -25,6 +25,7 @@
 //! method.
 
 mod bearer;
+mod introspection;
 mod issuer;
 mod jwk;
 mod jwt;
@@ -34,6 +35,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 pub use bearer::{BearerAuth, BearerService};
+pub use introspection::IntrospectionVerifier;
 pub use jwk::JwkSet;
 pub use token::{AccessToken, BoxFuture, TokenError, TokenVerifier};
 
