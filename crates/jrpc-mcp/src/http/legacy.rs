@@ -23,7 +23,9 @@ use tokio::sync::mpsc;
 
 use super::session::HttpSession;
 use super::streams::{Listener, Message, StreamTable};
-use super::{accepted, accepts, json_body, refuse, Refusal, StreamableHttp, SESSION_HEADER, VERSION_HEADER};
+use super::{
+    accepted, accepts, json_body, refuse, Caller, Refusal, StreamableHttp, SESSION_HEADER, VERSION_HEADER,
+};
 use crate::server::RequestOutbound;
 use crate::types::LEGACY_PROTOCOL_VERSIONS;
 
@@ -98,7 +100,8 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
 impl StreamableHttp {
     /// The session a request names, when `caller` is the one who opened it
     /// (else it is as unknown as an id never given out).
-    fn session(&self, headers: &HeaderMap, caller: Option<&str>) -> Result<Arc<HttpSession>, Refusal> {
+    fn session(&self, headers: &HeaderMap, caller: Option<&Caller>) -> Result<Arc<HttpSession>, Refusal> {
+        let caller = caller.and_then(Caller::name);
         let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
             return Err(Refusal::bad_request("missing Mcp-Session-Id: initialize first"));
         };
@@ -135,7 +138,7 @@ impl StreamableHttp {
         headers: HeaderMap,
         body: Bytes,
         cx: RouteContext,
-        caller: Option<String>,
+        caller: Option<Caller>,
     ) -> Response<RouteBody> {
         if let Some(version) = headers.get(VERSION_HEADER) {
             let known = version
@@ -166,7 +169,7 @@ impl StreamableHttp {
                 }
             }
         } else {
-            match self.session(&headers, caller.as_deref()) {
+            match self.session(&headers, caller.as_ref()) {
                 Ok(session) => session,
                 Err(refusal) => return refusal.into_response(),
             }
@@ -273,7 +276,7 @@ impl StreamableHttp {
         &self,
         request: Request<HttpBody>,
         cx: RouteContext,
-        caller: Option<&str>,
+        caller: Option<&Caller>,
     ) -> Response<RouteBody> {
         if !accepts(request.headers(), &["text/event-stream"]) {
             return refuse(
@@ -303,7 +306,7 @@ impl StreamableHttp {
         }
     }
 
-    pub(super) fn delete(&self, headers: &HeaderMap, caller: Option<&str>) -> Response<RouteBody> {
+    pub(super) fn delete(&self, headers: &HeaderMap, caller: Option<&Caller>) -> Response<RouteBody> {
         let session = match self.session(headers, caller) {
             Ok(session) => session,
             Err(refusal) => return refusal.into_response(),
@@ -317,7 +320,7 @@ impl StreamableHttp {
     }
 
     /// A new session, or `None` when there are too many.
-    fn open_session(&self, owner: Option<String>) -> Option<Arc<HttpSession>> {
+    fn open_session(&self, caller: Option<Caller>) -> Option<Arc<HttpSession>> {
         self.sweep();
         let full = self.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= self.options.max_sessions;
         if full {
@@ -343,14 +346,24 @@ impl StreamableHttp {
         };
         let outbound: Arc<dyn RequestOutbound> = Arc::new(Arc::clone(&streams));
         let connection = Connection::with_kinds(incoming, Box::pin(outgoing), info);
-        let peer = self.server.connect_with(connection, Some(outbound));
+        let peer = self
+            .server
+            .connect_with(connection, Some(outbound), |mut builder| {
+                if let Some(caller) = &caller {
+                    if let Some(identity) = &caller.identity {
+                        builder = builder.extension(identity.clone());
+                    }
+                    builder = builder.extension(caller.scopes.clone());
+                }
+                builder
+            });
         let session = Arc::new(HttpSession {
             id: id.clone(),
             incoming: incoming_tx,
             peer,
             streams,
             last_seen: Mutex::new(tokio::time::Instant::now()),
-            owner,
+            owner: caller.and_then(|c| c.identity.map(|i| i.name().to_owned())),
         });
         self.sessions
             .lock()

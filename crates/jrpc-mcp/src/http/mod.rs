@@ -487,19 +487,15 @@ impl StreamableHttp {
         };
         #[cfg(not(feature = "oauth"))]
         let grant = None;
-        // A legacy session belongs to whoever opened it: with tokens, no
-        // one else may use its id (a leaked id is not a credential).
         #[cfg(feature = "oauth")]
-        let caller = grant
-            .as_ref()
-            .and_then(|g: &Grant| g.subject.clone().or_else(|| g.client_id.clone()));
+        let caller = grant.as_ref().map(Caller::of);
         #[cfg(not(feature = "oauth"))]
-        let caller: Option<String> = None;
+        let caller: Option<Caller> = None;
         let has_session = request.headers().contains_key(&SESSION_NAME);
         match *request.method() {
             Method::POST => self.post(request, cx, grant, caller).await,
-            Method::GET if has_session => self.get(request, cx, caller.as_deref()),
-            Method::DELETE if has_session => self.delete(request.headers(), caller.as_deref()),
+            Method::GET if has_session => self.get(request, cx, caller.as_ref()),
+            Method::DELETE if has_session => self.delete(request.headers(), caller.as_ref()),
             // GET and DELETE exist only in legacy sessions.
             Method::GET | Method::DELETE => not_allowed("POST"),
             _ => not_allowed(if has_session { "GET, POST, DELETE" } else { "POST" }),
@@ -511,7 +507,7 @@ impl StreamableHttp {
         mut request: Request<HttpBody>,
         cx: RouteContext,
         grant: Option<Grant>,
-        caller: Option<String>,
+        caller: Option<Caller>,
     ) -> Response<RouteBody> {
         // The headers go on with the request; the rest of its head is done
         // with now (not kept in the future across the waits below).
@@ -560,8 +556,44 @@ impl StreamableHttp {
             // Boxed: a session's POST needs a larger future, which a modern
             // POST should not have to allocate.
             Era::Legacy => Box::pin(self.legacy_post(headers, body, cx, caller)).await,
-            Era::Modern => self.modern_post(headers, body, cx).await,
+            Era::Modern => self.modern_post(headers, body, cx, caller).await,
         }
+    }
+}
+
+/// Who a request's token says is calling, and what it may do: handed to
+/// the tools (through `McpContext::identity` and `scopes`), and kept by a
+/// legacy session as its owner — with tokens, no one else may use its id
+/// (a leaked id is not a credential).
+#[derive(Debug, Clone)]
+pub(super) struct Caller {
+    pub(super) identity: Option<jrpc::router::Identity>,
+    pub(super) scopes: jrpc::context::Scopes,
+}
+
+impl Caller {
+    #[cfg(feature = "oauth")]
+    fn of(grant: &Grant) -> Self {
+        Caller {
+            identity: grant
+                .subject
+                .clone()
+                .or_else(|| grant.client_id.clone())
+                .map(jrpc::router::Identity::new),
+            scopes: jrpc::context::Scopes::new(grant.scopes.iter().cloned()),
+        }
+    }
+
+    pub(super) fn name(&self) -> Option<&str> {
+        self.identity.as_ref().map(|i| i.name())
+    }
+
+    /// Records the caller in a call's (or a connection's) facts.
+    pub(super) fn record(&self, extensions: &mut jrpc::router::Extensions) {
+        if let Some(identity) = &self.identity {
+            extensions.insert(identity.clone());
+        }
+        extensions.insert(self.scopes.clone());
     }
 }
 

@@ -22,7 +22,7 @@ use jrpc::{Error, Id};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::{accepted, json_body, StreamableHttp, VERSION_NAME};
+use super::{accepted, json_body, Caller, StreamableHttp, VERSION_NAME};
 use crate::headers;
 use crate::server::outlet::{outlet, Messages};
 use crate::server::round_params::{read_with_envelope, PromptCall, ReadAlready, ReadCall, ToolCall};
@@ -265,8 +265,9 @@ impl StreamableHttp {
         headers: HeaderMap,
         body: Bytes,
         cx: RouteContext,
+        caller: Option<Caller>,
     ) -> impl std::future::Future<Output = Response<RouteBody>> + Send + '_ {
-        let started = self.start(headers, &body, &cx);
+        let started = self.start(headers, &body, &cx, caller);
         async move {
             match started {
                 Start::Started(Started {
@@ -282,7 +283,7 @@ impl StreamableHttp {
 
     /// A modern request, checked and on its way to its handler; or the
     /// reply that refuses it (or accepts a notification).
-    fn start(&self, headers: HeaderMap, body: &[u8], cx: &RouteContext) -> Start {
+    fn start(&self, headers: HeaderMap, body: &[u8], cx: &RouteContext, caller: Option<Caller>) -> Start {
         let limits = Limits {
             max_frame_len: cx.max_body_len(),
             ..Limits::default()
@@ -340,6 +341,9 @@ impl StreamableHttp {
             Call::request(id.clone(), method.as_ref(), params).with_connection(Arc::clone(cx.connection()));
         call.extensions_mut().insert(headers);
         call.extensions_mut().insert(Arc::new(modern));
+        if let Some(caller) = &caller {
+            caller.record(call.extensions_mut());
+        }
         // The era is decided: of the era layer's checks only these apply,
         // and the call goes straight to the method table (the layered stack
         // would cost it a few allocations).

@@ -111,6 +111,8 @@ struct Inner {
     client_timeout: Duration,
     logger: Option<Arc<str>>,
     changes: Changes,
+    identity: Option<jrpc::router::Identity>,
+    scopes: Option<jrpc::context::Scopes>,
 }
 
 /// What a request's context is made from.
@@ -139,6 +141,8 @@ impl McpContext {
                 client_timeout: parts.client_timeout,
                 logger: parts.logger,
                 changes: parts.changes,
+                identity: ctx.identity().cloned(),
+                scopes: ctx.get::<jrpc::context::Scopes>().cloned(),
             }),
         }
     }
@@ -152,6 +156,18 @@ impl McpContext {
 
     fn modern(&self) -> Option<&Arc<Modern>> {
         self.inner.era.modern()
+    }
+
+    /// Who is calling, when the transport authenticated the caller (over
+    /// HTTP with OAuth, the token's subject).
+    pub fn identity(&self) -> Option<&jrpc::router::Identity> {
+        self.inner.identity.as_ref()
+    }
+
+    /// What the caller's token grants, when the transport authenticated
+    /// the caller (over HTTP with OAuth).
+    pub fn scopes(&self) -> Option<&jrpc::context::Scopes> {
+        self.inner.scopes.as_ref()
     }
 
     /// The id of the request being served.

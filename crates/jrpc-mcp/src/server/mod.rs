@@ -266,7 +266,7 @@ impl McpServer {
     /// socket, an in-memory pipe of your own); the peer runs until the
     /// connection closes.
     pub fn connect(&self, connection: Connection) -> Peer {
-        self.connect_with(connection, None)
+        self.connect_with(connection, None, |builder| builder)
     }
 
     /// [`connect`](Self::connect), with a transport that routes each
@@ -275,8 +275,9 @@ impl McpServer {
         &self,
         connection: Connection,
         outbound: Option<Arc<dyn RequestOutbound>>,
+        facts: impl FnOnce(PeerBuilder) -> PeerBuilder,
     ) -> Peer {
-        let mut builder = self.peer_builder();
+        let mut builder = facts(self.peer_builder());
         if let Some(outbound) = outbound {
             builder = builder.extension(outbound);
         }

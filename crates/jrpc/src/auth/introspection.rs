@@ -109,12 +109,7 @@ impl IntrospectionVerifier {
         if self.audience.is_empty() {
             return invalid("no audience is set for this resource");
         }
-        let named = match claims.get("aud") {
-            Some(Value::String(aud)) => *aud == self.audience,
-            Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(self.audience.as_str())),
-            _ => false,
-        };
-        if !named {
+        if !super::jwt::names_audience(claims.get("aud"), &self.audience) {
             return invalid("aud does not name this resource");
         }
         if let (Some(issuer), Some(iss)) = (&self.issuer, claims.get("iss")) {

@@ -112,6 +112,16 @@ fn decode_json(part: &str) -> Option<Value> {
     }
 }
 
+/// Whether an `aud` claim (a string, or an array of them) names
+/// `audience` exactly.
+pub(crate) fn names_audience(aud: Option<&Value>, audience: &str) -> bool {
+    match aud {
+        Some(Value::String(aud)) => aud == audience,
+        Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(audience)),
+        _ => false,
+    }
+}
+
 /// Checks a parsed token's signature with `keys`, then its claims.
 pub(crate) fn check(
     parsed: &Parsed<'_>,
@@ -143,14 +153,7 @@ fn check_claims(
     if claims.get("iss").and_then(Value::as_str) != Some(expected.issuer.as_str()) {
         return Err(Refusal::Claim("iss is not the issuer"));
     }
-    let audience_named = match claims.get("aud") {
-        Some(Value::String(aud)) => *aud == expected.audience,
-        Some(Value::Array(auds)) => auds
-            .iter()
-            .any(|a| a.as_str() == Some(expected.audience.as_str())),
-        _ => false,
-    };
-    if !audience_named {
+    if !names_audience(claims.get("aud"), &expected.audience) {
         return Err(Refusal::Claim("aud does not name this resource"));
     }
     let now = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64();
