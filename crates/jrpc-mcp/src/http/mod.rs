@@ -218,8 +218,15 @@ impl McpServer {
         let mut http = HttpServer::new(jrpc::Router::new())
             .health_path(None)
             .websocket(None);
+        // The metadata document, where clients look for it (only when
+        // tokens are required).
         #[cfg(feature = "oauth")]
-        for metadata_path in oauth::metadata_paths(&path) {
+        let metadata_paths = match endpoint.guard.is_some() {
+            true => oauth::metadata_paths(&path),
+            false => Vec::new(),
+        };
+        #[cfg(feature = "oauth")]
+        for metadata_path in metadata_paths {
             let endpoint = endpoint.clone();
             http = http.route(metadata_path, move |_, _| {
                 let response = endpoint.metadata_response();
