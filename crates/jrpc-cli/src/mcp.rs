@@ -232,12 +232,7 @@ impl McpArgs {
 
 /// The OAuth settings of `jrpc mcp serve --http … --oauth-issuer URL`.
 fn oauth_settings(issuer: &str, serve: &ServeArgs) -> anyhow::Result<jrpc_mcp::http::OAuth> {
-    let url: http::Uri = issuer
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--oauth-issuer {issuer:?}: {e}"))?;
-    if !matches!(url.scheme_str(), Some("http" | "https")) || url.authority().is_none() {
-        anyhow::bail!("--oauth-issuer {issuer:?}: expected the authorization server's http(s):// URL");
-    }
+    crate::serve::check_issuer_url(issuer)?;
     let mut oauth = jrpc_mcp::http::OAuth::issuer(issuer).require_scopes(serve.oauth_scope.iter().cloned());
     if let Some(resource) = &serve.oauth_resource {
         oauth = oauth.resource(resource);

@@ -311,12 +311,7 @@ impl ServeArgs {
         let Some(issuer) = &self.oauth_issuer else {
             return Ok(None);
         };
-        let parsed: http::Uri = issuer
-            .parse()
-            .map_err(|e| anyhow::anyhow!("--oauth-issuer {issuer:?}: {e}"))?;
-        if !matches!(parsed.scheme_str(), Some("http" | "https")) || parsed.authority().is_none() {
-            bail!("--oauth-issuer {issuer:?}: expected the authorization server's http(s):// URL");
-        }
+        check_issuer_url(issuer)?;
         let audience = self.oauth_audience.clone().unwrap_or_else(|| format!("{url}/"));
         let verifier = jrpc::auth::JwtVerifier::builder(issuer.as_str())
             .audience(audience)
@@ -478,6 +473,18 @@ fn http_server(
         http = http.metrics(metrics.clone());
     }
     Ok(http)
+}
+
+/// Refuses an `--oauth-issuer` that is not an authorization server's
+/// http(s):// URL (`jrpc serve` and `jrpc mcp serve` alike).
+pub(crate) fn check_issuer_url(issuer: &str) -> anyhow::Result<()> {
+    let parsed: http::Uri = issuer
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--oauth-issuer {issuer:?}: {e}"))?;
+    if !matches!(parsed.scheme_str(), Some("http" | "https")) || parsed.authority().is_none() {
+        bail!("--oauth-issuer {issuer:?}: expected the authorization server's http(s):// URL");
+    }
+    Ok(())
 }
 
 /// `jrpc serve`: the demo methods.

@@ -582,11 +582,7 @@ impl Caller {
     #[cfg(feature = "oauth")]
     fn of(grant: &Grant) -> Self {
         Caller {
-            identity: grant
-                .subject
-                .clone()
-                .or_else(|| grant.client_id.clone())
-                .map(jrpc::router::Identity::new),
+            identity: grant.identity(),
             scopes: jrpc::context::Scopes::new(grant.scopes.iter().cloned()),
         }
     }

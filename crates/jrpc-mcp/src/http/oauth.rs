@@ -23,10 +23,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderMap, Response, StatusCode, Uri};
+use http::{HeaderMap, Response, Uri};
 use jrpc::auth::{AccessToken, BearerAuth, JwtVerifier, TokenVerifier};
 use jrpc::server::http::route::RouteBody;
-use jrpc::Error;
 use serde::Deserialize;
 
 /// Who issues the tokens, and how they are checked.
@@ -157,11 +156,10 @@ impl OAuth {
         Ok(Guard {
             bearer: BearerAuth::new(verifier)
                 .require_scopes(self.required.iter().cloned())
-                .resource_metadata(metadata_url.clone()),
+                .resource_metadata(metadata_url),
             required: self.required.clone(),
             tool_scopes,
             metadata: Bytes::from(metadata.to_string()),
-            metadata_url,
         })
     }
 }
@@ -199,7 +197,6 @@ pub(super) struct Guard {
     tool_scopes: HashMap<String, Vec<String>>,
     /// The protected resource metadata document.
     pub(super) metadata: Bytes,
-    pub(super) metadata_url: String,
 }
 
 /// What the per-tool check needs of a message.
@@ -263,26 +260,11 @@ impl Guard {
                     scopes.push(scope.clone());
                 }
             }
-            return Some(self.insufficient(&scopes.join(" "), &name));
+            let scopes = scopes.join(" ");
+            let why = format!("the tool {name} needs the scope {scopes}");
+            return Some(self.bearer.insufficient_scope(&scopes, &why));
         }
         None
-    }
-
-    fn insufficient(&self, scope: &str, tool: &str) -> Response<RouteBody> {
-        let challenge = format!(
-            "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{}\"",
-            self.metadata_url
-        );
-        let error = Error::new(jrpc::message::codes::UNAUTHORIZED, "Forbidden")
-            .with_data(&format!("the tool {tool} needs the scope {scope}"));
-        let mut response: Response<RouteBody> =
-            jrpc::server::http::error_response(StatusCode::FORBIDDEN, error);
-        if let Ok(value) = http::HeaderValue::from_str(&challenge) {
-            response
-                .headers_mut()
-                .insert(http::header::WWW_AUTHENTICATE, value);
-        }
-        response
     }
 
     /// The metadata document as a response.

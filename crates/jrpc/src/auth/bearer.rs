@@ -15,7 +15,7 @@ use http::{Request, Response, StatusCode};
 use tower::{Layer, Service};
 
 use super::token::{AccessToken, TokenError, TokenVerifier};
-use crate::context::{Identity, Scopes};
+use crate::context::Scopes;
 use crate::message::{codes, Error};
 use crate::server::http::{error_response, ErrorBody};
 
@@ -33,7 +33,7 @@ use crate::server::http::{error_response, ErrorBody};
 ///   `Bearer error="invalid_request"`.
 ///
 /// A request let through carries the token's [`AccessToken`], the
-/// caller's [`Identity`] (its subject) and its [`Scopes`] in its
+/// caller's [`Identity`](crate::context::Identity) (its subject) and its [`Scopes`] in its
 /// extensions, and so does every call it makes.
 #[derive(Clone)]
 pub struct BearerAuth {
@@ -139,47 +139,74 @@ impl BearerAuth {
 
     /// The response for a refusal: status, `WWW-Authenticate`, body.
     pub(crate) fn refusal<B: ErrorBody>(&self, refused: &Refused) -> Response<B> {
-        let (status, error, scope, data) = match refused {
-            Refused::Missing => (
-                StatusCode::UNAUTHORIZED,
-                None,
-                (!self.required.is_empty()).then(|| self.required.join(" ")),
-                "send Authorization: Bearer <token>",
-            ),
-            Refused::Invalid => (
+        match refused {
+            Refused::Missing => {
+                let scope = (!self.required.is_empty()).then(|| self.required.join(" "));
+                self.respond(
+                    StatusCode::UNAUTHORIZED,
+                    None,
+                    scope.as_deref(),
+                    "send Authorization: Bearer <token>",
+                )
+            }
+            Refused::Invalid => self.respond(
                 StatusCode::UNAUTHORIZED,
                 Some("invalid_token"),
                 None,
                 "the token is not valid here",
             ),
-            Refused::Scope(needed) => (
-                StatusCode::FORBIDDEN,
-                Some("insufficient_scope"),
-                Some(needed.clone()),
-                "the token lacks a scope this needs",
-            ),
-            Refused::Request(why) => (StatusCode::BAD_REQUEST, Some("invalid_request"), None, *why),
-        };
-        let mut challenge = String::from("Bearer");
+            Refused::Scope(needed) => self.insufficient_scope(needed, "the token lacks a scope this needs"),
+            Refused::Request(why) => {
+                self.respond(StatusCode::BAD_REQUEST, Some("invalid_request"), None, why)
+            }
+        }
+    }
+
+    /// `403` with `Bearer error="insufficient_scope", scope="…"`: what a
+    /// client steps up with. `scope` is every scope to ask for (space
+    /// separated); `why` goes in the error body's `data`. For checks of
+    /// your own (a scope per tool, say).
+    pub fn insufficient_scope<B: ErrorBody>(&self, scope: &str, why: &str) -> Response<B> {
+        self.respond(
+            StatusCode::FORBIDDEN,
+            Some("insufficient_scope"),
+            Some(scope),
+            why,
+        )
+    }
+
+    /// A refusal with its challenge, its parameters in the order the MCP
+    /// specification's examples give: the error, then (for a scope
+    /// refusal) the scope, then where the metadata is, then the scope to
+    /// ask for on a first request.
+    fn respond<B: ErrorBody>(
+        &self,
+        status: StatusCode,
+        error: Option<&str>,
+        scope: Option<&str>,
+        data: &str,
+    ) -> Response<B> {
         let mut params = Vec::new();
         if let Some(error) = error {
             params.push(format!("error=\"{error}\""));
         }
-        if let Some(scope) = scope {
-            params.push(format!("scope=\"{}\"", quoted(&scope)));
+        let scope = scope.map(|scope| format!("scope=\"{}\"", quoted(scope)));
+        let stepping_up = status == StatusCode::FORBIDDEN;
+        if stepping_up {
+            params.extend(scope.clone());
         }
         if let Some(url) = &self.resource_metadata {
             params.push(format!("resource_metadata=\"{}\"", quoted(url)));
         }
+        if !stepping_up {
+            params.extend(scope);
+        }
+        let mut challenge = String::from("Bearer");
         if !params.is_empty() {
             challenge.push(' ');
             challenge.push_str(&params.join(", "));
         }
-        let message = if status == StatusCode::FORBIDDEN {
-            "Forbidden"
-        } else {
-            "Unauthorized"
-        };
+        let message = if stepping_up { "Forbidden" } else { "Unauthorized" };
         let error = Error::new(codes::UNAUTHORIZED, message).with_data(data);
         let mut response: Response<B> = error_response(status, error);
         if let Ok(value) = HeaderValue::from_str(&challenge) {
@@ -281,8 +308,8 @@ where
             match granted {
                 Ok(token) => {
                     let extensions = request.extensions_mut();
-                    if let Some(subject) = token.subject.clone().or_else(|| token.client_id.clone()) {
-                        extensions.insert(Identity::new(subject));
+                    if let Some(identity) = token.identity() {
+                        extensions.insert(identity);
                     }
                     extensions.insert(Scopes::new(token.scopes.iter().cloned()));
                     extensions.insert(Arc::new(token));

@@ -51,6 +51,15 @@ impl AccessToken {
         }
     }
 
+    /// Who the caller is: the subject, else (a machine client's token) the
+    /// client it was issued to.
+    pub fn identity(&self) -> Option<crate::context::Identity> {
+        self.subject
+            .as_deref()
+            .or(self.client_id.as_deref())
+            .map(crate::context::Identity::new)
+    }
+
     /// Whether it grants `scope`.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
