@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use jrpc_mcp::client::oauth::{Authorizer, BoxFuture, ClientKey, OAuthClient, OAuthError};
 use jrpc_mcp::client::{McpClient, McpClientError, ProtocolChoice};
 use jrpc_mcp::types::{
     CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, JsonObject, OneOrMany, Role, Root,
@@ -54,8 +55,68 @@ fn protocol() -> ProtocolChoice {
         .unwrap_or_default()
 }
 
-async fn connect(url: &str) -> Result<McpClient, McpClientError> {
+/// The client's URL as a client ID metadata document: what the suite's
+/// `auth/basic-cimd` expects (its authorization server never fetches it).
+const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// How the client logs in when a server asks (`401`): a headless browser
+/// step, the client ID metadata document URL, and what the scenario's
+/// context gives (a pre-registered client, the client credentials of a
+/// machine client, its private key).
+fn oauth(scenario: &str, context: &Value) -> Result<OAuthClient, McpClientError> {
+    let mut oauth = OAuthClient::builder()
+        .client_name("jrpc-conformance-client")
+        .client_metadata_url(CIMD_URL)
+        .authorizer(Headless);
+    if let Some(id) = context["client_id"].as_str() {
+        oauth = oauth.client_id(id);
+    }
+    if let Some(secret) = context["client_secret"].as_str() {
+        oauth = oauth.client_secret(secret);
+    }
+    if let Some(pem) = context["private_key_pem"].as_str() {
+        let key = ClientKey::from_pem(pem).map_err(|e| McpClientError::Connect(std::io::Error::other(e)))?;
+        oauth = oauth.private_key(key);
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        oauth = oauth.client_credentials();
+    }
+    Ok(oauth.build())
+}
+
+/// The browser step with no browser: the suite's authorization server
+/// redirects at once, so the authorization URL is fetched (redirects not
+/// followed) and its `Location` is where the user would have landed.
+struct Headless;
+
+impl Authorizer for Headless {
+    fn redirect_uri(&self) -> BoxFuture<'_, Result<String, OAuthError>> {
+        Box::pin(async { Ok("http://localhost:3000/callback".to_owned()) })
+    }
+
+    fn authorize(&self, url: String) -> BoxFuture<'_, Result<String, OAuthError>> {
+        Box::pin(async move {
+            let failed = |why: String| OAuthError::Authorizer(format!("GET {url}: {why}"));
+            let http = jrpc::client::Client::builder()
+                .http(&url)
+                .map_err(|e| failed(e.to_string()))?;
+            let response = http
+                .send_streaming(http::Method::GET, http::HeaderMap::new(), bytes::Bytes::new())
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            response
+                .headers()
+                .get(http::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+                .ok_or_else(|| failed(format!("HTTP {} with no redirect", response.status())))
+        })
+    }
+}
+
+async fn connect(url: &str, scenario: &str, context: &Value) -> Result<McpClient, McpClientError> {
     McpClient::builder("jrpc-conformance-client", env!("CARGO_PKG_VERSION"))
+        .oauth(oauth(scenario, context)?)
         .protocol(protocol())
         .elicitation(|params| async move { Ok(accept_with_defaults(&params)) })
         .sampling(|_| async {
@@ -110,7 +171,7 @@ fn accept_with_defaults(params: &ElicitParams) -> ElicitResult {
 }
 
 async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), McpClientError> {
-    let client = connect(url).await?;
+    let client = connect(url, scenario, context).await?;
     let outcome = scenario_steps(&client, scenario, context).await;
     client.close().await;
     outcome
@@ -176,6 +237,12 @@ async fn scenario_steps(client: &McpClient, scenario: &str, context: &Value) -> 
                     .call_tool("json_schema_echo", json!({"schema": focal.input_schema}))
                     .await?;
             }
+        }
+        // The authorization scenarios: a list and a call (`auth/scope-step-up`
+        // needs a scope more for the call), each request authorized.
+        auth if auth.starts_with("auth/") => {
+            client.list_tools().await?;
+            client.call_tool("test-tool", json!({})).await?;
         }
         // initialize, request-metadata, json-schema-ref-no-deref, and any
         // scenario not known here: connect (done), list the tools.

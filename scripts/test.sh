@@ -108,7 +108,7 @@ step "MCP interop: McpClient (examples/mcp_client_checks.rs) against the Python 
 
 step "MCP conformance: the official suite's server scenarios (npm, pinned) against jrpc mcp serve --http --conformance"
 bash crates/jrpc-mcp/tests/interop/conformance.sh "$target_dir/debug/jrpc"
-step "MCP conformance: the suite's client scenarios (both requirement sets, auth/ excluded) against examples/mcp_conformance_client.rs"
+step "MCP conformance: the suite's client scenarios (both requirement sets, auth/ included) against examples/mcp_conformance_client.rs"
 bash crates/jrpc-mcp/tests/interop/conformance_client.sh "$target_dir/debug/examples/mcp_conformance_client"
 
 step "all passed"

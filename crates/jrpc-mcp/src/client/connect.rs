@@ -41,7 +41,15 @@ impl McpClientBuilder {
         for (name, value) in &self.headers {
             builder = builder.header(name, value);
         }
-        let http = builder.http(url)?;
+        let http = super::endpoint::Endpoint::new(builder.http(url)?);
+        #[cfg(feature = "oauth")]
+        let http = match &self.oauth {
+            Some(client) => http.with_oauth(
+                super::oauth::Session::new(client.clone(), url)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
+            ),
+            None => http,
+        };
         if let Some(version) = self.protocol.modern() {
             let modern = modern_http::ModernHttp::new(http.clone(), self.notify());
             let wire = Wire::Http(Arc::new(modern));

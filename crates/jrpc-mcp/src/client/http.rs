@@ -7,10 +7,10 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::endpoint::Endpoint;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
-use jrpc::client::HttpClient;
 use jrpc::codec::Inbound;
 use jrpc::transport::{Connection, OutFrame, OutKind};
 use jrpc::{Error, Id};
@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 /// The session's state shared by its POSTs and its GET stream.
 pub(crate) struct HttpSession {
-    http: HttpClient,
+    http: Endpoint,
     session: Mutex<Option<HeaderValue>>,
     /// The `initialize` request, to start a new session with when the
     /// server has ended ours (404).
@@ -42,7 +42,7 @@ const LAST_EVENT_ID: &str = "last-event-id";
 
 impl HttpSession {
     /// A connection to `url` for a peer, and the session behind it.
-    pub(crate) fn connect(http: HttpClient) -> (Connection, Arc<HttpSession>) {
+    pub(crate) fn connect(http: Endpoint) -> (Connection, Arc<HttpSession>) {
         let (tx, rx) = mpsc::channel::<io::Result<Inbound>>(256);
         let session = Arc::new(HttpSession {
             http,
@@ -126,11 +126,7 @@ impl HttpSession {
         }
         let mut headers = self.headers("application/json, text/event-stream");
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let response = match self
-            .http
-            .send_streaming(Method::POST, headers, frame.clone())
-            .await
-        {
+        let response = match self.http.send(Method::POST, headers, frame.clone()).await {
             Ok(response) => response,
             Err(e) => {
                 let why = match &e {
@@ -209,7 +205,7 @@ impl HttpSession {
         *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let mut headers = self.headers("application/json, text/event-stream");
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let Ok(response) = self.http.send_streaming(Method::POST, headers, initialize).await else {
+        let Ok(response) = self.http.send(Method::POST, headers, initialize).await else {
             return false;
         };
         let Some(session) = response.headers().get(SESSION_HEADER).cloned() else {
@@ -225,7 +221,7 @@ impl HttpSession {
         let ready = Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         let mut headers = self.headers("application/json, text/event-stream");
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let sent = self.http.send_streaming(Method::POST, headers, ready).await;
+        let sent = self.http.send(Method::POST, headers, ready).await;
         if sent.is_ok() {
             tokio::spawn(Arc::clone(self).listen());
         }
@@ -283,11 +279,7 @@ impl HttpSession {
         if let Some(value) = last_id.and_then(|id| HeaderValue::from_str(id).ok()) {
             headers.insert(LAST_EVENT_ID, value);
         }
-        let response = self
-            .http
-            .send_streaming(Method::GET, headers, Bytes::new())
-            .await
-            .ok()?;
+        let response = self.http.send(Method::GET, headers, Bytes::new()).await.ok()?;
         (response.status().is_success() && is_sse(response.headers())).then(|| response.into_body())
     }
 
@@ -322,10 +314,7 @@ impl HttpSession {
             return;
         }
         let headers = self.headers("application/json");
-        let _ = self
-            .http
-            .send_streaming(Method::DELETE, headers, Bytes::new())
-            .await;
+        let _ = self.http.send(Method::DELETE, headers, Bytes::new()).await;
     }
 
     /// Delivers each event of an SSE body as a frame, until it ends;

@@ -44,6 +44,8 @@ mod cache;
 mod callbacks;
 mod calls;
 mod connect;
+#[cfg(feature = "http-client")]
+mod endpoint;
 mod era;
 mod error;
 #[cfg(feature = "http-client")]
@@ -51,6 +53,8 @@ mod http;
 mod listen;
 #[cfg(feature = "http-client")]
 mod modern_http;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 #[cfg(feature = "http-client")]
 mod sse;
 mod wire;
@@ -93,6 +97,9 @@ pub struct McpClientBuilder {
     results: Arc<cache::ResultCache>,
     /// The change streams open on a connection ([`McpClient::listen`]).
     listeners: Arc<listen::Listeners>,
+    /// How to log in to a server over HTTP that asks for it.
+    #[cfg(feature = "oauth")]
+    oauth: Option<oauth::OAuthClient>,
 }
 
 impl McpClient {
@@ -113,6 +120,8 @@ impl McpClient {
             max_rounds: 8,
             results: Arc::new(cache::ResultCache::new(true)),
             listeners: Arc::default(),
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 }
@@ -175,6 +184,14 @@ impl McpClientBuilder {
     /// say. A name or value that is not a valid header fails the connect.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Logs in to a server over HTTP that asks for it (`401`), with
+    /// OAuth 2.1 as the MCP specification says: see [`oauth`].
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, client: oauth::OAuthClient) -> Self {
+        self.oauth = Some(client);
         self
     }
 

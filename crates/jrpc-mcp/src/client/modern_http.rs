@@ -7,10 +7,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::endpoint::Endpoint;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method};
 use http_body_util::BodyExt;
-use jrpc::client::HttpClient;
 use jrpc::message::RawValue;
 use jrpc::{CallError, Error, Id};
 use serde::Deserialize;
@@ -34,7 +34,7 @@ pub struct HttpStatusError {
 
 /// The modern wire to one endpoint.
 pub(crate) struct ModernHttp {
-    http: HttpClient,
+    http: Endpoint,
     next_id: AtomicU64,
     notify: Notify,
 }
@@ -64,7 +64,7 @@ fn trace(direction: &str, message: &[u8]) {
 }
 
 impl ModernHttp {
-    pub(crate) fn new(http: HttpClient, notify: Notify) -> Self {
+    pub(crate) fn new(http: Endpoint, notify: Notify) -> Self {
         ModernHttp {
             http,
             next_id: AtomicU64::new(1),
@@ -134,10 +134,7 @@ impl ModernHttp {
                 .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;
             headers.insert(name, value);
         }
-        let response = self
-            .http
-            .send_streaming(Method::POST, headers, Bytes::from(body))
-            .await?;
+        let response = self.http.send(Method::POST, headers, Bytes::from(body)).await?;
         let status = response.status();
         let sse = response
             .headers()

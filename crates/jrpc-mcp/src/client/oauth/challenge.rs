@@ -1,0 +1,179 @@
+//! Reading a server's `WWW-Authenticate` challenges (RFC 9110 §11.6.1):
+//! the `Bearer` one's parameters (`resource_metadata`, `scope`, `error`).
+
+use http::HeaderMap;
+
+/// What a `Bearer` challenge said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Challenge {
+    /// `error`: `invalid_token`, `insufficient_scope`, …
+    pub(crate) error: Option<String>,
+    /// `scope`: the scopes this request needs, space-separated.
+    pub(crate) scope: Option<String>,
+    /// `resource_metadata` (RFC 9728 §5.1): where the protected resource
+    /// metadata is.
+    pub(crate) resource_metadata: Option<String>,
+}
+
+impl Challenge {
+    /// The `Bearer` challenge among a response's `WWW-Authenticate`
+    /// headers; `None` when there is none.
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Option<Challenge> {
+        headers
+            .get_all(http::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .find_map(parse_bearer)
+    }
+
+    /// The scopes asked, one per item.
+    pub(crate) fn scopes(&self) -> Vec<String> {
+        split_scopes(self.scope.as_deref().unwrap_or(""))
+    }
+}
+
+/// Space-separated scopes, one per item (RFC 6749 §3.3).
+pub(crate) fn split_scopes(scope: &str) -> Vec<String> {
+    scope.split_ascii_whitespace().map(str::to_owned).collect()
+}
+
+/// The `Bearer` challenge in one header value, which may hold several
+/// challenges (`DPoP algs="ES256", Bearer scope="a"`).
+fn parse_bearer(value: &str) -> Option<Challenge> {
+    let mut rest = value;
+    let mut in_bearer = false;
+    let mut found: Option<Challenge> = None;
+    loop {
+        rest = rest.trim_start_matches(|c: char| c == ',' || c.is_ascii_whitespace());
+        if rest.is_empty() {
+            return found;
+        }
+        let token_end = rest
+            .find(|c: char| c == '=' || c == ',' || c.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        let token = &rest[..token_end];
+        let after = rest[token_end..].trim_start_matches([' ', '\t']);
+        if token.is_empty() {
+            // A stray character: skip it.
+            rest = &rest[1..];
+            continue;
+        }
+        if let Some(value_part) = after.strip_prefix('=') {
+            if value_part.starts_with('=')
+                || value_part.trim_start().is_empty()
+                || value_part.starts_with(',')
+            {
+                // token68 padding (`abc==`): not a parameter.
+                rest = value_part.trim_start_matches('=');
+                continue;
+            }
+            let value_part = value_part.trim_start_matches([' ', '\t']);
+            let (param, next) = read_value(value_part);
+            if in_bearer {
+                let challenge = found.get_or_insert_with(Challenge::default);
+                match token.to_ascii_lowercase().as_str() {
+                    "error" => challenge.error = Some(param),
+                    "scope" => challenge.scope = Some(param),
+                    "resource_metadata" => challenge.resource_metadata = Some(param),
+                    _ => {}
+                }
+            }
+            rest = next;
+        } else {
+            // A scheme name starts a new challenge.
+            if found.is_some() && in_bearer {
+                return found;
+            }
+            in_bearer = token.eq_ignore_ascii_case("bearer");
+            if in_bearer {
+                found = Some(Challenge::default());
+            }
+            rest = after;
+        }
+    }
+}
+
+/// A parameter's value (a quoted-string or a token) and what follows it.
+fn read_value(input: &str) -> (String, &str) {
+    if let Some(quoted) = input.strip_prefix('"') {
+        let mut value = String::new();
+        let mut chars = quoted.char_indices();
+        while let Some((at, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, escaped)) = chars.next() {
+                        value.push(escaped);
+                    }
+                }
+                '"' => return (value, &quoted[at + 1..]),
+                c => value.push(c),
+            }
+        }
+        (value, "")
+    } else {
+        let end = input.find([',', ' ', '\t']).unwrap_or(input.len());
+        (input[..end].to_owned(), &input[end..])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(value: &str) -> Option<Challenge> {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::WWW_AUTHENTICATE, value.parse().unwrap());
+        Challenge::from_headers(&headers)
+    }
+
+    #[test]
+    fn bearer_parameters_are_read_quoted_or_not() {
+        type Case<'a> = (&'a str, Option<(&'a str, &'a str, &'a str)>);
+        let cases: &[Case] = &[
+            ("Bearer", Some(("", "", ""))),
+            (
+                r#"Bearer resource_metadata="http://a/.well-known/oauth-protected-resource/mcp", scope="read write""#,
+                Some((
+                    "",
+                    "read write",
+                    "http://a/.well-known/oauth-protected-resource/mcp",
+                )),
+            ),
+            (
+                r#"Bearer error="insufficient_scope", scope="files:write", error_description="needs \"write\"""#,
+                Some(("insufficient_scope", "files:write", "")),
+            ),
+            (
+                "bearer error=invalid_token,scope=a",
+                Some(("invalid_token", "a", "")),
+            ),
+            (r#"DPoP algs="ES256", Bearer scope="b""#, Some(("", "b", ""))),
+            (r#"Bearer scope="c", Basic realm="x""#, Some(("", "c", ""))),
+            (r#"Basic realm="x""#, None),
+            ("Negotiate abc==", None),
+        ];
+        for (value, expected) in cases {
+            let got = parse(value);
+            let expected = expected.map(|(error, scope, metadata)| Challenge {
+                error: (!error.is_empty()).then(|| error.to_owned()),
+                scope: (!scope.is_empty()).then(|| scope.to_owned()),
+                resource_metadata: (!metadata.is_empty()).then(|| metadata.to_owned()),
+            });
+            assert_eq!(got, expected, "{value}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_challenge_is_found_among_several_headers() {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            http::header::WWW_AUTHENTICATE,
+            r#"Basic realm="x""#.parse().unwrap(),
+        );
+        headers.append(
+            http::header::WWW_AUTHENTICATE,
+            r#"Bearer scope="s""#.parse().unwrap(),
+        );
+        assert_eq!(Challenge::from_headers(&headers).unwrap().scopes(), vec!["s"]);
+    }
+}

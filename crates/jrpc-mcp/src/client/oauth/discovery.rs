@@ -1,0 +1,273 @@
+//! Finding the authorization server: the MCP server's protected resource
+//! metadata (RFC 9728; from the `WWW-Authenticate` challenge, else the
+//! well-known URLs in the MCP specification's order), then the
+//! authorization server's metadata (RFC 8414, else OpenID discovery, in
+//! the specification's order), each checked before it is used.
+
+use serde_json::{Map, Value};
+use url::Url;
+
+use super::fetch;
+use super::OAuthError;
+
+/// An MCP server's protected resource metadata.
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceMetadata {
+    /// `resource`: the server's canonical URL, sent as the `resource`
+    /// parameter (RFC 8707).
+    pub(crate) resource: String,
+    pub(crate) authorization_servers: Vec<String>,
+    pub(crate) scopes_supported: Option<Vec<String>>,
+}
+
+/// What the client uses of an authorization server's metadata.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ServerMetadata {
+    pub(crate) issuer: String,
+    pub(crate) authorization_endpoint: Option<String>,
+    pub(crate) token_endpoint: String,
+    pub(crate) registration_endpoint: Option<String>,
+    pub(crate) scopes_supported: Option<Vec<String>>,
+    pub(crate) code_challenge_methods_supported: Vec<String>,
+    pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    pub(crate) client_id_metadata_document_supported: bool,
+    pub(crate) iss_parameter_supported: bool,
+}
+
+/// The protected resource metadata of the MCP server at `server`: at
+/// `from_challenge` when the server named it, else at
+/// `/.well-known/oauth-protected-resource{path}`, then at the root form.
+pub(crate) async fn resource_metadata(
+    server: &Url,
+    from_challenge: Option<&str>,
+) -> Result<ResourceMetadata, OAuthError> {
+    let places = match from_challenge {
+        Some(url) => vec![url.to_owned()],
+        None => well_known_resource_urls(server),
+    };
+    let mut tried = Vec::new();
+    for place in places {
+        if let Some(document) = fetch::get_json(&place).await? {
+            let metadata = read_resource_metadata(&document)
+                .map_err(|why| OAuthError::Discovery(format!("{place}: {why}")))?;
+            check_resource(server, &metadata.resource)?;
+            return Ok(metadata);
+        }
+        tried.push(place);
+    }
+    Err(OAuthError::Discovery(format!(
+        "no protected resource metadata for {server} (tried {})",
+        tried.join(", ")
+    )))
+}
+
+/// Where the metadata may be when the challenge does not say, in order.
+fn well_known_resource_urls(server: &Url) -> Vec<String> {
+    let origin = server.origin().ascii_serialization();
+    let path = server.path().trim_end_matches('/');
+    let root = format!("{origin}/.well-known/oauth-protected-resource");
+    if path.is_empty() {
+        vec![root]
+    } else {
+        vec![format!("{root}{path}"), root]
+    }
+}
+
+fn read_resource_metadata(document: &Map<String, Value>) -> Result<ResourceMetadata, String> {
+    let resource = document
+        .get("resource")
+        .and_then(Value::as_str)
+        .ok_or("no `resource`")?
+        .to_owned();
+    let authorization_servers = strings(document.get("authorization_servers")).unwrap_or_default();
+    if authorization_servers.is_empty() {
+        return Err("no `authorization_servers`".into());
+    }
+    Ok(ResourceMetadata {
+        resource,
+        authorization_servers,
+        scopes_supported: strings(document.get("scopes_supported")),
+    })
+}
+
+/// The metadata must be about this server (RFC 9728 §3.3, §7.3): its
+/// `resource` the server's URL or a prefix of it (same origin, a path
+/// prefix on a `/` boundary); otherwise a server could send the client's
+/// token on to another resource's authorization server.
+pub(crate) fn check_resource(server: &Url, resource: &str) -> Result<(), OAuthError> {
+    let refused = || {
+        OAuthError::Refused(format!(
+            "the protected resource metadata is for {resource}, not for {server}"
+        ))
+    };
+    let named = Url::parse(resource).map_err(|_| refused())?;
+    if named.origin() != server.origin() || named.fragment().is_some() {
+        return Err(refused());
+    }
+    let (named_path, server_path) = (
+        named.path().trim_end_matches('/'),
+        server.path().trim_end_matches('/'),
+    );
+    let covered = server_path == named_path
+        || server_path
+            .strip_prefix(named_path)
+            .is_some_and(|rest| rest.starts_with('/'));
+    if covered {
+        Ok(())
+    } else {
+        Err(refused())
+    }
+}
+
+/// The metadata of the authorization server `issuer`, from the first of
+/// its well-known URLs that has it; its `issuer` must be `issuer`.
+pub(crate) async fn server_metadata(issuer: &str) -> Result<ServerMetadata, OAuthError> {
+    let places = metadata_urls(issuer)?;
+    for place in &places {
+        let Some(document) = fetch::get_json(place).await? else {
+            continue;
+        };
+        let metadata = read_server_metadata(&document)
+            .map_err(|why| OAuthError::Discovery(format!("{place}: {why}")))?;
+        // RFC 8414 §3.3: the document's issuer is identical to the one
+        // the URL was made from, or it must not be used (a mix-up attack
+        // otherwise). Compared as strings, as the MCP specification says.
+        if metadata.issuer != issuer {
+            return Err(OAuthError::Refused(format!(
+                "the metadata at {place} names issuer {:?}, not {issuer:?}",
+                metadata.issuer
+            )));
+        }
+        return Ok(metadata);
+    }
+    Err(OAuthError::Discovery(format!(
+        "no authorization server metadata for {issuer} (tried {})",
+        places.join(", ")
+    )))
+}
+
+/// Where an issuer's metadata may be, in the MCP specification's order:
+/// for `https://as.example/tenant`, `/.well-known/oauth-authorization-server/tenant`,
+/// `/.well-known/openid-configuration/tenant`, then
+/// `/tenant/.well-known/openid-configuration`; for an issuer without a
+/// path, the first two without one.
+pub(crate) fn metadata_urls(issuer: &str) -> Result<Vec<String>, OAuthError> {
+    let url = Url::parse(issuer).map_err(|e| OAuthError::Discovery(format!("issuer {issuer:?}: {e}")))?;
+    if url.query().is_some() || url.fragment().is_some() || url.cannot_be_a_base() {
+        return Err(OAuthError::Discovery(format!(
+            "issuer {issuer:?} is not a URL without query or fragment"
+        )));
+    }
+    let origin = url.origin().ascii_serialization();
+    let path = url.path().trim_end_matches('/');
+    Ok(if path.is_empty() {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server"),
+            format!("{origin}/.well-known/openid-configuration"),
+        ]
+    } else {
+        vec![
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{origin}/.well-known/openid-configuration{path}"),
+            format!("{origin}{path}/.well-known/openid-configuration"),
+        ]
+    })
+}
+
+fn read_server_metadata(document: &Map<String, Value>) -> Result<ServerMetadata, String> {
+    let text = |name: &str| document.get(name).and_then(Value::as_str).map(str::to_owned);
+    Ok(ServerMetadata {
+        issuer: text("issuer").ok_or("no `issuer`")?,
+        authorization_endpoint: text("authorization_endpoint"),
+        token_endpoint: text("token_endpoint").ok_or("no `token_endpoint`")?,
+        registration_endpoint: text("registration_endpoint"),
+        scopes_supported: strings(document.get("scopes_supported")),
+        code_challenge_methods_supported: strings(document.get("code_challenge_methods_supported"))
+            .unwrap_or_default(),
+        token_endpoint_auth_methods_supported: strings(document.get("token_endpoint_auth_methods_supported")),
+        client_id_metadata_document_supported: document
+            .get("client_id_metadata_document_supported")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        iss_parameter_supported: document
+            .get("authorization_response_iss_parameter_supported")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+fn strings(value: Option<&Value>) -> Option<Vec<String>> {
+    Some(
+        value?
+            .as_array()?
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_metadata_is_looked_for_in_the_specifications_order() {
+        let at = |u: &str| well_known_resource_urls(&Url::parse(u).unwrap());
+        assert_eq!(
+            at("https://example.com/public/mcp"),
+            [
+                "https://example.com/.well-known/oauth-protected-resource/public/mcp",
+                "https://example.com/.well-known/oauth-protected-resource"
+            ]
+        );
+        assert_eq!(
+            at("http://127.0.0.1:8080/"),
+            ["http://127.0.0.1:8080/.well-known/oauth-protected-resource"]
+        );
+    }
+
+    #[test]
+    fn server_metadata_is_looked_for_in_the_specifications_order() {
+        assert_eq!(
+            metadata_urls("https://auth.example.com/tenant1").unwrap(),
+            [
+                "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
+                "https://auth.example.com/.well-known/openid-configuration/tenant1",
+                "https://auth.example.com/tenant1/.well-known/openid-configuration",
+            ]
+        );
+        assert_eq!(
+            metadata_urls("https://auth.example.com").unwrap(),
+            [
+                "https://auth.example.com/.well-known/oauth-authorization-server",
+                "https://auth.example.com/.well-known/openid-configuration",
+            ]
+        );
+        assert!(metadata_urls("https://as.example/?x=1").is_err());
+    }
+
+    #[test]
+    fn only_metadata_about_this_server_is_used() {
+        let server = Url::parse("https://mcp.example.com/api/mcp").unwrap();
+        for ok in [
+            "https://mcp.example.com/api/mcp",
+            "https://mcp.example.com/api/mcp/",
+            "https://mcp.example.com/api",
+            "https://mcp.example.com",
+            "https://MCP.example.com:443/",
+        ] {
+            assert!(check_resource(&server, ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "https://evil.example.com/api/mcp",
+            "http://mcp.example.com/api/mcp",
+            "https://mcp.example.com:8443/api/mcp",
+            "https://mcp.example.com/ap",
+            "https://mcp.example.com/api/mcp/other",
+            "https://mcp.example.com/other",
+            "not a url",
+        ] {
+            assert!(check_resource(&server, refused).is_err(), "{refused}");
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! One client's authorization with one MCP server: the token it sends,
+//! and what it does when the server refuses it (`401`: refresh, else log
+//! in; `403 insufficient_scope`: ask again for more scopes).
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use url::Url;
+
+use super::challenge::{split_scopes, Challenge};
+use super::discovery::{self, ServerMetadata};
+use super::grant::{self, ClientAuth};
+use super::store::{Credentials, RegisteredClient, Tokens};
+use super::{fetch, pkce, Grant, OAuthClient, OAuthError};
+
+/// The authorization of one client with one MCP server.
+pub(crate) struct Session {
+    client: OAuthClient,
+    server: Url,
+    /// The server's URL as given: the store's key.
+    key: String,
+    /// What is held now: the token sent with each request.
+    current: Mutex<Option<Credentials>>,
+    /// One renewal at a time: requests refused together wait for the one
+    /// that runs, then use its token.
+    renewing: tokio::sync::Mutex<Renewal>,
+}
+
+/// What one renewal leaves for the next.
+#[derive(Default)]
+struct Renewal {
+    /// The scopes asked for last: a step-up asks for these and the new
+    /// ones together, so nothing granted before is lost.
+    requested: Vec<String>,
+}
+
+impl Session {
+    /// The session for the MCP server at `server_url`, with what the store
+    /// holds for it.
+    pub(crate) fn new(client: OAuthClient, server_url: &str) -> Result<Session, OAuthError> {
+        let server =
+            Url::parse(server_url).map_err(|e| OAuthError::Discovery(format!("{server_url}: {e}")))?;
+        let current = client.config.store.load(server_url, None);
+        let requested = current
+            .as_ref()
+            .and_then(|c| c.tokens.as_ref()?.scope.as_deref().map(split_scopes))
+            .unwrap_or_default();
+        Ok(Session {
+            client,
+            server,
+            key: server_url.to_owned(),
+            current: Mutex::new(current),
+            renewing: tokio::sync::Mutex::new(Renewal { requested }),
+        })
+    }
+
+    /// How many times one request may ask for more scopes.
+    pub(crate) fn max_step_ups(&self) -> u32 {
+        self.client.config.max_step_ups
+    }
+
+    /// The access token to send, when one is held.
+    pub(crate) fn bearer(&self) -> Option<String> {
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        Some(current.as_ref()?.tokens.as_ref()?.access_token.clone())
+    }
+
+    /// The server refused a request sent with `sent` (`401`, or `403`
+    /// with `insufficient_scope`): gets a token that may do better. `Ok`
+    /// means send it again.
+    pub(crate) async fn renew(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        sent: Option<&str>,
+    ) -> Result<(), OAuthError> {
+        let mut renewal = self.renewing.lock().await;
+        if self.bearer().as_deref() != sent {
+            // Another request renewed it while this one waited.
+            return Ok(());
+        }
+        let challenge = Challenge::from_headers(headers).unwrap_or_default();
+        if status == StatusCode::FORBIDDEN && self.holds_all(&challenge.scopes()) {
+            // The token already has every scope the server names: asking
+            // again would get the same token, and the same refusal.
+            return Err(OAuthError::Refused(format!(
+                "the server refuses a token that has the scopes it asks for ({})",
+                challenge.scope.as_deref().unwrap_or("none named")
+            )));
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            if self.refresh(&challenge).await? {
+                return Ok(());
+            }
+            self.authorize(&challenge, &mut renewal, false).await
+        } else {
+            self.authorize(&challenge, &mut renewal, true).await
+        }
+    }
+
+    /// Logs in now: asks the server for its challenge (an unauthenticated
+    /// request), then runs the flow.
+    pub(crate) async fn login(&self) -> Result<Credentials, OAuthError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        let ping = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+        let answer = fetch::send(Method::POST, self.server.as_str(), headers, ping).await?;
+        let challenge = if answer.status == StatusCode::UNAUTHORIZED {
+            Challenge::from_headers(&answer.headers).unwrap_or_default()
+        } else {
+            // Not refused: look for the metadata where it usually is.
+            Challenge::default()
+        };
+        let mut renewal = self.renewing.lock().await;
+        self.authorize(&challenge, &mut renewal, false).await?;
+        Ok(self.held().unwrap_or_default())
+    }
+
+    /// Whether the token held was granted every one of `scopes` (none
+    /// named counts as not held: the server said nothing to go on).
+    fn holds_all(&self, scopes: &[String]) -> bool {
+        let granted = self
+            .held()
+            .and_then(|h| h.tokens?.scope)
+            .map(|s| split_scopes(&s))
+            .unwrap_or_default();
+        !scopes.is_empty() && scopes.iter().all(|s| granted.contains(s))
+    }
+
+    fn held(&self) -> Option<Credentials> {
+        self.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Keeps `credentials` as the ones in use, and in the store.
+    fn keep(&self, credentials: Credentials) -> Result<(), OAuthError> {
+        self.client
+            .config
+            .store
+            .save(&self.key, &credentials)
+            .map_err(|e| OAuthError::Store(e.to_string()))?;
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(credentials);
+        Ok(())
+    }
+
+    /// Refreshes the token held, when there is a refresh token; whether
+    /// a new token came. A refusal (the refresh token expired or was
+    /// revoked) is not an error: the caller logs in again.
+    async fn refresh(&self, challenge: &Challenge) -> Result<bool, OAuthError> {
+        let Some(held) = self.held() else { return Ok(false) };
+        let Some(refresh_token) = held.tokens.as_ref().and_then(|t| t.refresh_token.clone()) else {
+            return Ok(false);
+        };
+        let resource =
+            discovery::resource_metadata(&self.server, challenge.resource_metadata.as_deref()).await?;
+        if !resource
+            .authorization_servers
+            .iter()
+            .any(|s| same_server(s, &held.issuer))
+        {
+            // The server moved to another authorization server: what the
+            // old one issued is no good there.
+            return Ok(false);
+        }
+        let metadata = discovery::server_metadata(&held.issuer).await?;
+        let identity = self.identity_for(&metadata, held.client.as_ref());
+        let Some((client_id, secret, method)) = identity else {
+            return Ok(false);
+        };
+        let auth = ClientAuth {
+            client_id: &client_id,
+            secret: secret.as_deref(),
+            method: method.as_deref(),
+            key: self.client.config.key.as_ref(),
+        };
+        let form = vec![
+            ("grant_type", "refresh_token".to_owned()),
+            ("refresh_token", refresh_token.clone()),
+            ("resource", resource.resource.clone()),
+        ];
+        let scope = held.tokens.as_ref().and_then(|t| t.scope.clone());
+        match grant::request(&metadata, &auth, form, scope.as_deref()).await {
+            Ok(mut tokens) => {
+                // RFC 6749 §6: a server may keep the refresh token as it was.
+                tokens.refresh_token = tokens.refresh_token.or(Some(refresh_token));
+                self.keep(Credentials {
+                    tokens: Some(tokens),
+                    ..held
+                })?;
+                tracing::debug!(server = %self.server, "refreshed the access token");
+                Ok(true)
+            }
+            Err(e @ OAuthError::Server { .. }) => {
+                tracing::debug!(error = %e, "the refresh was refused; logging in again");
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The client id (secret, auth method) to use with `metadata`'s
+    /// server: the pre-registered one, else one registered there before.
+    fn identity_for(
+        &self,
+        metadata: &ServerMetadata,
+        registered: Option<&RegisteredClient>,
+    ) -> Option<(String, Option<String>, Option<String>)> {
+        let config = &self.client.config;
+        if let Some(id) = &config.client_id {
+            return Some((
+                id.clone(),
+                config.client_secret.clone(),
+                config.auth_method.clone(),
+            ));
+        }
+        if let Some(client) = registered {
+            return Some((
+                client.client_id.clone(),
+                client.client_secret.clone(),
+                client.auth_method.clone(),
+            ));
+        }
+        if metadata.client_id_metadata_document_supported {
+            if let Some(url) = &config.metadata_url {
+                return Some((url.clone(), None, None));
+            }
+        }
+        None
+    }
+
+    /// Gets a new token from the authorization server the MCP server
+    /// names: discovery, registration when needed, then the grant.
+    async fn authorize(
+        &self,
+        challenge: &Challenge,
+        renewal: &mut Renewal,
+        step_up: bool,
+    ) -> Result<(), OAuthError> {
+        let config = &self.client.config;
+        let resource =
+            discovery::resource_metadata(&self.server, challenge.resource_metadata.as_deref()).await?;
+        let held = self.held();
+        // An authorization server this client holds credentials for, when
+        // the server lists several; else the first.
+        let issuer = held
+            .as_ref()
+            .and_then(|h| {
+                resource
+                    .authorization_servers
+                    .iter()
+                    .find(|s| same_server(s, &h.issuer))
+            })
+            .unwrap_or(&resource.authorization_servers[0])
+            .clone();
+        let metadata = discovery::server_metadata(&issuer).await?;
+
+        // The scopes: what the challenge names, else what the metadata
+        // lists, else none; a step-up keeps what was asked before.
+        let mut scopes = if let Some(scope) = &config.scope {
+            split_scopes(scope)
+        } else if challenge.scope.is_some() {
+            challenge.scopes()
+        } else if step_up {
+            Vec::new()
+        } else {
+            resource.scopes_supported.clone().unwrap_or_default()
+        };
+        if step_up {
+            let mut union = renewal.requested.clone();
+            for scope in scopes {
+                if !union.contains(&scope) {
+                    union.push(scope);
+                }
+            }
+            scopes = union;
+        }
+        let wants_refresh = config.grant == Grant::AuthorizationCode
+            && metadata
+                .scopes_supported
+                .as_ref()
+                .is_some_and(|s| s.iter().any(|s| s == "offline_access"));
+        if wants_refresh && !scopes.iter().any(|s| s == "offline_access") {
+            scopes.push("offline_access".into());
+        }
+        renewal.requested = scopes.clone();
+        let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
+
+        let stored = config.store.load(&self.key, Some(&metadata.issuer));
+        let (tokens, registered) = match config.grant {
+            Grant::ClientCredentials => {
+                self.client_credentials(&metadata, &resource.resource, scope.as_deref())
+                    .await?
+            }
+            Grant::AuthorizationCode => {
+                self.authorization_code(
+                    &metadata,
+                    &resource.resource,
+                    scope.as_deref(),
+                    stored.and_then(|s| s.client),
+                )
+                .await?
+            }
+        };
+        self.keep(Credentials {
+            issuer: metadata.issuer.clone(),
+            client: registered,
+            tokens: Some(tokens),
+        })
+    }
+
+    /// The client credentials grant (RFC 6749 §4.4).
+    async fn client_credentials(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scope: Option<&str>,
+    ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
+        let config = &self.client.config;
+        let Some(client_id) = &config.client_id else {
+            return Err(OAuthError::Registration(
+                "the client credentials grant needs a client id (and a secret or a key)".into(),
+            ));
+        };
+        let auth = ClientAuth {
+            client_id,
+            secret: config.client_secret.as_deref(),
+            method: config.auth_method.as_deref(),
+            key: config.key.as_ref(),
+        };
+        let mut form = vec![
+            ("grant_type", "client_credentials".to_owned()),
+            ("resource", resource.to_owned()),
+        ];
+        if let Some(scope) = scope {
+            form.push(("scope", scope.to_owned()));
+        }
+        Ok((grant::request(metadata, &auth, form, scope).await?, None))
+    }
+
+    /// The authorization code grant with PKCE (OAuth 2.1 §4.1).
+    async fn authorization_code(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scope: Option<&str>,
+        registered: Option<RegisteredClient>,
+    ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
+        let config = &self.client.config;
+        let Some(authorizer) = &config.authorizer else {
+            return Err(OAuthError::LoginNeeded(self.key.clone()));
+        };
+        // PKCE is how the code is bound to this client: a server that
+        // does not say it takes S256 is not used (the MCP specification's
+        // MUST).
+        if !metadata
+            .code_challenge_methods_supported
+            .iter()
+            .any(|m| m == "S256")
+        {
+            return Err(OAuthError::Refused(format!(
+                "{} does not advertise PKCE with S256 (code_challenge_methods_supported)",
+                metadata.issuer
+            )));
+        }
+        let endpoint = metadata.authorization_endpoint.as_deref().ok_or_else(|| {
+            OAuthError::Discovery(format!("{} has no authorization_endpoint", metadata.issuer))
+        })?;
+        let redirect_uri = authorizer.redirect_uri().await?;
+
+        // Who this client is there: pre-registered, registered before
+        // (with this redirect URI), a metadata document, or a new
+        // registration.
+        let registered = registered.filter(|r| r.redirect_uri.as_deref() == Some(redirect_uri.as_str()));
+        let (client_id, secret, method, registered) = match self.identity_for(metadata, registered.as_ref()) {
+            Some((id, secret, method)) => (id, secret, method, registered),
+            None => {
+                let Some(endpoint) = &metadata.registration_endpoint else {
+                    return Err(OAuthError::Registration(format!(
+                        "{} takes no client ID metadata document{} and has no registration endpoint: give a client id",
+                        metadata.issuer,
+                        if config.metadata_url.is_some() { "" } else { " (none configured)" }
+                    )));
+                };
+                let client =
+                    grant::register(endpoint, &config.client_name, Some(&redirect_uri), scope).await?;
+                (
+                    client.client_id.clone(),
+                    client.client_secret.clone(),
+                    client.auth_method.clone(),
+                    Some(client),
+                )
+            }
+        };
+
+        let pkce = pkce::Pkce::new().map_err(|e| OAuthError::Authorizer(format!("no randomness: {e}")))?;
+        let state =
+            pkce::random_token().map_err(|e| OAuthError::Authorizer(format!("no randomness: {e}")))?;
+        let mut url = Url::parse(endpoint)
+            .map_err(|e| OAuthError::Discovery(format!("authorization_endpoint: {e}")))?;
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &client_id)
+                .append_pair("redirect_uri", &redirect_uri)
+                .append_pair("code_challenge", &pkce.challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state)
+                .append_pair("resource", resource);
+            if let Some(scope) = scope {
+                query.append_pair("scope", scope);
+            }
+        }
+        let back = authorizer.authorize(url.into()).await?;
+        let code = read_authorization_response(&back, metadata, &state)?;
+
+        let auth = ClientAuth {
+            client_id: &client_id,
+            secret: secret.as_deref(),
+            method: method.as_deref(),
+            key: config.key.as_ref(),
+        };
+        let form = vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", pkce.verifier),
+            ("resource", resource.to_owned()),
+        ];
+        Ok((grant::request(metadata, &auth, form, scope).await?, registered))
+    }
+}
+
+/// The code of an authorization response (the redirect URL `back`),
+/// once it is known to come from `metadata`'s server (RFC 9207 §2.4,
+/// before anything else in it is believed, its error included) and to
+/// answer this request (`state`).
+fn read_authorization_response(
+    back: &str,
+    metadata: &ServerMetadata,
+    state: &str,
+) -> Result<String, OAuthError> {
+    let url = Url::parse(back).map_err(|e| OAuthError::Authorizer(format!("the redirect {back:?}: {e}")))?;
+    let param = |name: &str| {
+        url.query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    match (metadata.iss_parameter_supported, param("iss")) {
+        (true, None) => {
+            return Err(OAuthError::Refused(format!(
+                "the authorization response has no iss, and {} says it sends one",
+                metadata.issuer
+            )))
+        }
+        // A simple string comparison: no normalization (RFC 3986 §6.2.1).
+        (_, Some(iss)) if iss != metadata.issuer => {
+            return Err(OAuthError::Refused(format!(
+                "the authorization response comes from {iss:?}, not {:?}",
+                metadata.issuer
+            )))
+        }
+        _ => {}
+    }
+    if param("state").as_deref() != Some(state) {
+        return Err(OAuthError::Refused(
+            "the authorization response's state is not this request's".into(),
+        ));
+    }
+    if let Some(error) = param("error") {
+        return Err(OAuthError::Server {
+            at: "authorization endpoint".into(),
+            status: 0,
+            error,
+            description: param("error_description"),
+        });
+    }
+    param("code")
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| OAuthError::Authorizer("the authorization response has no code".into()))
+}
+
+/// Whether two issuer identifiers are one: identical strings, as the
+/// metadata's `issuer` must be to the URL it was found from.
+fn same_server(a: &str, b: &str) -> bool {
+    a == b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorization_responses_are_checked_in_rfc_9207_order() {
+        let meta = |supported: bool| ServerMetadata {
+            issuer: "https://as.example".into(),
+            iss_parameter_supported: supported,
+            ..ServerMetadata::default()
+        };
+        let back = "http://127.0.0.1:1/callback";
+        let cases: &[(bool, &str, Result<&str, &str>)] = &[
+            (true, "code=c&state=s&iss=https%3A%2F%2Fas.example", Ok("c")),
+            (true, "code=c&state=s", Err("no iss")),
+            (false, "code=c&state=s", Ok("c")),
+            (
+                false,
+                "code=c&state=s&iss=https%3A%2F%2Fevil.example",
+                Err("comes from"),
+            ),
+            (
+                true,
+                "code=c&state=s&iss=https%3A%2F%2Fas.example%2F",
+                Err("comes from"),
+            ),
+            (
+                true,
+                "code=c&state=s&iss=HTTPS%3A%2F%2Fas.example",
+                Err("comes from"),
+            ),
+            (false, "code=c&state=other", Err("state")),
+            (false, "code=c", Err("state")),
+            (false, "error=access_denied&state=s", Err("access_denied")),
+            (
+                true,
+                "error=access_denied&state=s&iss=https%3A%2F%2Fevil.example",
+                Err("comes from"),
+            ),
+            (false, "state=s", Err("no code")),
+        ];
+        for (supported, query, expected) in cases {
+            let got = read_authorization_response(&format!("{back}?{query}"), &meta(*supported), "s");
+            match (got, expected) {
+                (Ok(code), Ok(want)) => assert_eq!(&code, want, "{query}"),
+                (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{query}: {e}"),
+                (got, want) => panic!("{query}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+}
