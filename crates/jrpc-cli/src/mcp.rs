@@ -30,6 +30,45 @@ enum McpCommand {
     /// or resource lists; updates of resources by URI) until Ctrl-C or the
     /// server ends the stream.
     Watch(WatchArgs),
+    /// Log in to an MCP server over HTTP that asks for OAuth: prints the
+    /// URL to open (runs $BROWSER with it when set), waits for the
+    /// authorization server to send you back, and keeps the tokens under
+    /// $XDG_STATE_HOME/jrpc/oauth/ (else ~/.local/state/jrpc/oauth/).
+    Login(LoginArgs),
+    /// Forget the tokens kept for an MCP server.
+    Logout(LogoutArgs),
+}
+
+/// `jrpc mcp login URL`.
+#[derive(Debug, Args)]
+struct LoginArgs {
+    /// The MCP endpoint, http(s)://…/mcp.
+    #[arg(value_name = "URL")]
+    url: String,
+
+    #[command(flatten)]
+    oauth: OAuthArgs,
+}
+
+/// `jrpc mcp logout URL`.
+#[derive(Debug, Args)]
+struct LogoutArgs {
+    /// The MCP endpoint, http(s)://…/mcp.
+    #[arg(value_name = "URL")]
+    url: String,
+}
+
+/// Who jrpc is at the authorization server, when it was registered there
+/// beforehand (else it uses dynamic registration).
+#[derive(Debug, Clone, Args)]
+struct OAuthArgs {
+    /// A client id registered with the server's authorization server.
+    #[arg(long, value_name = "ID")]
+    oauth_client_id: Option<String>,
+
+    /// The secret of that client (a confidential client).
+    #[arg(long, value_name = "SECRET", requires = "oauth_client_id")]
+    oauth_client_secret: Option<String>,
 }
 
 /// Which server: an `http(s)://…/mcp` URL (or `tcp://`, `unix:`, `ws://`)
@@ -60,9 +99,13 @@ struct Client {
     protocol_version: Option<jrpc_mcp::client::ProtocolChoice>,
 
     /// When the server asks for input (an elicitation), decline instead of
-    /// asking on the terminal.
+    /// asking on the terminal; when it asks for a login (OAuth), fail
+    /// (exit 3) instead of starting one: run `jrpc mcp login URL` first.
     #[arg(long)]
     no_input: bool,
+
+    #[command(flatten)]
+    oauth: OAuthArgs,
 
     /// A server to spawn and talk to over its stdin/stdout.
     #[arg(last = true, value_name = "COMMAND")]
@@ -219,7 +262,7 @@ impl McpArgs {
     /// Whether to show the wire (`-v` on a client command).
     pub fn verbose(&self) -> bool {
         let client = match &self.command {
-            McpCommand::Serve(_) => return false,
+            McpCommand::Serve(_) | McpCommand::Login(_) | McpCommand::Logout(_) => return false,
             McpCommand::List(a) => &a.client,
             McpCommand::Call(a) => &a.client,
             McpCommand::Read(a) => &a.client,
@@ -260,6 +303,8 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
         McpCommand::Read(read) => return Ok(client::read(read).await),
         McpCommand::Prompt(prompt) => return Ok(client::prompt(prompt).await),
         McpCommand::Watch(watch) => return Ok(client::watch(watch).await),
+        McpCommand::Login(login) => return Ok(client::login(login).await),
+        McpCommand::Logout(logout) => return Ok(client::logout(logout).await),
     };
     let server = if serve.conformance {
         jrpc_mcp::demo::conformance_server()
@@ -344,10 +389,13 @@ mod client {
     use std::io::{IsTerminal, Write};
     use std::process::ExitCode;
 
+    use jrpc_mcp::client::oauth::{FileStore, LoopbackAuthorizer, MemoryStore, OAuthClient, OAuthError};
     use jrpc_mcp::client::{McpClient, McpClientError};
     use jrpc_mcp::types::{ContentBlock, ResourceContents};
 
-    use super::{CallToolArgs, Client, ListArgs, PromptArgs, ReadArgs, WatchArgs};
+    use super::{
+        CallToolArgs, Client, ListArgs, LoginArgs, LogoutArgs, OAuthArgs, PromptArgs, ReadArgs, WatchArgs,
+    };
     use crate::call::{exit, report, Failure};
 
     fn finish(outcome: Result<ExitCode, Failure>) -> ExitCode {
@@ -355,10 +403,103 @@ mod client {
     }
 
     fn failure(e: McpClientError) -> Failure {
+        if let Some(oauth) = e.authorization() {
+            return login_failure(oauth);
+        }
         match e {
             McpClientError::Call(e) => Failure::from(e),
             McpClientError::ResourceNotFound { error, .. } => Failure::Rpc(error),
             other => Failure::Transport(other.into()),
+        }
+    }
+
+    /// A login that could not happen here says what to do instead.
+    fn login_failure(e: &OAuthError) -> Failure {
+        match e {
+            OAuthError::LoginNeeded(url) => Failure::Transport(anyhow::anyhow!(
+                "{url} asks you to log in (OAuth), and there is no one to ask here (--no-input, or stdin is not a terminal): run `jrpc mcp login {url}` first"
+            )),
+            other => Failure::Transport(anyhow::anyhow!("authorization failed: {other}")),
+        }
+    }
+
+    /// How jrpc logs in to servers that ask (OAuth): tokens kept in the
+    /// user's state folder; the browser step only when someone is there
+    /// to take it (`interactive`).
+    fn oauth_client(args: &OAuthArgs, interactive: bool) -> OAuthClient {
+        let mut oauth = OAuthClient::builder().client_name("jrpc");
+        oauth = match FileStore::default_dir() {
+            Some(dir) => oauth.store(FileStore::new(dir)),
+            None => oauth.store(MemoryStore::new()),
+        };
+        if let Some(id) = &args.oauth_client_id {
+            oauth = oauth.client_id(id);
+        }
+        if let Some(secret) = &args.oauth_client_secret {
+            oauth = oauth.client_secret(secret);
+        }
+        if interactive {
+            oauth = oauth.authorizer(LoopbackAuthorizer::new().on_url(show_login_url));
+        }
+        oauth.build()
+    }
+
+    /// Shows the URL to open, and opens it with `$BROWSER` when set.
+    fn show_login_url(url: &str) {
+        eprintln!("jrpc: this server asks you to log in. Open this URL in your browser:\n\n  {url}\n");
+        if let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
+            let browser = browser.to_string_lossy().into_owned();
+            let mut words = browser.split_whitespace();
+            if let Some(program) = words.next() {
+                let spawned = std::process::Command::new(program)
+                    .args(words)
+                    .arg(url)
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .spawn();
+                if let Err(e) = spawned {
+                    eprintln!("jrpc: could not run $BROWSER ({browser}): {e}");
+                }
+            }
+        }
+        eprintln!("jrpc: waiting for the authorization server to send you back (Ctrl-C to give up)…");
+    }
+
+    pub(super) async fn login(args: LoginArgs) -> ExitCode {
+        let oauth = oauth_client(&args.oauth, true);
+        match oauth.login(&args.url).await {
+            Ok(credentials) => {
+                let kept = FileStore::default_dir()
+                    .map(|dir| format!(" (kept in {})", dir.display()))
+                    .unwrap_or_else(|| " (not kept: neither $XDG_STATE_HOME nor $HOME is set)".into());
+                eprintln!("jrpc: logged in to {} at {}{kept}", args.url, credentials.issuer);
+                ExitCode::SUCCESS
+            }
+            Err(e) => report(Failure::Transport(anyhow::anyhow!(
+                "logging in to {}: {e}",
+                args.url
+            ))),
+        }
+    }
+
+    pub(super) async fn logout(args: LogoutArgs) -> ExitCode {
+        let oauth = oauth_client(
+            &OAuthArgs {
+                oauth_client_id: None,
+                oauth_client_secret: None,
+            },
+            false,
+        );
+        match oauth.logout(&args.url) {
+            Ok(true) => {
+                eprintln!("jrpc: logged out of {}", args.url);
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                eprintln!("jrpc: not logged in to {}", args.url);
+                ExitCode::SUCCESS
+            }
+            Err(e) => report(Failure::Usage(anyhow::anyhow!("{e}"))),
         }
     }
 
@@ -445,8 +586,19 @@ mod client {
                 .ok_or_else(|| usage(format!("-H {header:?}: expected 'Name: value'")))?;
             builder = builder.header(name.trim(), value.trim());
         }
+        let own_authorization = client.headers.iter().any(|h| {
+            h.split(':')
+                .next()
+                .is_some_and(|n| n.trim().eq_ignore_ascii_case("authorization"))
+        });
         if let Some(token) = &client.bearer {
             builder = builder.header("Authorization", format!("Bearer {}", token.trim()));
+        } else if !own_authorization {
+            // A server that asks for a login gets one: from the tokens kept
+            // by `jrpc mcp login`, else the browser flow when someone is at
+            // the terminal.
+            let interactive = !client.no_input && std::io::stdin().is_terminal();
+            builder = builder.oauth(oauth_client(&client.oauth, interactive));
         }
         let name = url.clone().unwrap_or_else(|| client.command.join(" "));
         let connected = match url.as_deref() {

@@ -66,7 +66,12 @@ impl McpClientBuilder {
             .jrpc_client()
             .connect_with(Once(std::sync::Mutex::new(Some(connection))))
             .await?;
-        let mut mcp = self.initialize(client).await?;
+        let initialized = self.initialize(client).await;
+        #[cfg(feature = "oauth")]
+        if let (Err(_), Some(failure)) = (&initialized, session.auth_failure()) {
+            return Err(McpClientError::Authorization(failure));
+        }
+        let mut mcp = initialized?;
         session.set_version(mcp.protocol_version());
         // Open before the client is handed out, so that nothing the server
         // sends the session (a subscribed resource's update) is missed.
@@ -150,6 +155,11 @@ impl McpClientBuilder {
                 }
                 Err(error) => error,
             };
+            // Not authorized: asking the legacy way would only ask again.
+            #[cfg(feature = "oauth")]
+            if let Some(failure) = error.transport_error::<super::oauth::OAuthError>() {
+                return Err(Probed::Failed(McpClientError::Authorization(failure.clone())));
+            }
             match era::read_probe_error(&error, &version) {
                 ProbeError::Retry(next) if !retried => {
                     retried = true;

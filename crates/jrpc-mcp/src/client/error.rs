@@ -24,6 +24,11 @@ pub enum McpClientError {
     /// The server kept asking for input past the bound on rounds.
     #[error("the server asked for input {0} times without answering")]
     TooManyRounds(usize),
+    /// The server asked for authorization, and the client could not get
+    /// (or would not send) a token: see [`OAuthError`](super::oauth::OAuthError).
+    #[cfg(feature = "oauth")]
+    #[error("authorization: {0}")]
+    Authorization(super::oauth::OAuthError),
     /// `resources/read` of a resource the server does not have (`-32002`,
     /// or `-32602` as some servers say it).
     #[error("no resource {uri}: {error}")]
@@ -36,6 +41,17 @@ pub enum McpClientError {
 }
 
 impl McpClientError {
+    /// Why authorization failed, when it did (at connect time, or on a
+    /// later call refused for its scopes).
+    #[cfg(feature = "oauth")]
+    pub fn authorization(&self) -> Option<&super::oauth::OAuthError> {
+        match self {
+            McpClientError::Authorization(e) => Some(e),
+            McpClientError::Call(e) => e.transport_error::<super::oauth::OAuthError>(),
+            _ => None,
+        }
+    }
+
     /// The server's error object, when it answered with one.
     pub fn rpc(&self) -> Option<&Error> {
         match self {

@@ -27,6 +27,10 @@ pub(crate) struct HttpSession {
     incoming: mpsc::Sender<io::Result<Inbound>>,
     /// Set once the session is deleted: broken streams are not resumed.
     ended: std::sync::atomic::AtomicBool,
+    /// Why a request could not be authorized, when that ended the session
+    /// (the caller sees it, not just a closed connection).
+    #[cfg(feature = "oauth")]
+    auth_failure: Mutex<Option<super::oauth::OAuthError>>,
 }
 
 /// How many times in a row a broken stream is resumed before giving up.
@@ -51,6 +55,8 @@ impl HttpSession {
             version: Mutex::new(None),
             incoming: tx,
             ended: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(feature = "oauth")]
+            auth_failure: Mutex::new(None),
         });
         let incoming =
             futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (m, rx)) });
@@ -81,6 +87,15 @@ impl HttpSession {
             Connection::with_kinds(incoming, Box::pin(outgoing), info),
             session,
         )
+    }
+
+    /// Why authorization failed, when it did.
+    #[cfg(feature = "oauth")]
+    pub(crate) fn auth_failure(&self) -> Option<super::oauth::OAuthError> {
+        self.auth_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Sends the protocol version on every request from now on.
@@ -129,6 +144,10 @@ impl HttpSession {
         let response = match self.http.send(Method::POST, headers, frame.clone()).await {
             Ok(response) => response,
             Err(e) => {
+                #[cfg(feature = "oauth")]
+                if let Some(oauth) = e.transport_error::<super::oauth::OAuthError>() {
+                    *self.auth_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(oauth.clone());
+                }
                 let why = match &e {
                     jrpc::CallError::Io(io) => io.to_string(),
                     other => other.to_string(),

@@ -185,6 +185,28 @@ impl OAuthClient {
         let session = Session::new(self.clone(), server_url)?;
         session.login().await
     }
+
+    /// Forgets what the store holds for the MCP server at `server_url`;
+    /// whether it held anything.
+    pub fn logout(&self, server_url: &str) -> Result<bool, OAuthError> {
+        self.config
+            .store
+            .remove(&store_key(server_url)?)
+            .map_err(|e| OAuthError::Store(e.to_string()))
+    }
+
+    /// What the store holds for the MCP server at `server_url`.
+    pub fn credentials(&self, server_url: &str) -> Result<Option<Credentials>, OAuthError> {
+        Ok(self.config.store.load(&store_key(server_url)?, None))
+    }
+}
+
+/// The key a server's credentials are stored under: its URL, parsed and
+/// written back (`HTTP://Host:80` and `http://host` are one server).
+pub(crate) fn store_key(server_url: &str) -> Result<String, OAuthError> {
+    url::Url::parse(server_url)
+        .map(String::from)
+        .map_err(|e| OAuthError::Discovery(format!("{server_url}: {e}")))
 }
 
 /// Builds an [`OAuthClient`].

@@ -41,7 +41,8 @@ impl Session {
     pub(crate) fn new(client: OAuthClient, server_url: &str) -> Result<Session, OAuthError> {
         let server =
             Url::parse(server_url).map_err(|e| OAuthError::Discovery(format!("{server_url}: {e}")))?;
-        let current = client.config.store.load(server_url, None);
+        let key = super::store_key(server_url)?;
+        let current = client.config.store.load(&key, None);
         let requested = current
             .as_ref()
             .and_then(|c| c.tokens.as_ref()?.scope.as_deref().map(split_scopes))
@@ -49,7 +50,7 @@ impl Session {
         Ok(Session {
             client,
             server,
-            key: server_url.to_owned(),
+            key,
             current: Mutex::new(current),
             renewing: tokio::sync::Mutex::new(Renewal { requested }),
         })
