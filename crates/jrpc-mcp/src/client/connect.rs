@@ -45,7 +45,8 @@ impl McpClientBuilder {
         #[cfg(feature = "oauth")]
         let http = match &self.oauth {
             Some(client) => http.with_oauth(
-                super::oauth::Session::new(client.clone(), url)
+                client
+                    .session(url)
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
             ),
             None => http,

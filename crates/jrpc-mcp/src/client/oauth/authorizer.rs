@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
-use super::{BoxFuture, OAuthError};
+use super::error::{BoxFuture, OAuthError};
 
 /// Takes the user through the authorization server's page.
 ///

@@ -32,6 +32,11 @@ impl Challenge {
     }
 }
 
+/// The `error` of a response's `Bearer` challenge.
+pub(crate) fn challenge_error(headers: &HeaderMap) -> Option<String> {
+    Challenge::from_headers(headers)?.error
+}
+
 /// Space-separated scopes, one per item (RFC 6749 §3.3).
 pub(crate) fn split_scopes(scope: &str) -> Vec<String> {
     scope.split_ascii_whitespace().map(str::to_owned).collect()

@@ -7,8 +7,8 @@
 use serde_json::{Map, Value};
 use url::Url;
 
+use super::error::OAuthError;
 use super::fetch;
-use super::OAuthError;
 
 /// An MCP server's protected resource metadata.
 #[derive(Debug, Clone)]

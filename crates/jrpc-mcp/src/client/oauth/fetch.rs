@@ -8,7 +8,7 @@ use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::{BodyExt as _, Limited};
 use serde_json::Value;
 
-use super::OAuthError;
+use super::error::OAuthError;
 
 /// The most of an answer read: metadata and token responses are small.
 const MAX_ANSWER: usize = 1024 * 1024;

@@ -10,8 +10,10 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
 use super::discovery::ServerMetadata;
+use super::error::OAuthError;
+use super::key::ClientKey;
 use super::store::{now_secs, RegisteredClient, Tokens};
-use super::{fetch, pkce, ClientKey, OAuthError};
+use super::{fetch, pkce};
 
 /// Who the client is at the token endpoint, and how it proves it.
 pub(crate) struct ClientAuth<'a> {

@@ -5,7 +5,7 @@
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _, RsaKeyPair};
 
-use super::OAuthError;
+use super::error::OAuthError;
 
 /// A private key that signs client assertions: ES256 (P-256), RS256 or
 /// EdDSA (Ed25519), read from PKCS#8 (PEM or DER).

@@ -2,21 +2,23 @@
 //! and what it does when the server refuses it (`401`: refresh, else log
 //! in; `403 insufficient_scope`: ask again for more scopes).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use url::Url;
 
 use super::challenge::{split_scopes, Challenge};
+use super::config::{Config, Grant};
 use super::discovery::{self, ServerMetadata};
+use super::error::OAuthError;
 use super::grant::{self, ClientAuth};
 use super::store::{Credentials, RegisteredClient, Tokens};
-use super::{fetch, pkce, Grant, OAuthClient, OAuthError};
+use super::{fetch, pkce};
 
 /// The authorization of one client with one MCP server.
 pub(crate) struct Session {
-    client: OAuthClient,
+    config: Arc<Config>,
     server: Url,
     /// The server's URL as given: the store's key.
     key: String,
@@ -38,17 +40,17 @@ struct Renewal {
 impl Session {
     /// The session for the MCP server at `server_url`, with what the store
     /// holds for it.
-    pub(crate) fn new(client: OAuthClient, server_url: &str) -> Result<Session, OAuthError> {
+    pub(crate) fn new(config: Arc<Config>, server_url: &str) -> Result<Session, OAuthError> {
         let server =
             Url::parse(server_url).map_err(|e| OAuthError::Discovery(format!("{server_url}: {e}")))?;
-        let key = super::store_key(server_url)?;
-        let current = client.config.store.load(&key, None);
+        let key = super::store::store_key(server_url)?;
+        let current = config.store.load(&key, None);
         let requested = current
             .as_ref()
             .and_then(|c| c.tokens.as_ref()?.scope.as_deref().map(split_scopes))
             .unwrap_or_default();
         Ok(Session {
-            client,
+            config,
             server,
             key,
             current: Mutex::new(current),
@@ -58,7 +60,7 @@ impl Session {
 
     /// How many times one request may ask for more scopes.
     pub(crate) fn max_step_ups(&self) -> u32 {
-        self.client.config.max_step_ups
+        self.config.max_step_ups
     }
 
     /// The access token to send, when one is held.
@@ -139,8 +141,7 @@ impl Session {
 
     /// Keeps `credentials` as the ones in use, and in the store.
     fn keep(&self, credentials: Credentials) -> Result<(), OAuthError> {
-        self.client
-            .config
+        self.config
             .store
             .save(&self.key, &credentials)
             .map_err(|e| OAuthError::Store(e.to_string()))?;
@@ -176,7 +177,7 @@ impl Session {
             client_id: &client_id,
             secret: secret.as_deref(),
             method: method.as_deref(),
-            key: self.client.config.key.as_ref(),
+            key: self.config.key.as_ref(),
         };
         let form = vec![
             ("grant_type", "refresh_token".to_owned()),
@@ -210,7 +211,7 @@ impl Session {
         metadata: &ServerMetadata,
         registered: Option<&RegisteredClient>,
     ) -> Option<(String, Option<String>, Option<String>)> {
-        let config = &self.client.config;
+        let config = &self.config;
         if let Some(id) = &config.client_id {
             return Some((
                 id.clone(),
@@ -241,7 +242,7 @@ impl Session {
         renewal: &mut Renewal,
         step_up: bool,
     ) -> Result<(), OAuthError> {
-        let config = &self.client.config;
+        let config = &self.config;
         let resource =
             discovery::resource_metadata(&self.server, challenge.resource_metadata.as_deref()).await?;
         let held = self.held();
@@ -320,7 +321,7 @@ impl Session {
         resource: &str,
         scope: Option<&str>,
     ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
-        let config = &self.client.config;
+        let config = &self.config;
         let Some(client_id) = &config.client_id else {
             return Err(OAuthError::Registration(
                 "the client credentials grant needs a client id (and a secret or a key)".into(),
@@ -350,7 +351,7 @@ impl Session {
         scope: Option<&str>,
         registered: Option<RegisteredClient>,
     ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
-        let config = &self.client.config;
+        let config = &self.config;
         let Some(authorizer) = &config.authorizer else {
             return Err(OAuthError::LoginNeeded(self.key.clone()));
         };

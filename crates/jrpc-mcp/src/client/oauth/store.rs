@@ -11,6 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::error::OAuthError;
+
 /// What a client holds for one MCP server at one authorization server.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Credentials {
@@ -27,7 +29,7 @@ pub struct Credentials {
 }
 
 /// A client's registration at an authorization server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegisteredClient {
     /// `client_id`.
     pub client_id: String,
@@ -56,6 +58,18 @@ pub struct Tokens {
     /// The scopes granted (or asked, when the server did not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+}
+
+impl std::fmt::Debug for RegisteredClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        f.debug_struct("RegisteredClient")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("redirect_uri", &self.redirect_uri)
+            .field("auth_method", &self.auth_method)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Tokens {
@@ -282,6 +296,14 @@ fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
     file.write_all(bytes)?;
     file.sync_all()
+}
+
+/// The key a server's credentials are stored under: its URL, parsed and
+/// written back (`HTTP://Host:80` and `http://host` are one server).
+pub(crate) fn store_key(server_url: &str) -> Result<String, OAuthError> {
+    url::Url::parse(server_url)
+        .map(String::from)
+        .map_err(|e| OAuthError::Discovery(format!("{server_url}: {e}")))
 }
 
 #[cfg(test)]

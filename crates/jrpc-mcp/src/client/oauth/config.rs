@@ -1,0 +1,32 @@
+//! What an [`OAuthClient`](super::OAuthClient) is configured with: read by
+//! every session it starts.
+
+use std::sync::Arc;
+
+use super::authorizer::Authorizer;
+use super::key::ClientKey;
+use super::store::TokenStore;
+
+/// How the client gets its tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Grant {
+    /// For a user, through the browser (an [`Authorizer`]).
+    AuthorizationCode,
+    /// For itself, with its own credentials (RFC 6749 §4.4).
+    ClientCredentials,
+}
+
+/// The settings of a client.
+pub(crate) struct Config {
+    pub(crate) client_name: String,
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret: Option<String>,
+    pub(crate) auth_method: Option<String>,
+    pub(crate) metadata_url: Option<String>,
+    pub(crate) key: Option<ClientKey>,
+    pub(crate) scope: Option<String>,
+    pub(crate) grant: Grant,
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    pub(crate) store: Arc<dyn TokenStore>,
+    pub(crate) max_step_ups: u32,
+}
