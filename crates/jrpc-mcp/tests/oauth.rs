@@ -305,7 +305,9 @@ async fn the_client_logs_in_steps_up_for_a_tools_scope_and_renews_once_for_many(
         .oauth(nobody)
         .connect_http(&url)
         .await;
-    let error = refused.err().expect("no login, no session");
+    let Err(error) = refused else {
+        panic!("no login, no session")
+    };
     assert!(
         matches!(
             error.authorization(),
