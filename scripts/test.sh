@@ -17,6 +17,8 @@
 #                                            (all pinned, under target/)
 #   chromium, fonts-dejavu-core              the playground test drives the
 #                                            page in headless Chromium
+#   curl                                     the `jrpc mcp login` test's
+#                                            browser ($BROWSER)
 # Then: cargo test --workspace, every example, the OpenRPC validator, the
 # playground, the MCP interop suites and the MCP conformance suite.
 set -euo pipefail
@@ -56,6 +58,8 @@ command -v npm >/dev/null 2>&1 ||
   need npm "the OpenRPC validator, the MCP conformance suite and the playground's browser driver come from npm"
 command -v chromium >/dev/null 2>&1 ||
   need chromium "the playground test drives the page in headless Chromium"
+command -v curl >/dev/null 2>&1 ||
+  need curl "the jrpc mcp login test follows the authorization redirects with it (its \$BROWSER)"
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] ||
   need fonts-dejavu-core "the playground's screenshot needs a font"
 if [ "${#missing[@]}" -gt 0 ]; then
