@@ -507,6 +507,31 @@ async fn a_websocket_upgrade_needs_a_token_and_its_calls_carry_the_grant() {
         .expect("a WebSocket with a good token");
     let who: Value = client.call("whoami", ()).await.unwrap();
     assert_eq!(who, json!({"identity": "alice", "scopes": ["rpc"]}));
+
+    // The connection ends when its token does.
+    let mut short = claims(&issuer.url, &url, "rpc");
+    short["exp"] = json!(now() + 2);
+    let token = ec.sign(json!({"alg": "ES256", "kid": "ec"}), &short);
+    let client = Client::builder()
+        .header("Authorization", &bearer(&token))
+        .connect_ws(&ws)
+        .await
+        .expect("a WebSocket with a token good for 2 s");
+    let _: Value = client.call("whoami", ()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        match client.call::<Value>("whoami", ()).await {
+            Err(e) => {
+                assert!(!matches!(e, jrpc::CallError::Timeout(_)), "{e}");
+                break;
+            }
+            Ok(_) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "still open long after its token expired"
+            ),
+        }
+    }
 }
 
 #[tokio::test]

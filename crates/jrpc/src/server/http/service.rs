@@ -411,6 +411,17 @@ fn carry_credentials(from: &mut http::Extensions, to: &mut Extensions) {
     }
 }
 
+/// Waits until the Unix time `at` (seconds); forever when there is none.
+async fn until_unix_time(at: Option<u64>) {
+    let Some(at) = at else {
+        return std::future::pending().await;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    tokio::time::sleep(std::time::Duration::from_secs(at).saturating_sub(now)).await;
+}
+
 /// A copy of `headers` that owns its values. hyper's header values are
 /// slices of the connection's read buffer (16 KiB): a WebSocket connection
 /// keeps its upgrade request's headers for its whole life, and a plain
@@ -460,6 +471,14 @@ fn upgrade<B>(
         local_addr: None,
     });
     carry_credentials(request.extensions_mut(), &mut extensions);
+    // A connection authorized by a token lives no longer than the token:
+    // the client reconnects with a fresh one.
+    #[cfg(feature = "oauth")]
+    let expires_at = extensions
+        .get::<Arc<crate::auth::AccessToken>>()
+        .and_then(|token| token.expires_at);
+    #[cfg(not(feature = "oauth"))]
+    let expires_at: Option<u64> = None;
     let on_upgrade = hyper::upgrade::on(request);
     let config = settings.config.clone();
     let grace = settings.shutdown_grace;
@@ -503,6 +522,10 @@ fn upgrade<B>(
             tokio::select! {
                 reason = peer.closed() => tracing::debug!(%reason, "websocket closed"),
                 () = shutdown.cancelled() => crate::server::close_gracefully(&peer, grace).await,
+                () = until_unix_time(expires_at) => {
+                    tracing::debug!("the token of a websocket expired: closing it");
+                    crate::server::close_gracefully(&peer, grace).await;
+                }
             }
         })
         .await;
