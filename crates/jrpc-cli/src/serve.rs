@@ -307,7 +307,7 @@ impl ServeArgs {
 
     /// OAuth bearer tokens for the listener at `url`, when asked for: the
     /// audience is that URL unless --oauth-audience names another.
-    fn bearer(&self, url: &str) -> anyhow::Result<Option<jrpc::auth::BearerAuth>> {
+    fn bearer(&self, url: &str, rate: Option<&RateLimit>) -> anyhow::Result<Option<jrpc::auth::BearerAuth>> {
         let Some(issuer) = &self.oauth_issuer else {
             return Ok(None);
         };
@@ -316,9 +316,12 @@ impl ServeArgs {
         let verifier = jrpc::auth::JwtVerifier::builder(issuer.as_str())
             .audience(audience)
             .build();
-        Ok(Some(
-            jrpc::auth::BearerAuth::new(verifier).require_scopes(self.oauth_scope.iter().cloned()),
-        ))
+        let bearer = jrpc::auth::BearerAuth::new(verifier).require_scopes(self.oauth_scope.iter().cloned());
+        Ok(Some(match rate {
+            // Refused requests spend the same budget as calls.
+            Some(rate) => bearer.charge_refusals(rate.clone()),
+            None => bearer,
+        }))
     }
 
     /// Whether call log lines must reach stderr.
@@ -600,7 +603,7 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
             // once bound (port 0).
             let scheme = if args.tls_cert.is_some() { "https" } else { "http" };
             let url = format!("{scheme}://{}", listener.local_addr()?);
-            let serving = match args.bearer(&url)? {
+            let serving = match args.bearer(&url, rate.as_ref())? {
                 Some(bearer) => http.clone().bearer(bearer).serve_tcp(listener),
                 None => http.serve_tcp(listener),
             };

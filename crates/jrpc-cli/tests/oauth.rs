@@ -356,3 +356,45 @@ fn an_mcp_endpoint_is_an_oauth_resource_server() {
     let out = mcp(&other, &["add", "a=1", "b=1"]);
     assert!(!out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn refused_tokens_spend_the_rate_limit_budget() {
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&ring::rand::SystemRandom::new()).unwrap();
+    let key = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+    let issuer = issuer(&key);
+    let served = Served::start(&[
+        "--http",
+        "127.0.0.1:0",
+        "--oauth-issuer",
+        &issuer,
+        "--rate-limit",
+        "1",
+    ]);
+    let addr = served.targets[0].trim_start_matches("http://").to_owned();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"subtract","params":[42,23]}"#;
+    let guess = |token: &str| {
+        let auth = format!("Authorization: Bearer {token}");
+        raw(
+            &addr,
+            "POST",
+            "/",
+            &["Content-Type: application/json", &auth],
+            body,
+        )
+    };
+    // Guessing tokens quickly: refused with 401, then slowed down (429).
+    let statuses: Vec<String> = (0..20)
+        .map(|i| {
+            guess(&format!("guess-{i}"))
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert!(statuses[0].starts_with("HTTP/1.1 401"), "{statuses:?}");
+    assert!(
+        statuses.iter().any(|s| s.starts_with("HTTP/1.1 429")),
+        "{statuses:?}"
+    );
+}

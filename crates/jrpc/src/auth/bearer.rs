@@ -17,7 +17,7 @@ use tower::{Layer, Service};
 use super::token::{AccessToken, TokenError, TokenVerifier};
 use crate::context::Scopes;
 use crate::message::{codes, Error};
-use crate::server::http::{error_response, ErrorBody};
+use crate::server::http::{error_response, ErrorBody, Gate as _, RateLimit};
 
 /// Requires a bearer token that a [`TokenVerifier`] accepts on every
 /// request (but the paths [`exempt`](Self::exempt)ed), granting every
@@ -41,6 +41,9 @@ pub struct BearerAuth {
     required: Arc<[String]>,
     resource_metadata: Option<Arc<str>>,
     exempt: Arc<[String]>,
+    /// Refused requests are charged to the client here, so that tokens
+    /// cannot be guessed faster than calls can be made.
+    charge: Option<RateLimit>,
 }
 
 impl std::fmt::Debug for BearerAuth {
@@ -74,7 +77,16 @@ impl BearerAuth {
             required: Arc::new([]),
             resource_metadata: None,
             exempt: Arc::new([]),
+            charge: None,
         }
+    }
+
+    /// Charges every refused request to `limit` (the one calls are charged
+    /// to, say): a client guessing tokens is slowed down as one making
+    /// calls is, and gets `429` once over its budget.
+    pub fn charge_refusals(mut self, limit: RateLimit) -> Self {
+        self.charge = Some(limit);
+        self
     }
 
     /// Scopes every token must grant.
@@ -315,7 +327,12 @@ where
                     extensions.insert(Arc::new(token));
                     inner.call(request).await
                 }
-                Err(refused) => Ok(auth.refusal(&refused)),
+                Err(refused) => {
+                    if let Some(over) = auth.charge.as_ref().and_then(|limit| limit.refuse(&request)) {
+                        return Ok(over.map(Res::from_full));
+                    }
+                    Ok(auth.refusal(&refused))
+                }
             }
         })
     }
