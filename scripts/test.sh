@@ -110,6 +110,9 @@ step "MCP interop: jrpc mcp list/call/read/prompt against a server built with th
 step "MCP interop: McpClient (examples/mcp_client_checks.rs) against the Python SDK server, dual-era and pinned to each era, over stdio and HTTP"
 "$venv/bin/python" crates/jrpc-mcp/tests/interop/client_against_python.py "$target_dir/debug/examples/mcp_client_checks"
 
+step "OAuth with real parts: oidc-provider (npm, pinned) as the authorization server of jrpc mcp serve --oauth-issuer; the Python SDK's OAuth client and jrpc mcp login through it"
+"$venv/bin/python" crates/jrpc-mcp/tests/interop/oauth_interop.py "$target_dir/debug/jrpc"
+
 step "MCP conformance: the official suite's server scenarios (npm, pinned) against jrpc mcp serve --http --conformance"
 bash crates/jrpc-mcp/tests/interop/conformance.sh "$target_dir/debug/jrpc"
 step "MCP conformance: the suite's client scenarios (both requirement sets, auth/ included) against examples/mcp_conformance_client.rs"
