@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use common::{text, JRPC};
+use common::{mcp_serve, text, JRPC};
 use ring::signature::{Ed25519KeyPair, KeyPair};
 use serde_json::json;
 
@@ -208,42 +208,6 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-/// A server process, stopped on drop (a failed test included).
-struct Stopped(std::process::Child);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `jrpc mcp serve --http` behind `issuer`; the process and its URL.
-fn mcp_serve(issuer: &str) -> (Stopped, String) {
-    let mut child = Command::new(JRPC)
-        .args([
-            "mcp",
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--oauth-issuer",
-            issuer,
-            "--oauth-scope",
-            "mcp",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    assert!(url.ends_with("/mcp"), "{line}");
-    (Stopped(child), url)
-}
-
 /// `jrpc mcp ARGS` with its state in `state` and curl as the browser.
 fn jrpc_mcp(state: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(JRPC)
@@ -259,7 +223,7 @@ fn jrpc_mcp(state: &std::path::Path, args: &[&str]) -> std::process::Output {
 #[test]
 fn login_keeps_tokens_that_later_commands_use_and_refresh() {
     let (issuer, log) = authorization_server();
-    let (_server, url) = mcp_serve(&issuer);
+    let (_server, url) = mcp_serve(&["--oauth-issuer", &issuer, "--oauth-scope", "mcp"]);
     let state = std::env::temp_dir().join(format!("jrpc-mcp-login-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&state);
 

@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use common::{text, Served, JRPC};
+use common::{mcp_serve, text, Served, JRPC};
 use ring::signature::{Ed25519KeyPair, KeyPair};
 use serde_json::json;
 
@@ -177,34 +177,6 @@ fn raw(addr: &str, method: &str, path: &str, headers: &[&str], body: &str) -> St
     let mut reply = String::new();
     std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
     reply
-}
-
-/// A server process, stopped on drop (a failed test included).
-struct Stopped(std::process::Child);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `jrpc mcp serve --http` with `args`; the process and the endpoint's URL.
-fn mcp_serve(args: &[&str]) -> (Stopped, String) {
-    let mut child = Command::new(JRPC)
-        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    assert!(url.ends_with("/mcp"), "{line}");
-    (Stopped(child), url)
 }
 
 #[test]

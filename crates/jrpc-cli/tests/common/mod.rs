@@ -84,3 +84,32 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// A server process, stopped on drop (a failed test included).
+pub struct Stopped(pub Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `jrpc mcp serve --http 127.0.0.1:0` with `args`; the process and the
+/// endpoint's URL.
+pub fn mcp_serve(args: &[&str]) -> (Stopped, String) {
+    let mut child = Command::new(JRPC)
+        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    assert!(url.ends_with("/mcp"), "{line}");
+    (Stopped(child), url)
+}

@@ -152,8 +152,9 @@ impl IssuerKeys {
 /// `/.well-known/oauth-authorization-server/tenant`,
 /// `/.well-known/openid-configuration/tenant` and
 /// `/tenant/.well-known/openid-configuration`; for an issuer without a
-/// path, the first two without one.
-pub(crate) fn metadata_urls(issuer: &str) -> Result<Vec<String>, String> {
+/// path, the first two without one. The order RFC 8414 §3.1 and §5 and
+/// the MCP specification give, for clients as well.
+pub fn metadata_urls(issuer: &str) -> Result<Vec<String>, String> {
     let uri: http::Uri = issuer.parse().map_err(|e| format!("issuer {issuer:?}: {e}"))?;
     let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
         return Err(format!("issuer {issuer:?} is not an absolute URL"));

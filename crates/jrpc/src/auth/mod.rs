@@ -36,6 +36,7 @@ use std::time::{Duration, SystemTime};
 
 pub use bearer::{BearerAuth, BearerService};
 pub use introspection::IntrospectionVerifier;
+pub use issuer::metadata_urls;
 pub use jwk::JwkSet;
 pub use token::{AccessToken, BoxFuture, TokenError, TokenVerifier};
 

@@ -122,7 +122,9 @@ pub(crate) fn check_resource(server: &Url, resource: &str) -> Result<(), OAuthEr
 /// The metadata of the authorization server `issuer`, from the first of
 /// its well-known URLs that has it; its `issuer` must be `issuer`.
 pub(crate) async fn server_metadata(issuer: &str) -> Result<ServerMetadata, OAuthError> {
-    let places = metadata_urls(issuer)?;
+    // Where RFC 8414 and OpenID discovery put it, in the MCP
+    // specification's order (shared with the resource server's side).
+    let places = jrpc::auth::metadata_urls(issuer).map_err(OAuthError::Discovery)?;
     for place in &places {
         let Some(document) = fetch::get_json(place).await? else {
             continue;
@@ -144,34 +146,6 @@ pub(crate) async fn server_metadata(issuer: &str) -> Result<ServerMetadata, OAut
         "no authorization server metadata for {issuer} (tried {})",
         places.join(", ")
     )))
-}
-
-/// Where an issuer's metadata may be, in the MCP specification's order:
-/// for `https://as.example/tenant`, `/.well-known/oauth-authorization-server/tenant`,
-/// `/.well-known/openid-configuration/tenant`, then
-/// `/tenant/.well-known/openid-configuration`; for an issuer without a
-/// path, the first two without one.
-pub(crate) fn metadata_urls(issuer: &str) -> Result<Vec<String>, OAuthError> {
-    let url = Url::parse(issuer).map_err(|e| OAuthError::Discovery(format!("issuer {issuer:?}: {e}")))?;
-    if url.query().is_some() || url.fragment().is_some() || url.cannot_be_a_base() {
-        return Err(OAuthError::Discovery(format!(
-            "issuer {issuer:?} is not a URL without query or fragment"
-        )));
-    }
-    let origin = url.origin().ascii_serialization();
-    let path = url.path().trim_end_matches('/');
-    Ok(if path.is_empty() {
-        vec![
-            format!("{origin}/.well-known/oauth-authorization-server"),
-            format!("{origin}/.well-known/openid-configuration"),
-        ]
-    } else {
-        vec![
-            format!("{origin}/.well-known/oauth-authorization-server{path}"),
-            format!("{origin}/.well-known/openid-configuration{path}"),
-            format!("{origin}{path}/.well-known/openid-configuration"),
-        ]
-    })
 }
 
 fn read_server_metadata(document: &Map<String, Value>) -> Result<ServerMetadata, String> {
@@ -224,26 +198,6 @@ mod tests {
             at("http://127.0.0.1:8080/"),
             ["http://127.0.0.1:8080/.well-known/oauth-protected-resource"]
         );
-    }
-
-    #[test]
-    fn server_metadata_is_looked_for_in_the_specifications_order() {
-        assert_eq!(
-            metadata_urls("https://auth.example.com/tenant1").unwrap(),
-            [
-                "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
-                "https://auth.example.com/.well-known/openid-configuration/tenant1",
-                "https://auth.example.com/tenant1/.well-known/openid-configuration",
-            ]
-        );
-        assert_eq!(
-            metadata_urls("https://auth.example.com").unwrap(),
-            [
-                "https://auth.example.com/.well-known/oauth-authorization-server",
-                "https://auth.example.com/.well-known/openid-configuration",
-            ]
-        );
-        assert!(metadata_urls("https://as.example/?x=1").is_err());
     }
 
     #[test]
