@@ -156,7 +156,7 @@ impl OAuthClientBuilder {
     }
 
     /// Where tokens and registrations are kept ([`MemoryStore`] by
-    /// default; [`FileStore`] keeps them between runs).
+    /// default; [`FileStore`](super::FileStore) keeps them between runs).
     pub fn store(mut self, store: impl TokenStore) -> Self {
         self.config.store = Arc::new(store);
         self

@@ -11,7 +11,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[non_exhaustive]
 pub enum OAuthError {
     /// The server needs a login, and this client cannot run one here (no
-    /// [`Authorizer`]: a program with no one at the keyboard).
+    /// [`Authorizer`](super::Authorizer): a program with no one at the keyboard).
     #[error("{0} needs you to log in first")]
     LoginNeeded(String),
     /// The metadata that says where to log in could not be found or read.
