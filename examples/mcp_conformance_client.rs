@@ -74,6 +74,10 @@ fn oauth(scenario: &str, context: &Value) -> Result<OAuthClient, McpClientError>
     if let Some(secret) = context["client_secret"].as_str() {
         oauth = oauth.client_secret(secret);
     }
+    // A pre-registered client is good at its own authorization server.
+    if let Some(issuer) = context["issuer"].as_str() {
+        oauth = oauth.client_issuer(issuer);
+    }
     if let Some(pem) = context["private_key_pem"].as_str() {
         let key = ClientKey::from_pem(pem).map_err(|e| McpClientError::Connect(std::io::Error::other(e)))?;
         oauth = oauth.private_key(key);

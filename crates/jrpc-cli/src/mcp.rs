@@ -66,8 +66,15 @@ struct OAuthArgs {
     #[arg(long, value_name = "ID")]
     oauth_client_id: Option<String>,
 
-    /// The secret of that client (a confidential client).
-    #[arg(long, value_name = "SECRET", requires = "oauth_client_id")]
+    /// The secret of that client (a confidential client); from the
+    /// environment, it stays out of `ps` and the shell's history.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        requires = "oauth_client_id",
+        env = "JRPC_OAUTH_CLIENT_SECRET",
+        hide_env_values = true
+    )]
     oauth_client_secret: Option<String>,
 }
 

@@ -51,6 +51,22 @@ impl Endpoint {
         self.http.send_streaming(method, headers, body).await
     }
 
+    /// Sends a request nobody waits on (the session's GET stream, its
+    /// DELETE): with the token held, but a refusal starts no login (no
+    /// browser opening from a background task, or at exit).
+    pub(crate) async fn send_in_background(
+        &self,
+        method: Method,
+        #[allow(unused_mut)] mut headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+        #[cfg(feature = "oauth")]
+        if let Some(token) = self.oauth.as_ref().and_then(|s| s.bearer()) {
+            headers.insert(http::header::AUTHORIZATION, bearer_header(&token)?);
+        }
+        self.http.send_streaming(method, headers, body).await
+    }
+
     #[cfg(feature = "oauth")]
     async fn send_authorized(
         &self,
@@ -62,15 +78,20 @@ impl Endpoint {
         use http::StatusCode;
         use http_body_util::BodyExt as _;
 
+        use super::oauth::Renewed;
         let fail = |e: super::oauth::OAuthError| CallError::Transport(Arc::new(e));
-        let (mut logged_in, mut step_ups) = (false, 0);
+        // A 401 may be answered by a refresh, then (if the refreshed token
+        // is refused too) by one login; a 403 by `max_step_ups` step-ups.
+        let (mut refreshed, mut authorized, mut step_ups) = (false, false, 0);
+        // Renewals elsewhere (another request's, another process's) are
+        // waited for a few times, not forever.
+        let mut rounds = 0;
         loop {
+            rounds += 1;
             let mut request_headers = headers.clone();
             let sent = session.bearer();
             if let Some(token) = &sent {
-                let value = http::HeaderValue::from_str(&format!("Bearer {token}"))
-                    .map_err(|_| CallError::Encode("the access token is not a valid header value".into()))?;
-                request_headers.insert(http::header::AUTHORIZATION, value);
+                request_headers.insert(http::header::AUTHORIZATION, bearer_header(token)?);
             }
             let response = self
                 .http
@@ -78,12 +99,12 @@ impl Endpoint {
                 .await?;
             let status = response.status();
             let again = match status {
-                StatusCode::UNAUTHORIZED => !logged_in,
+                _ if rounds > 8 => false,
+                StatusCode::UNAUTHORIZED => !authorized,
                 StatusCode::FORBIDDEN if insufficient_scope(response.headers()) => {
                     if step_ups >= session.max_step_ups() {
                         return Err(fail(super::oauth::OAuthError::StepUpLimit(step_ups)));
                     }
-                    step_ups += 1;
                     true
                 }
                 _ => false,
@@ -94,13 +115,27 @@ impl Endpoint {
             let (parts, refused) = response.into_parts();
             // Read to its end (it is small): the connection is kept.
             let _ = http_body_util::Limited::new(refused, 64 * 1024).collect().await;
-            session
-                .renew(status, &parts.headers, sent.as_deref())
+            let renewed = session
+                .renew(status, &parts.headers, sent.as_deref(), !refreshed)
                 .await
                 .map_err(fail)?;
-            logged_in = logged_in || status == StatusCode::UNAUTHORIZED;
+            match (status, renewed) {
+                (_, Renewed::Elsewhere) => {}
+                (StatusCode::FORBIDDEN, _) => step_ups += 1,
+                (_, Renewed::Refreshed) => refreshed = true,
+                (_, Renewed::Authorized) => authorized = true,
+            }
         }
     }
+}
+
+/// `Bearer TOKEN`, marked sensitive (kept out of logs and HTTP/2 tables).
+#[cfg(feature = "oauth")]
+fn bearer_header(token: &str) -> Result<http::HeaderValue, CallError> {
+    let mut value = http::HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| CallError::Encode("the access token is not a valid header value".into()))?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 /// Whether a `403` is the server asking for more scopes.

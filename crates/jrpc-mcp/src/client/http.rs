@@ -298,7 +298,11 @@ impl HttpSession {
         if let Some(value) = last_id.and_then(|id| HeaderValue::from_str(id).ok()) {
             headers.insert(LAST_EVENT_ID, value);
         }
-        let response = self.http.send(Method::GET, headers, Bytes::new()).await.ok()?;
+        let response = self
+            .http
+            .send_in_background(Method::GET, headers, Bytes::new())
+            .await
+            .ok()?;
         (response.status().is_success() && is_sse(response.headers())).then(|| response.into_body())
     }
 
@@ -333,7 +337,10 @@ impl HttpSession {
             return;
         }
         let headers = self.headers("application/json");
-        let _ = self.http.send(Method::DELETE, headers, Bytes::new()).await;
+        let _ = self
+            .http
+            .send_in_background(Method::DELETE, headers, Bytes::new())
+            .await;
     }
 
     /// Delivers each event of an SSE body as a frame, until it ends;

@@ -110,10 +110,21 @@ impl LoopbackAuthorizer {
 
     async fn wait(&self, url: String) -> Result<String, OAuthError> {
         let base = self.bind().await?;
-        let guard = self.listener.lock().await;
-        let Some(listener) = guard.as_ref() else {
+        // One flow per listener: the next one binds afresh, so nothing
+        // queued for this one (a reload, a stray request) reaches it.
+        let taken = self.listener.lock().await.take();
+        *self.uri.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let Some(listener) = taken else {
             return Err(OAuthError::Authorizer("the loopback listener is gone".into()));
         };
+        // Only the answer to this request counts: a callback with another
+        // state (forged by a local process or a web page) is turned away,
+        // not taken for the login's end.
+        let expected = url::Url::parse(&url).ok().and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "state")
+                .map(|(_, v)| v.into_owned())
+        });
         (self.show)(&url);
         let waiting = async {
             loop {
@@ -130,8 +141,15 @@ impl LoopbackAuthorizer {
                         q.split('&')
                             .any(|p| p.starts_with("code=") || p.starts_with("error="))
                     })
+                    .filter(|q| {
+                        let state = url::form_urlencoded::parse(q.as_bytes())
+                            .find(|(k, _)| k == "state")
+                            .map(|(_, v)| v.into_owned());
+                        expected.is_none() || state == expected
+                    })
                 else {
-                    // A favicon, a probe: not the redirect.
+                    // A favicon, a probe, another login's answer: not the
+                    // redirect.
                     let _ = stream
                         .write_all(
                             b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",

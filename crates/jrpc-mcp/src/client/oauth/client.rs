@@ -41,6 +41,7 @@ impl OAuthClient {
                 client_name: "jrpc".into(),
                 client_id: None,
                 client_secret: None,
+                client_issuer: None,
                 auth_method: None,
                 metadata_url: None,
                 key: None,
@@ -103,6 +104,15 @@ impl OAuthClientBuilder {
     /// used instead of registering.
     pub fn client_id(mut self, id: impl Into<String>) -> Self {
         self.config.client_id = Some(id.into());
+        self
+    }
+
+    /// The authorization server (its `issuer`) the pre-registered client
+    /// id belongs to: a server that sends the client elsewhere is refused
+    /// rather than given the id and secret (the MCP specification's
+    /// "Authorization Server Binding").
+    pub fn client_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.config.client_issuer = Some(issuer.into());
         self
     }
 

@@ -21,6 +21,8 @@ pub(crate) struct Config {
     pub(crate) client_name: String,
     pub(crate) client_id: Option<String>,
     pub(crate) client_secret: Option<String>,
+    /// The issuer the pre-registered client id belongs to, when known.
+    pub(crate) client_issuer: Option<String>,
     pub(crate) auth_method: Option<String>,
     pub(crate) metadata_url: Option<String>,
     pub(crate) key: Option<ClientKey>,

@@ -42,7 +42,10 @@ pub(crate) async fn resource_metadata(
     from_challenge: Option<&str>,
 ) -> Result<ResourceMetadata, OAuthError> {
     let places = match from_challenge {
-        Some(url) => vec![url.to_owned()],
+        Some(url) => {
+            secure(url, "the protected resource metadata")?;
+            vec![url.to_owned()]
+        }
         None => well_known_resource_urls(server),
     };
     let mut tried = Vec::new();
@@ -122,6 +125,7 @@ pub(crate) fn check_resource(server: &Url, resource: &str) -> Result<(), OAuthEr
 /// The metadata of the authorization server `issuer`, from the first of
 /// its well-known URLs that has it; its `issuer` must be `issuer`.
 pub(crate) async fn server_metadata(issuer: &str) -> Result<ServerMetadata, OAuthError> {
+    secure(issuer, "the authorization server")?;
     // Where RFC 8414 and OpenID discovery put it, in the MCP
     // specification's order (shared with the resource server's side).
     let places = jrpc::auth::metadata_urls(issuer).map_err(OAuthError::Discovery)?;
@@ -140,12 +144,43 @@ pub(crate) async fn server_metadata(issuer: &str) -> Result<ServerMetadata, OAut
                 metadata.issuer
             )));
         }
+        for endpoint in [
+            metadata.authorization_endpoint.as_deref(),
+            Some(metadata.token_endpoint.as_str()),
+            metadata.registration_endpoint.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            secure(endpoint, "an endpoint of the authorization server")?;
+        }
         return Ok(metadata);
     }
     Err(OAuthError::Discovery(format!(
         "no authorization server metadata for {issuer} (tried {})",
         places.join(", ")
     )))
+}
+
+/// Authorization servers are spoken to over HTTPS only (the MCP
+/// specification's MUST: codes, verifiers, secrets and tokens travel
+/// there), or over plain HTTP to this machine (a server on a loopback
+/// address: development, tests).
+pub(crate) fn secure(url: &str, what: &str) -> Result<(), OAuthError> {
+    let parsed = Url::parse(url).map_err(|e| OAuthError::Discovery(format!("{what} {url:?}: {e}")))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(OAuthError::Refused(format!(
+            "{what} is at {url}: only https (or http to this machine) is used for authorization"
+        ))),
+    }
 }
 
 fn read_server_metadata(document: &Map<String, Value>) -> Result<ServerMetadata, String> {
@@ -198,6 +233,29 @@ mod tests {
             at("http://127.0.0.1:8080/"),
             ["http://127.0.0.1:8080/.well-known/oauth-protected-resource"]
         );
+    }
+
+    #[test]
+    fn authorization_urls_must_be_https_or_on_this_machine() {
+        for ok in [
+            "https://as.example/t",
+            "http://127.0.0.1:9000",
+            "http://127.9.9.9/x",
+            "http://localhost:8080/",
+            "http://[::1]:1/",
+        ] {
+            assert!(secure(ok, "x").is_ok(), "{ok}");
+        }
+        for refused in [
+            "http://as.example/",
+            "http://10.0.0.1/",
+            "http://localhost.evil.example/",
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "not a url",
+        ] {
+            assert!(secure(refused, "x").is_err(), "{refused}");
+        }
     }
 
     #[test]

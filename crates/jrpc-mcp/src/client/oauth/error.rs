@@ -55,3 +55,11 @@ pub enum OAuthError {
     #[error("{0}")]
     Http(String),
 }
+
+/// Text from a server, shown to the user: control characters (terminal
+/// escapes) replaced.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}

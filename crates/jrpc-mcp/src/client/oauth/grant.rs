@@ -10,7 +10,7 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
 use super::discovery::ServerMetadata;
-use super::error::OAuthError;
+use super::error::{printable, OAuthError};
 use super::key::ClientKey;
 use super::store::{now_secs, RegisteredClient, Tokens};
 use super::{fetch, pkce};
@@ -146,7 +146,7 @@ fn refusal(status: StatusCode, body: Option<&serde_json::Map<String, Value>>, at
     let text = |name: &str| {
         body.and_then(|b| b.get(name))
             .and_then(Value::as_str)
-            .map(str::to_owned)
+            .map(printable)
     };
     OAuthError::Server {
         at: at.to_owned(),

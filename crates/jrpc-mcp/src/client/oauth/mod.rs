@@ -48,5 +48,5 @@ pub(crate) use challenge::challenge_error;
 pub use client::{OAuthClient, OAuthClientBuilder};
 pub use error::{BoxFuture, OAuthError};
 pub use key::ClientKey;
-pub(crate) use session::Session;
+pub(crate) use session::{Renewed, Session};
 pub use store::{Credentials, FileStore, MemoryStore, RegisteredClient, TokenStore, Tokens};

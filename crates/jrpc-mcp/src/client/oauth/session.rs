@@ -11,7 +11,7 @@ use url::Url;
 use super::challenge::{split_scopes, Challenge};
 use super::config::{Config, Grant};
 use super::discovery::{self, ServerMetadata};
-use super::error::OAuthError;
+use super::error::{printable, OAuthError};
 use super::grant::{self, ClientAuth};
 use super::store::{Credentials, RegisteredClient, Tokens};
 use super::{fetch, pkce};
@@ -27,6 +27,8 @@ pub(crate) struct Session {
     /// One renewal at a time: requests refused together wait for the one
     /// that runs, then use its token.
     renewing: tokio::sync::Mutex<Renewal>,
+    /// How many renewals have finished, read before waiting for the lock.
+    finished: std::sync::atomic::AtomicU64,
 }
 
 /// What one renewal leaves for the next.
@@ -35,6 +37,21 @@ struct Renewal {
     /// The scopes asked for last: a step-up asks for these and the new
     /// ones together, so nothing granted before is lost.
     requested: Vec<String>,
+    /// The last renewal that failed (its number, why): requests that
+    /// waited for it fail with it rather than start one each.
+    failed: Option<(u64, OAuthError)>,
+}
+
+/// What a renewal did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Renewed {
+    /// Another request (or another process, through the store) renewed
+    /// the token meanwhile.
+    Elsewhere,
+    /// The token was refreshed.
+    Refreshed,
+    /// A new token came from the authorization flow.
+    Authorized,
 }
 
 impl Session {
@@ -54,7 +71,11 @@ impl Session {
             server,
             key,
             current: Mutex::new(current),
-            renewing: tokio::sync::Mutex::new(Renewal { requested }),
+            renewing: tokio::sync::Mutex::new(Renewal {
+                requested,
+                failed: None,
+            }),
+            finished: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -70,36 +91,84 @@ impl Session {
     }
 
     /// The server refused a request sent with `sent` (`401`, or `403`
-    /// with `insufficient_scope`): gets a token that may do better. `Ok`
-    /// means send it again.
+    /// with `insufficient_scope`): gets a token that may do better (a
+    /// `401` by refreshing first, when `may_refresh`). `Ok` means send it
+    /// again.
     pub(crate) async fn renew(
         &self,
         status: StatusCode,
         headers: &HeaderMap,
         sent: Option<&str>,
-    ) -> Result<(), OAuthError> {
+        may_refresh: bool,
+    ) -> Result<Renewed, OAuthError> {
+        use std::sync::atomic::Ordering;
+        let before = self.finished.load(Ordering::Acquire);
         let mut renewal = self.renewing.lock().await;
         if self.bearer().as_deref() != sent {
             // Another request renewed it while this one waited.
-            return Ok(());
+            return Ok(Renewed::Elsewhere);
         }
+        if let Some((attempt, error)) = &renewal.failed {
+            if *attempt > before {
+                // The renewal this request waited for failed: so does it.
+                return Err(error.clone());
+            }
+        }
+        if self.adopt_stored(sent) {
+            return Ok(Renewed::Elsewhere);
+        }
+        let outcome = self.renew_now(status, headers, &mut renewal, may_refresh).await;
+        let attempt = self.finished.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Err(e) = &outcome {
+            renewal.failed = Some((attempt, e.clone()));
+        }
+        outcome
+    }
+
+    async fn renew_now(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        renewal: &mut Renewal,
+        may_refresh: bool,
+    ) -> Result<Renewed, OAuthError> {
         let challenge = Challenge::from_headers(headers).unwrap_or_default();
         if status == StatusCode::FORBIDDEN && self.holds_all(&challenge.scopes()) {
             // The token already has every scope the server names: asking
             // again would get the same token, and the same refusal.
             return Err(OAuthError::Refused(format!(
                 "the server refuses a token that has the scopes it asks for ({})",
-                challenge.scope.as_deref().unwrap_or("none named")
+                challenge
+                    .scope
+                    .as_deref()
+                    .map(printable)
+                    .unwrap_or_else(|| "none named".into())
             )));
         }
-        if status == StatusCode::UNAUTHORIZED {
-            if self.refresh(&challenge).await? {
-                return Ok(());
-            }
-            self.authorize(&challenge, &mut renewal, false).await
-        } else {
-            self.authorize(&challenge, &mut renewal, true).await
+        if status == StatusCode::UNAUTHORIZED && may_refresh && self.refresh(&challenge).await? {
+            return Ok(Renewed::Refreshed);
         }
+        self.authorize(&challenge, renewal, status == StatusCode::FORBIDDEN)
+            .await
+            .map(|()| Renewed::Authorized)
+    }
+
+    /// Takes the tokens another process (or session) kept for this server
+    /// since `sent` was: a refresh token may have been used (and rotated)
+    /// there. Whether there were newer ones.
+    fn adopt_stored(&self, sent: Option<&str>) -> bool {
+        let Some(held) = self.held() else { return false };
+        let Some(stored) = self.config.store.load(&self.key, Some(&held.issuer)) else {
+            return false;
+        };
+        let newer = stored
+            .tokens
+            .as_ref()
+            .is_some_and(|t| Some(t.access_token.as_str()) != sent);
+        if newer {
+            *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(stored);
+        }
+        newer
     }
 
     /// Logs in now: asks the server for its challenge (an unauthenticated
@@ -169,6 +238,7 @@ impl Session {
             return Ok(false);
         }
         let metadata = discovery::server_metadata(&held.issuer).await?;
+        self.check_bound(&metadata)?;
         let identity = self.identity_for(&metadata, held.client.as_ref());
         let Some((client_id, secret, method)) = identity else {
             return Ok(false);
@@ -204,6 +274,21 @@ impl Session {
         }
     }
 
+    /// A pre-registered client's credentials are good at the server that
+    /// issued them only: another one named by the MCP server is refused
+    /// rather than sent the secret.
+    fn check_bound(&self, metadata: &ServerMetadata) -> Result<(), OAuthError> {
+        match &self.config.client_issuer {
+            Some(bound) if self.config.client_id.is_some() && *bound != metadata.issuer => {
+                Err(OAuthError::Refused(format!(
+                    "the server sends this client to {}, but its client id is registered with {bound}",
+                    metadata.issuer
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The client id (secret, auth method) to use with `metadata`'s
     /// server: the pre-registered one, else one registered there before.
     fn identity_for(
@@ -219,19 +304,17 @@ impl Session {
                 config.auth_method.clone(),
             ));
         }
-        if let Some(client) = registered {
-            return Some((
-                client.client_id.clone(),
-                client.client_secret.clone(),
-                client.auth_method.clone(),
-            ));
-        }
         if metadata.client_id_metadata_document_supported {
             if let Some(url) = &config.metadata_url {
                 return Some((url.clone(), None, None));
             }
         }
-        None
+        let client = registered?;
+        Some((
+            client.client_id.clone(),
+            client.client_secret.clone(),
+            client.auth_method.clone(),
+        ))
     }
 
     /// Gets a new token from the authorization server the MCP server
@@ -259,24 +342,31 @@ impl Session {
             .unwrap_or(&resource.authorization_servers[0])
             .clone();
         let metadata = discovery::server_metadata(&issuer).await?;
+        self.check_bound(&metadata)?;
 
-        // The scopes: what the challenge names, else what the metadata
-        // lists, else none; a step-up keeps what was asked before.
-        let mut scopes = if let Some(scope) = &config.scope {
-            split_scopes(scope)
-        } else if challenge.scope.is_some() {
-            challenge.scopes()
-        } else if step_up {
-            Vec::new()
-        } else {
-            resource.scopes_supported.clone().unwrap_or_default()
+        // The scopes: what the client was told to ask for, else what the
+        // challenge names, else what the metadata lists, else none. What
+        // was asked before of this server stays asked (a step-up adds the
+        // challenge's to it), so nothing granted before is lost.
+        let challenged = challenge.scopes();
+        let mut scopes = match &config.scope {
+            Some(scope) => split_scopes(scope),
+            None if challenge.scope.is_some() || step_up => challenged.clone(),
+            None => resource.scopes_supported.clone().unwrap_or_default(),
         };
-        if step_up {
+        let same_server_as_before = held.as_ref().is_some_and(|h| same_server(&h.issuer, &issuer));
+        if step_up || same_server_as_before {
             let mut union = renewal.requested.clone();
-            for scope in scopes {
+            for scope in scopes.into_iter().chain(challenged) {
                 if !union.contains(&scope) {
                     union.push(scope);
                 }
+            }
+            if step_up && union.len() == renewal.requested.len() {
+                return Err(OAuthError::Refused(format!(
+                    "the server refuses a token asked with every scope it names ({})",
+                    printable(&union.join(" "))
+                )));
             }
             scopes = union;
         }
@@ -376,7 +466,11 @@ impl Session {
         // Who this client is there: pre-registered, registered before
         // (with this redirect URI), a metadata document, or a new
         // registration.
-        let registered = registered.filter(|r| r.redirect_uri.as_deref() == Some(redirect_uri.as_str()));
+        let registered = registered.filter(|r| {
+            r.redirect_uri
+                .as_deref()
+                .is_some_and(|registered| same_redirect(registered, &redirect_uri))
+        });
         let (client_id, secret, method, registered) = match self.identity_for(metadata, registered.as_ref()) {
             Some((id, secret, method)) => (id, secret, method, registered),
             None => {
@@ -477,13 +571,32 @@ fn read_authorization_response(
         return Err(OAuthError::Server {
             at: "authorization endpoint".into(),
             status: 0,
-            error,
-            description: param("error_description"),
+            error: printable(&error),
+            description: param("error_description").map(|d| printable(&d)),
         });
     }
     param("code")
         .filter(|c| !c.is_empty())
         .ok_or_else(|| OAuthError::Authorizer("the authorization response has no code".into()))
+}
+
+/// Whether a redirect URI registered before serves for `now`: the same,
+/// or both on a loopback address differing by port only (RFC 8252 §7.3:
+/// servers take any port there, and a loopback authorizer's port is
+/// random).
+fn same_redirect(registered: &str, now: &str) -> bool {
+    if registered == now {
+        return true;
+    }
+    let without_port = |uri: &str| {
+        let mut url = Url::parse(uri).ok()?;
+        if !matches!(url.host_str(), Some("127.0.0.1" | "[::1]" | "localhost")) {
+            return None;
+        }
+        url.set_port(None).ok()?;
+        Some(url)
+    };
+    matches!((without_port(registered), without_port(now)), (Some(a), Some(b)) if a == b)
 }
 
 /// Whether two issuer identifiers are one: identical strings, as the

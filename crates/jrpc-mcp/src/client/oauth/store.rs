@@ -252,8 +252,12 @@ impl TokenStore for FileStore {
         let json = serde_json::to_vec_pretty(&entry).map_err(io::Error::other)?;
         // Written whole to a private file beside it, then moved over: a
         // crash never leaves half a file, and no one else can read it.
-        let temporary = path.with_extension("json.tmp");
-        write_private(&temporary, &json)?;
+        let unique = super::pkce::random_token().map_err(io::Error::other)?;
+        let temporary = self.dir.join(format!(".{unique}.tmp"));
+        if let Err(e) = write_private(&temporary, &json) {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(e);
+        }
         std::fs::rename(&temporary, &path)
     }
 
@@ -281,19 +285,15 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
 fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write as _;
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    // A new file of a fresh name: never one that is there already (a
+    // symbolic link planted by someone else is not followed).
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
     let mut file = options.open(path)?;
-    #[cfg(unix)]
-    {
-        // A file left by someone else with wider rights is narrowed.
-        use std::os::unix::fs::PermissionsExt as _;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
     file.write_all(bytes)?;
     file.sync_all()
 }
