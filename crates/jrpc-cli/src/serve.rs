@@ -164,9 +164,13 @@ pub struct ServeArgs {
 
     /// Serve calls published to a NATS subject (with --subject), as one of
     /// a queue group (--group): e.g. --nats nats://127.0.0.1:4222 --subject
-    /// demo. Replies go to each message's reply subject.
+    /// demo. Replies go to each message's reply subject. A cluster: several
+    /// seed nodes, comma-separated or --nats repeated
+    /// (nats://A:4222,nats://B:4222); the server connects to any that
+    /// answers, learns the others from it, and moves to another when its
+    /// node goes.
     #[arg(long, value_name = "URL", requires = "subject")]
-    nats: Option<String>,
+    nats: Vec<String>,
 
     /// The NATS subject to serve (with --nats).
     #[arg(long, value_name = "SUBJECT", requires = "nats")]
@@ -351,7 +355,7 @@ impl ServeArgs {
             || !self.tcp.is_empty()
             || !self.unix.is_empty()
             || !self.udp.is_empty()
-            || self.nats.is_some()
+            || !self.nats.is_empty()
             || self.mqtt.is_some()
             || self.amqp.is_some()
     }
@@ -759,7 +763,8 @@ async fn serve_brokers(args: &ServeArgs, server: &Server) -> anyhow::Result<Vec<
         allow(unused_mut)
     )]
     let mut listeners = Vec::new();
-    if let (Some(url), Some(subject)) = (&args.nats, &args.subject) {
+    let nats = (!args.nats.is_empty()).then(|| args.nats.join(","));
+    if let (Some(url), Some(subject)) = (&nats, &args.subject) {
         #[cfg(feature = "nats")]
         {
             let listener = jrpc::transport::nats::NatsListener::connect_in_group(url, subject, &args.group)

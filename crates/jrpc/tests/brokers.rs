@@ -414,6 +414,38 @@ async fn nats_a_broker_restart() {
     a_broker_restart(Kind::Nats).await;
 }
 
+/// A cluster's seeds, the first of them dead: server and client connect
+/// to the one that answers, whichever way the seeds are written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_seeds_any_live_one_serves() {
+    let broker = Broker::start(Kind::Nats);
+    let dead = {
+        let unused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        unused.local_addr().unwrap().port()
+    };
+    let live = broker.url();
+    let seeds = format!("nats://127.0.0.1:{dead},{live}");
+    let serving = Server::new(jrpc::demo::router()).serve_messages(
+        bounded("a listener on two seeds", NatsListener::connect(&seeds, "seeded"))
+            .await
+            .unwrap(),
+    );
+    let bare = live.trim_start_matches("nats://");
+    for target in [
+        format!("nats://127.0.0.1:{dead},{bare}/seeded"),
+        format!("{seeds}/seeded"),
+    ] {
+        let client = bounded("a client on two seeds", Client::builder().connect(&target))
+            .await
+            .unwrap();
+        let answer: Value = bounded("a call", client.call("subtract", [42, 23]))
+            .await
+            .unwrap();
+        assert_eq!(answer, json!(19), "{target}");
+    }
+    serving.shutdown().await;
+}
+
 /// NATS says "no responders" at once when nothing subscribes to a subject:
 /// the call fails as not delivered (a transport error the peer gives each
 /// waiting call), well before its timeout.

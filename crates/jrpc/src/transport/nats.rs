@@ -42,28 +42,79 @@ const REMEMBERED: Duration = Duration::from_secs(60);
 /// The most reply subjects remembered at once.
 const MOST_REMEMBERED: usize = 100_000;
 
-/// Splits `nats://HOST:PORT/SUBJECT` into the server and the subject.
+/// Splits `nats://HOST:PORT/SUBJECT` into the server and the subject. A
+/// cluster is named by several seed addresses, comma-separated, each with
+/// or without its own `nats://` (`nats://A:4222,B:4222/demo`,
+/// `nats://A:4222,nats://B:4222/demo`): the server part is then the seeds
+/// as [`connect`](NatsListener::connect) takes them, `nats://A:4222,nats://B:4222`.
 pub fn split_target(target: &str) -> io::Result<(String, String)> {
-    let rest = target
+    let mut rest = target
         .strip_prefix("nats://")
         .ok_or_else(|| invalid(format!("{target}: expected nats://HOST:PORT/SUBJECT")))?;
-    match rest.split_once('/') {
-        Some((server, subject)) if !server.is_empty() && !subject.is_empty() => {
-            Ok((format!("nats://{server}"), subject.to_owned()))
+    let mut seeds = Vec::new();
+    loop {
+        let end = rest.find([',', '/']).unwrap_or(rest.len());
+        let seed = &rest[..end];
+        if seed.is_empty() {
+            return Err(invalid(format!(
+                "{target}: expected nats://HOST:PORT[,HOST:PORT...]/SUBJECT (an empty server address)"
+            )));
         }
-        _ => Err(invalid(format!(
-            "{target}: expected nats://HOST:PORT/SUBJECT (the subject is missing)"
-        ))),
+        seeds.push(format!("nats://{seed}"));
+        match rest[end..].chars().next() {
+            Some(',') => {
+                rest = &rest[end + 1..];
+                rest = rest.strip_prefix("nats://").unwrap_or(rest);
+            }
+            Some(_) if end + 1 < rest.len() => {
+                return Ok((seeds.join(","), rest[end + 1..].to_owned()));
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "{target}: expected nats://HOST:PORT/SUBJECT (the subject is missing)"
+                )))
+            }
+        }
     }
+}
+
+/// The seed addresses of `url`: one, or several comma-separated (each
+/// `nats://HOST:PORT`, or `HOST:PORT`). The client connects to any that
+/// answers, and learns the rest of the cluster from it.
+fn seeds(url: &str) -> io::Result<Vec<async_nats::ServerAddr>> {
+    url.split(',')
+        .map(str::trim)
+        .filter(|seed| !seed.is_empty())
+        .map(|seed| {
+            let seed = seed.trim_end_matches('/');
+            let full = if seed.contains("://") {
+                seed.to_owned()
+            } else {
+                format!("nats://{seed}")
+            };
+            full.parse::<async_nats::ServerAddr>()
+                .map_err(|e| invalid(format!("{seed}: not a NATS server address: {e}")))
+        })
+        .collect::<io::Result<Vec<_>>>()
+        .and_then(|seeds| {
+            if seeds.is_empty() {
+                Err(invalid(format!("{url:?}: no NATS server address")))
+            } else {
+                Ok(seeds)
+            }
+        })
 }
 
 fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, message)
 }
 
-/// Connects to a NATS server, reconnecting on its own when the connection
-/// drops (100 ms doubling to 5 s, forever), with a log line either way.
+/// Connects to a NATS server (or to any of a cluster's seeds),
+/// reconnecting on its own when the connection drops (to any node it knows
+/// of: the seeds and what the nodes gossip; 100 ms doubling to 5 s,
+/// forever), with a log line either way.
 async fn connect(url: &str, name: &'static str) -> io::Result<Client> {
+    let addresses = seeds(url)?;
     let server = url.to_owned();
     async_nats::ConnectOptions::new()
         .name(name)
@@ -83,7 +134,7 @@ async fn connect(url: &str, name: &'static str) -> io::Result<Client> {
                 }
             }
         })
-        .connect(url)
+        .connect(addresses)
         .await
         .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, format!("{url}: {e}")))
 }
@@ -395,6 +446,19 @@ mod tests {
                 Some(("nats://127.0.0.1:4222", "demo")),
             ),
             ("nats://h:1/a.b.c", Some(("nats://h:1", "a.b.c"))),
+            ("nats://h:1/a/b", Some(("nats://h:1", "a/b"))),
+            // A cluster's seeds, with or without their own scheme.
+            (
+                "nats://a:4222,b:4222/demo",
+                Some(("nats://a:4222,nats://b:4222", "demo")),
+            ),
+            (
+                "nats://a:4222,nats://b:4222,c:1/demo",
+                Some(("nats://a:4222,nats://b:4222,nats://c:1", "demo")),
+            ),
+            ("nats://a:4222,/demo", None),
+            ("nats://,a:1/demo", None),
+            ("nats://a:1,b:2", None),
             ("nats://h:1/", None),
             ("nats://h:1", None),
             ("nats:///demo", None),
@@ -405,6 +469,14 @@ mod tests {
             let got = got.as_ref().map(|(s, t)| (s.as_str(), t.as_str()));
             assert_eq!(got, expected, "{target}");
         }
+    }
+
+    #[test]
+    fn seeds_are_read_with_or_without_their_scheme() {
+        assert_eq!(seeds("nats://a:1").unwrap().len(), 1);
+        assert_eq!(seeds("nats://a:1,b:2, nats://c:3/").unwrap().len(), 3);
+        assert!(seeds("").is_err());
+        assert!(seeds("nats://a:notaport").is_err());
     }
 
     #[test]
