@@ -60,7 +60,7 @@ struct LogoutArgs {
 
 /// Who jrpc is at the authorization server, when it was registered there
 /// beforehand (else it uses dynamic registration).
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 struct OAuthArgs {
     /// A client id registered with the server's authorization server.
     #[arg(long, value_name = "ID")]
@@ -490,13 +490,7 @@ mod client {
     }
 
     pub(super) async fn logout(args: LogoutArgs) -> ExitCode {
-        let oauth = oauth_client(
-            &OAuthArgs {
-                oauth_client_id: None,
-                oauth_client_secret: None,
-            },
-            false,
-        );
+        let oauth = oauth_client(&OAuthArgs::default(), false);
         match oauth.logout(&args.url) {
             Ok(true) => {
                 eprintln!("jrpc: logged out of {}", args.url);
@@ -587,17 +581,15 @@ mod client {
                 eprintln!("jrpc: the server asks for a sampling (an LLM completion); declined: jrpc mcp has no model");
                 Err(jrpc::Error::new(-1, "Sampling declined").with_data("jrpc mcp has no model to sample with"))
             });
+        // An Authorization header of the user's own turns OAuth off.
+        let mut own_authorization = false;
         for header in &client.headers {
             let (name, value) = header
                 .split_once(':')
                 .ok_or_else(|| usage(format!("-H {header:?}: expected 'Name: value'")))?;
+            own_authorization |= name.trim().eq_ignore_ascii_case("authorization");
             builder = builder.header(name.trim(), value.trim());
         }
-        let own_authorization = client.headers.iter().any(|h| {
-            h.split(':')
-                .next()
-                .is_some_and(|n| n.trim().eq_ignore_ascii_case("authorization"))
-        });
         if let Some(token) = &client.bearer {
             builder = builder.header("Authorization", format!("Bearer {}", token.trim()));
         } else if !own_authorization {

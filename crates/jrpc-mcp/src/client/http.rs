@@ -7,7 +7,6 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::endpoint::Endpoint;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
@@ -15,6 +14,8 @@ use jrpc::codec::Inbound;
 use jrpc::transport::{Connection, OutFrame, OutKind};
 use jrpc::{Error, Id};
 use tokio::sync::mpsc;
+
+use super::endpoint::Endpoint;
 
 /// The session's state shared by its POSTs and its GET stream.
 pub(crate) struct HttpSession {

@@ -228,11 +228,7 @@ impl Session {
         };
         let resource =
             discovery::resource_metadata(&self.server, challenge.resource_metadata.as_deref()).await?;
-        if !resource
-            .authorization_servers
-            .iter()
-            .any(|s| same_server(s, &held.issuer))
-        {
+        if !resource.authorization_servers.contains(&held.issuer) {
             // The server moved to another authorization server: what the
             // old one issued is no good there.
             return Ok(false);
@@ -330,15 +326,11 @@ impl Session {
             discovery::resource_metadata(&self.server, challenge.resource_metadata.as_deref()).await?;
         let held = self.held();
         // An authorization server this client holds credentials for, when
-        // the server lists several; else the first.
+        // the server lists several; else the first. Issuers are compared
+        // as identical strings, as the metadata's `issuer` is to its URL.
         let issuer = held
             .as_ref()
-            .and_then(|h| {
-                resource
-                    .authorization_servers
-                    .iter()
-                    .find(|s| same_server(s, &h.issuer))
-            })
+            .and_then(|h| resource.authorization_servers.iter().find(|s| **s == h.issuer))
             .unwrap_or(&resource.authorization_servers[0])
             .clone();
         let metadata = discovery::server_metadata(&issuer).await?;
@@ -354,7 +346,7 @@ impl Session {
             None if challenge.scope.is_some() || step_up => challenged.clone(),
             None => resource.scopes_supported.clone().unwrap_or_default(),
         };
-        let same_server_as_before = held.as_ref().is_some_and(|h| same_server(&h.issuer, &issuer));
+        let same_server_as_before = held.as_ref().is_some_and(|h| h.issuer == issuer);
         if step_up || same_server_as_before {
             let mut union = renewal.requested.clone();
             for scope in scopes.into_iter().chain(challenged) {
@@ -597,12 +589,6 @@ fn same_redirect(registered: &str, now: &str) -> bool {
         Some(url)
     };
     matches!((without_port(registered), without_port(now)), (Some(a), Some(b)) if a == b)
-}
-
-/// Whether two issuer identifiers are one: identical strings, as the
-/// metadata's `issuer` must be to the URL it was found from.
-fn same_server(a: &str, b: &str) -> bool {
-    a == b
 }
 
 #[cfg(test)]
