@@ -32,6 +32,12 @@ EXAMPLES:
   jrpc bench sum 1 2 3 --requests 10000 -- jrpc serve --stdio
   jrpc bench http://127.0.0.1:4000 add 1 2 -d 30s --report run.html
   jrpc bench --compare before.html after.html --report compared.html
+  jrpc bench nats://A:4222,B:4222/demo add 1 2 -d 20s --idempotent --retries 5 --mark 5s,10s
+
+With --retries, a call tried again counts once, by how it ended at last;
+\"retried\" says how many calls needed more than one attempt. --mark splits
+the figures at moments of the run (when a fault was injected, say): each
+part's requests, errors and latency percentiles are shown apart.
 
 A run of more than two seconds shows its progress (elapsed, requests/s,
 errors) on one line of stderr when stderr is a terminal.")]
@@ -77,6 +83,12 @@ pub struct BenchArgs {
     /// Open loop: send this many requests per second in all, on a schedule.
     #[arg(long, value_name = "R")]
     rate: Option<f64>,
+
+    /// Split the results at these times since the start (when a fault is
+    /// injected, say): each part's requests, errors and latency
+    /// percentiles are reported apart (`phases` in --json).
+    #[arg(long, value_name = "T[,T...]", value_delimiter = ',', value_parser = parse_duration)]
+    mark: Vec<Duration>,
 
     /// Print the results as JSON.
     #[arg(long)]
@@ -133,6 +145,27 @@ struct Shared {
     limit: u64,
     /// Open loop: the interval between scheduled requests.
     interval: Option<Duration>,
+    /// Where `--mark` splits the run, in order.
+    marks: Vec<Duration>,
+    retries: Arc<RetryTally>,
+}
+
+/// Calls tried again, counted by the retry policy's hook.
+#[derive(Default)]
+struct RetryTally {
+    /// Calls that needed more than one attempt.
+    retried: AtomicU64,
+    /// Attempts after the first, in all.
+    retries: AtomicU64,
+}
+
+impl RetryTally {
+    fn count(&self, retry: u32) {
+        if retry == 1 {
+            self.retried.fetch_add(1, Ordering::Relaxed);
+        }
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Shared {
@@ -188,10 +221,41 @@ impl Errors {
     }
 }
 
-struct Worker {
+/// What requests came to: the whole run's, or one part's (`--mark`).
+struct Tally {
     latencies: Histogram<u64>,
     errors: Errors,
     ok: u64,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            latencies: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+            errors: Errors::default(),
+            ok: 0,
+        }
+    }
+
+    fn record(&mut self, micros: u64, outcome: &Result<(), CallError>) {
+        let _ = self.latencies.record(micros.min(3_600_000_000));
+        match outcome {
+            Ok(()) => self.ok += 1,
+            Err(e) => self.errors.count(e),
+        }
+    }
+
+    fn add(&mut self, other: &Tally) {
+        let _ = self.latencies.add(&other.latencies);
+        self.errors.add(&other.errors);
+        self.ok += other.ok;
+    }
+}
+
+struct Worker {
+    whole: Tally,
+    /// One per part of the run split by `--mark` (none without).
+    parts: Vec<Tally>,
 }
 
 async fn work(
@@ -202,10 +266,14 @@ async fn work(
     batch: Option<usize>,
     timeout: Duration,
 ) -> Worker {
+    let parts = if shared.marks.is_empty() {
+        0
+    } else {
+        shared.marks.len() + 1
+    };
     let mut worker = Worker {
-        latencies: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
-        errors: Errors::default(),
-        ok: 0,
+        whole: Tally::new(),
+        parts: (0..parts).map(|_| Tally::new()).collect(),
     };
     while let Some(due) = shared.next().await {
         let outcome = match batch {
@@ -234,13 +302,15 @@ async fn work(
         let micros = u64::try_from(due.elapsed().as_micros())
             .unwrap_or(u64::MAX)
             .max(1);
-        let _ = worker.latencies.record(micros.min(3_600_000_000));
-        match outcome {
-            Ok(()) => worker.ok += 1,
-            Err(e) => {
-                worker.errors.count(&e);
-                shared.failed.fetch_add(1, Ordering::Relaxed);
-            }
+        worker.whole.record(micros, &outcome);
+        if !worker.parts.is_empty() {
+            // By when it finished.
+            let now = shared.started.elapsed();
+            let part = shared.marks.partition_point(|mark| *mark <= now);
+            worker.parts[part].record(micros, &outcome);
+        }
+        if outcome.is_err() {
+            shared.failed.fetch_add(1, Ordering::Relaxed);
         }
         shared.done.fetch_add(1, Ordering::Relaxed);
     }
@@ -274,6 +344,15 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         .ok_or_else(|| Failure::Usage(anyhow!("missing METHOD")))?
         .into();
     let positional: Vec<String> = words.collect();
+    let mut marks = args.mark.clone();
+    marks.sort();
+    marks.dedup();
+    let retries = Arc::new(RetryTally::default());
+    let mut connect = args.connect.clone();
+    connect.on_retry = Some(crate::target::RetryHook({
+        let retries = Arc::clone(&retries);
+        Arc::new(move |retrying| retries.count(retrying.retry))
+    }));
     let params = Arc::new(crate::call::params(&args.params, &positional).map_err(Failure::Usage)?);
 
     // Connect everything first, and check once that the call works at all.
@@ -282,7 +361,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
     for _ in 0..args.connections {
         let client = target
             .clone()
-            .connect_with(&args.connect, |builder| match auto_batch {
+            .connect_with(&connect, |builder| match auto_batch {
                 Some(settings) => builder.auto_batch(settings),
                 None => builder,
             })
@@ -292,6 +371,9 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
     clients[0]
         .call_raw(&method, &*params, args.connect.dial.timeout)
         .await?;
+    // The check's retries are not the run's.
+    retries.retried.store(0, Ordering::Relaxed);
+    retries.retries.store(0, Ordering::Relaxed);
 
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
@@ -301,6 +383,8 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         failed: AtomicU64::new(0),
         limit: args.requests.unwrap_or(u64::MAX),
         interval: args.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
+        marks,
+        retries,
     });
     let mut tasks = Vec::new();
     for client in &clients {
@@ -343,13 +427,17 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         shared.done.load(Ordering::Relaxed),
         shared.failed.load(Ordering::Relaxed),
     );
-    let (counted, counted_errors) = seconds.iter().fold((0, 0), |(r, e), s: &bench_report::Second| {
-        (r + s.requests, e + s.errors)
-    });
+    let retried = shared.retries.retried.load(Ordering::Relaxed);
+    let (counted, counted_errors, counted_retried) = seconds
+        .iter()
+        .fold((0, 0, 0), |(r, e, t), s: &bench_report::Second| {
+            (r + s.requests, e + s.errors, t + s.retried)
+        });
     let rest = bench_report::Second {
         second: elapsed.as_secs_f64(),
         requests: done.saturating_sub(counted),
         errors: failed.saturating_sub(counted_errors),
+        retried: retried.saturating_sub(counted_retried),
     };
     match seconds.last_mut() {
         // A sliver after the last whole second joins it: a rate over a few
@@ -358,17 +446,36 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             last.second = rest.second;
             last.requests += rest.requests;
             last.errors += rest.errors;
+            last.retried += rest.retried;
         }
         _ => seconds.push(rest),
     }
-    let mut latencies = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds");
-    let (mut errors, mut ok) = (Errors::default(), 0);
+    let mut whole = Tally::new();
+    let mut parts: Vec<Tally> = (0..workers.first().map_or(0, |w| w.parts.len()))
+        .map(|_| Tally::new())
+        .collect();
     for worker in workers {
-        let _ = latencies.add(&worker.latencies);
-        errors.add(&worker.errors);
-        ok += worker.ok;
+        whole.add(&worker.whole);
+        for (sum, part) in parts.iter_mut().zip(&worker.parts) {
+            sum.add(part);
+        }
     }
-    let report = make_report(&args, &target, &method, elapsed, ok, &errors, &latencies, seconds);
+    let mut report = make_report(&args, &target, &method, elapsed, &whole, seconds);
+    report.retried = retried;
+    report.retries = shared.retries.retries.load(Ordering::Relaxed);
+    let mut from = Duration::ZERO;
+    for (i, part) in parts.iter().enumerate() {
+        let to = shared.marks.get(i).copied().unwrap_or(elapsed).min(elapsed);
+        report.phases.push(bench_report::Phase {
+            from: from.as_secs_f64(),
+            to: to.as_secs_f64(),
+            requests: part.ok + part.errors.total(),
+            ok: part.ok,
+            latency_us: latency_of(&part.latencies),
+            errors: part.errors.into(),
+        });
+        from = to;
+    }
     print_report(&args, &report);
     if let Some(path) = &args.report {
         std::fs::write(path, bench_report::html(std::slice::from_ref(&report)))
@@ -423,11 +530,12 @@ async fn timeline(shared: Arc<Shared>, seconds: Arc<std::sync::Mutex<Vec<bench_r
         tokio::time::Instant::from_std(shared.started) + Duration::from_secs(1),
         Duration::from_secs(1),
     );
-    let (mut done, mut failed) = (0, 0);
+    let (mut done, mut failed, mut retried) = (0, 0, 0);
     loop {
         tick.tick().await;
         let now_done = shared.done.load(Ordering::Relaxed);
         let now_failed = shared.failed.load(Ordering::Relaxed);
+        let now_retried = shared.retries.retried.load(Ordering::Relaxed);
         seconds
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -435,8 +543,9 @@ async fn timeline(shared: Arc<Shared>, seconds: Arc<std::sync::Mutex<Vec<bench_r
                 second: shared.started.elapsed().as_secs_f64(),
                 requests: now_done - done,
                 errors: now_failed - failed,
+                retried: now_retried.saturating_sub(retried),
             });
-        (done, failed) = (now_done, now_failed);
+        (done, failed, retried) = (now_done, now_failed, now_retried);
     }
 }
 
@@ -458,21 +567,45 @@ fn command_line() -> String {
         .join(" ")
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The percentiles of `latencies`.
+fn latency_of(latencies: &Histogram<u64>) -> bench_report::Latency {
+    let at = |q: f64| latencies.value_at_quantile(q);
+    bench_report::Latency {
+        p50: at(0.5),
+        p75: at(0.75),
+        p90: at(0.9),
+        p95: at(0.95),
+        p99: at(0.99),
+        p999: at(0.999),
+        p9999: at(0.9999),
+        max: latencies.max(),
+    }
+}
+
+impl From<Errors> for bench_report::Errors {
+    fn from(errors: Errors) -> Self {
+        bench_report::Errors {
+            rpc: errors.rpc,
+            timeout: errors.timeout,
+            transport: errors.transport,
+            http: errors.http,
+            other: errors.other,
+        }
+    }
+}
+
 fn make_report(
     args: &BenchArgs,
     target: &Target,
     method: &str,
     elapsed: Duration,
-    ok: u64,
-    errors: &Errors,
-    latencies: &Histogram<u64>,
+    whole: &Tally,
     timeline: Vec<bench_report::Second>,
 ) -> bench_report::Report {
+    let (ok, errors) = (whole.ok, &whole.errors);
     let requests = ok + errors.total();
     let secs = elapsed.as_secs_f64();
     let items_per_request = args.batch.unwrap_or(1) as f64;
-    let at = |q: f64| latencies.value_at_quantile(q);
     bench_report::Report {
         command_line: command_line(),
         target: target.to_string(),
@@ -492,23 +625,11 @@ fn make_report(
         ok,
         requests_per_second: requests as f64 / secs,
         items_per_second: requests as f64 * items_per_request / secs,
-        latency_us: bench_report::Latency {
-            p50: at(0.5),
-            p75: at(0.75),
-            p90: at(0.9),
-            p95: at(0.95),
-            p99: at(0.99),
-            p999: at(0.999),
-            p9999: at(0.9999),
-            max: latencies.max(),
-        },
-        errors: bench_report::Errors {
-            rpc: errors.rpc,
-            timeout: errors.timeout,
-            transport: errors.transport,
-            http: errors.http,
-            other: errors.other,
-        },
+        latency_us: latency_of(&whole.latencies),
+        errors: (*errors).into(),
+        retried: 0,
+        retries: 0,
+        phases: Vec::new(),
         timeline,
     }
 }
@@ -585,6 +706,26 @@ fn print_report(args: &BenchArgs, report: &bench_report::Report) {
         errors.http,
         errors.other
     );
+    if args.connect.retries > 0 {
+        println!(
+            "  retried     {} {noun} took more than one attempt ({} retries in all)",
+            report.retried, report.retries
+        );
+    }
+    for phase in &report.phases {
+        let l = &phase.latency_us;
+        println!(
+            "  {:>6.1}s-{:<6.1}s {:>9} {noun}  {:>9.0}/s  p50 {:.3}  p99 {:.3}  max {:.3}  errors {}",
+            phase.from,
+            phase.to,
+            phase.requests,
+            phase.requests as f64 / (phase.to - phase.from).max(1e-9),
+            ms(l.p50),
+            ms(l.p99),
+            ms(l.max),
+            phase.errors.total()
+        );
+    }
     if let Some(path) = &args.report {
         println!("  report      {}", path.display());
     }

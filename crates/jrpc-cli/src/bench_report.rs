@@ -30,9 +30,32 @@ pub(crate) struct Report {
     pub(crate) items_per_second: f64,
     pub(crate) latency_us: Latency,
     pub(crate) errors: Errors,
+    /// Requests that took more than one attempt (`--retries`); each also
+    /// counts once in `ok` or in `errors`, by how it ended.
+    #[serde(default)]
+    pub(crate) retried: u64,
+    /// Attempts after the first, in all.
+    #[serde(default)]
+    pub(crate) retries: u64,
+    /// The run split at `--mark`s, in order (none without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) phases: Vec<Phase>,
     /// Requests finished (and errors) in each second of the run.
     #[serde(default)]
     pub(crate) timeline: Vec<Second>,
+}
+
+/// A part of a run, between two `--mark`s (or the start or the end):
+/// what finished in it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Phase {
+    /// Seconds since the start.
+    pub(crate) from: f64,
+    pub(crate) to: f64,
+    pub(crate) requests: u64,
+    pub(crate) ok: u64,
+    pub(crate) latency_us: Latency,
+    pub(crate) errors: Errors,
 }
 
 /// Latency percentiles, in microseconds.
@@ -98,6 +121,9 @@ pub(crate) struct Second {
     pub(crate) second: f64,
     pub(crate) requests: u64,
     pub(crate) errors: u64,
+    /// Requests that were tried again in this second.
+    #[serde(default)]
+    pub(crate) retried: u64,
 }
 
 /// Where the page keeps its data, for `--compare`.
@@ -352,11 +378,11 @@ pub(crate) fn html(runs: &[Report]) -> String {
         escape(&title),
         escape(&title)
     );
-    page.push_str("<h2>Runs</h2>\n<table id=\"runs\"><tr><th class=\"l\">run</th><th class=\"l\">command line</th><th class=\"l\">target</th><th>connections × in flight</th><th>seconds</th><th>requests</th><th>requests/s</th><th>p50</th><th>p99</th><th>errors</th></tr>\n");
+    page.push_str("<h2>Runs</h2>\n<table id=\"runs\"><tr><th class=\"l\">run</th><th class=\"l\">command line</th><th class=\"l\">target</th><th>connections × in flight</th><th>seconds</th><th>requests</th><th>requests/s</th><th>p50</th><th>p99</th><th>errors</th><th>retried</th></tr>\n");
     for (i, run) in runs.iter().enumerate() {
         let _ = writeln!(
             page,
-            "<tr><td class=\"l\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{} × {}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"l\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"l\"><code>{}</code></td><td class=\"l\">{}</td><td>{} × {}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             colour(i),
             i + 1,
             escape(&run.command_line),
@@ -369,6 +395,7 @@ pub(crate) fn html(runs: &[Report]) -> String {
             latency_text(run.latency_us.p50),
             latency_text(run.latency_us.p99),
             run.errors.total(),
+            run.retried,
         );
     }
     page.push_str("</table>\n<h2>Requests per second, each second</h2>\n");
@@ -446,21 +473,37 @@ mod tests {
                 timeout: 2,
                 ..Errors::default()
             },
+            retried: 4,
+            retries: 5,
+            phases: vec![Phase {
+                from: 0.0,
+                to: 1.0,
+                requests: rps,
+                ok: rps - 1,
+                latency_us: Latency::default(),
+                errors: Errors {
+                    rpc: 1,
+                    ..Errors::default()
+                },
+            }],
             timeline: vec![
                 Second {
                     second: 1.0,
                     requests: rps,
                     errors: 1,
+                    retried: 1,
                 },
                 Second {
                     second: 2.0,
                     requests: rps,
                     errors: 2,
+                    retried: 3,
                 },
                 Second {
                     second: 2.5,
                     requests: rps / 2,
                     errors: 0,
+                    retried: 0,
                 },
             ],
         }
@@ -493,6 +536,9 @@ mod tests {
         assert_eq!(back.len(), 1);
         assert_eq!(back[0].requests, a.requests);
         assert_eq!(back[0].timeline.len(), 3);
+        assert_eq!((back[0].retried, back[0].retries), (4, 5));
+        assert_eq!(back[0].phases.len(), 1);
+        assert_eq!(back[0].timeline[1].retried, 3);
         // JSON output of one run, and an array.
         let json = serde_json::to_string(&b).unwrap();
         assert_eq!(read(&json).unwrap()[0].requests, b.requests);

@@ -244,6 +244,9 @@ fn start_wire(wire: Wire, mut outgoing: mpsc::UnboundedReceiver<Bytes>, shared: 
                         Some(Ok(Inbound::Undelivered { reason, .. })) => {
                             shared.say(&format!("<- not delivered: {reason}"))
                         }
+                        Some(Ok(Inbound::Lost { reason, .. })) => {
+                            shared.say(&format!("<- replies lost: {reason}"))
+                        }
                         Some(Ok(_)) => {}
                         Some(Err(e)) => break format!("reading failed: {e}"),
                         None => break "the server closed the connection".to_owned(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
 use clap::Args;
-use jrpc::client::{Client, Retry, RetryPolicy, StderrMode};
+use jrpc::client::{Client, Retry, RetryPolicy, Retrying, StderrMode};
 use jrpc::codec::Framing;
 use jrpc::peer::CancelProtocol;
 use jrpc::CallError;
@@ -44,9 +44,11 @@ pub struct ConnectArgs {
     pub(crate) framing: Framing,
 
     /// Try again up to N times, with exponential backoff, when the call
-    /// could not be sent (no connection could be made) or was refused
-    /// before it ran (HTTP 429/503 honouring Retry-After, errors -32005 and
-    /// -32007), on every transport.
+    /// could not be sent (no connection could be made, or no server took
+    /// it: a broker's "no responders") or was refused before it ran (HTTP
+    /// 429/503 honouring Retry-After, errors -32005 and -32007), on every
+    /// transport. With --idempotent, also after a lost connection or a
+    /// timed-out attempt.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub(crate) retries: u32,
 
@@ -60,6 +62,83 @@ pub struct ConnectArgs {
         allow_hyphen_values = true
     )]
     pub(crate) retry_on: Vec<i64>,
+
+    /// The call is safe to repeat: with --retries N, it is also sent again
+    /// when its connection was lost before the reply (a broker node that
+    /// went away) or when an attempt got no reply within --attempt-timeout
+    /// (a server host that died with it). It may then run more than once.
+    #[arg(long)]
+    pub(crate) idempotent: bool,
+
+    /// With --idempotent: how long one attempt waits for its reply before
+    /// the call is sent again. Default: --timeout shared equally among the
+    /// 1 + N attempts; --timeout still bounds the call as a whole.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout, requires = "idempotent")]
+    pub(crate) attempt_timeout: Option<Duration>,
+
+    /// Told of every retry (`jrpc bench` counts them); not a flag.
+    #[arg(skip)]
+    pub(crate) on_retry: Option<RetryHook>,
+}
+
+/// A function told of every retry, for [`ConnectArgs::on_retry`].
+#[derive(Clone)]
+pub(crate) struct RetryHook(pub(crate) std::sync::Arc<dyn Fn(&Retrying<'_>) + Send + Sync>);
+
+impl std::fmt::Debug for RetryHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RetryHook")
+    }
+}
+
+impl ConnectArgs {
+    /// Reaching a server with `dial` and `framing`, and nothing tried again.
+    pub(crate) fn new(dial: DialArgs, framing: Framing) -> Self {
+        ConnectArgs {
+            dial,
+            cancel: None,
+            framing,
+            retries: 0,
+            retry_on: Vec::new(),
+            idempotent: false,
+            attempt_timeout: None,
+            on_retry: None,
+        }
+    }
+
+    /// The retry policy the flags ask for, if any.
+    fn retry_policy(&self) -> Result<Option<RetryPolicy>, Failure> {
+        if self.retries == 0 {
+            let asked = if !self.retry_on.is_empty() {
+                "--retry-on says after which errors to try again"
+            } else if self.idempotent {
+                "--idempotent says the call may be sent again"
+            } else {
+                return Ok(None);
+            };
+            return Err(Failure::Usage(anyhow!(
+                "{asked}; --retries N says how often: give both"
+            )));
+        }
+        let mut policy = RetryPolicy::new(Retry::attempts(self.retries));
+        if !self.retry_on.is_empty() || self.idempotent {
+            // The user chose to repeat this call: it is idempotent to them.
+            policy = policy.on_codes(self.retry_on.iter().copied()).all_idempotent();
+        }
+        if self.idempotent {
+            let shared = self.dial.timeout / self.retries.saturating_add(1);
+            let attempt = self.attempt_timeout.unwrap_or(shared);
+            policy = policy
+                .on_connection_lost(true)
+                .on_timeout(true)
+                .attempt_timeout(attempt.max(Duration::from_millis(1)));
+        }
+        if let Some(RetryHook(hook)) = &self.on_retry {
+            let hook = std::sync::Arc::clone(hook);
+            policy = policy.on_retry(move |retrying| hook(retrying));
+        }
+        Ok(Some(policy))
+    }
 }
 
 /// The timeout and what HTTP and TLS need to reach a server: the part of
@@ -262,17 +341,7 @@ impl Target {
                 .ca_pem(path)
                 .map_err(|e| Failure::Usage(anyhow!("--cacert {}: {e}", path.display())))?;
         }
-        if !args.retry_on.is_empty() && args.retries == 0 {
-            return Err(Failure::Usage(anyhow!(
-                "--retry-on says after which errors to try again; --retries N says how often: give both"
-            )));
-        }
-        if args.retries > 0 {
-            // The user chose to repeat this call: it is idempotent to them.
-            let mut policy = RetryPolicy::new(Retry::attempts(args.retries));
-            if !args.retry_on.is_empty() {
-                policy = policy.on_codes(args.retry_on.iter().copied()).all_idempotent();
-            }
+        if let Some(policy) = args.retry_policy()? {
             builder = builder.retry(policy);
         }
         if let Some(protocol) = cancel_protocol(args.cancel, args.framing) {

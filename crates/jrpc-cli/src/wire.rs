@@ -302,6 +302,7 @@ fn readable(item: std::io::Result<Inbound>) -> anyhow::Result<Option<Bytes>> {
         Ok(Inbound::Malformed(reason)) => Ok(Some(Bytes::from(format!("<unreadable framing: {reason}>")))),
         Ok(Inbound::Oversized { limit }) => Ok(Some(Bytes::from(format!("<a frame over {limit} bytes>")))),
         Ok(Inbound::Undelivered { reason, .. }) => Err(anyhow!("not delivered: {reason}")),
+        Ok(Inbound::Lost { reason, .. }) => Err(anyhow!("replies lost: {reason}")),
         Ok(_) => Ok(None),
         Err(e) => Err(anyhow!("reading: {e}")),
     }

@@ -371,6 +371,113 @@ fn retries_wait_out_a_rate_limit_and_retry_on_needs_retries() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--retries"));
 }
 
+/// A stdio server (Python) that answers each request with its params, but
+/// never the requests whose numbers (1 for the first) it is given: a server
+/// host that died with them.
+const FORGETFUL: &str = r#"
+import json, sys
+forgotten = {int(n) for n in sys.argv[1:]}
+seen = 0
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    seen += 1
+    if seen not in forgotten:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": message.get("params")}), flush=True)
+"#;
+
+#[test]
+fn idempotent_calls_are_sent_again_after_a_timed_out_attempt() {
+    fn forgetful<'a>(forgotten: &[&'a str]) -> Vec<&'a str> {
+        let mut words = vec!["--", "python3", "-c", FORGETFUL];
+        words.extend(forgotten);
+        words
+    }
+    let mut args = vec![
+        "echo",
+        "7",
+        "--timeout",
+        "20s",
+        "--idempotent",
+        "--retries",
+        "2",
+        "--attempt-timeout",
+        "300ms",
+    ];
+    args.extend(forgetful(&["1"]));
+    assert_eq!(stdout_json(&call(&args)), json!([7]));
+
+    // Not idempotent: the one attempt takes the whole timeout.
+    let mut args = vec!["echo", "7", "--timeout", "1s", "--retries", "2"];
+    args.extend(forgetful(&["1"]));
+    let out = call(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // --idempotent needs --retries; --attempt-timeout needs --idempotent.
+    for flags in [
+        &["--idempotent"][..],
+        &["--retries", "2", "--attempt-timeout", "1s"],
+    ] {
+        let mut args = vec!["echo", "7"];
+        args.extend(flags);
+        args.extend(forgetful(&[]));
+        let out = call(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    // jrpc bench counts the calls tried again apart from errors; the first
+    // request is its check, the 3rd and 6th are the run's 2nd and 5th.
+    let mut args = vec![
+        "bench",
+        "echo",
+        "7",
+        "--requests",
+        "20",
+        "--json",
+        "--timeout",
+        "20s",
+        "--idempotent",
+        "--retries",
+        "2",
+        "--attempt-timeout",
+        "300ms",
+        "--mark",
+        "100ms,1h",
+    ];
+    args.extend(forgetful(&["3", "6"]));
+    let out = Command::new(JRPC).args(&args).output().unwrap();
+    let report = stdout_json(&out);
+    assert_eq!(
+        (report["requests"].as_u64(), report["ok"].as_u64()),
+        (Some(20), Some(20)),
+        "{report}"
+    );
+    assert_eq!(report["retried"], 2, "{report}");
+    assert_eq!(report["retries"], 2, "{report}");
+    let phases = report["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 3, "{report}");
+    let counted: u64 = phases.iter().map(|p| p["requests"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 20, "{report}");
+    let retried: u64 = report["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["retried"].as_u64().unwrap())
+        .sum();
+    assert_eq!(retried, 2, "{report}");
+}
+
 #[test]
 fn calls_over_udp() {
     let served = Served::start(&["--udp", "127.0.0.1:0"]);

@@ -446,6 +446,57 @@ async fn nats_seeds_any_live_one_serves() {
     serving.shutdown().await;
 }
 
+/// A call out when the client's connection to its node drops cannot get
+/// its reply any more: it fails at once as a lost connection (the call may
+/// have run), not after its timeout; with the node back, calls go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_calls_out_when_the_node_goes_fail_at_once() {
+    let mut broker = Broker::start(Kind::Nats);
+    let serving = serve(
+        &broker,
+        Kind::Nats,
+        "lost",
+        "jrpc",
+        Server::new(jrpc::demo::router()),
+    )
+    .await;
+    let client = client(&broker, Kind::Nats, "lost", Duration::from_secs(300)).await;
+    let out = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call::<Value>("sleep", json!({"ms": 60_000})).await })
+    };
+    // The call is on the server before the node goes.
+    let answer: i64 = bounded("a call", client.call("subtract", [42, 23]))
+        .await
+        .unwrap();
+    assert_eq!(answer, 19);
+    broker.kill();
+    let error = bounded("the call out when the node went", out)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(error, CallError::Closed(_)), "{error:?}");
+    assert!(error.to_string().contains("the call may have run"), "{error}");
+    broker.restart();
+    let after = bounded("a call after the node came back", async {
+        loop {
+            match client
+                .call_with_timeout::<i64>("subtract", [42, 23], Duration::from_secs(5))
+                .await
+            {
+                Ok(difference) => break difference,
+                Err(e) => {
+                    eprintln!("after the node came back: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    })
+    .await;
+    assert_eq!(after, 19);
+    serving.shutdown().await;
+}
+
 /// NATS says "no responders" at once when nothing subscribes to a subject:
 /// the call fails as not delivered (a transport error the peer gives each
 /// waiting call), well before its timeout.

@@ -291,3 +291,79 @@ async fn notifications_are_never_tried_again() {
     );
     serving.shutdown().await;
 }
+
+/// A router whose `stall` method answers its first `stalls` calls only
+/// after two seconds (as good as never, to a caller that gave up sooner:
+/// a server host that died with them), then its param at once.
+fn stalling(stalls: usize) -> (Router, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let router = Router::new().method("stall", move |(n,): (i64,)| {
+        let stalled = counted.fetch_add(1, Ordering::SeqCst) < stalls;
+        async move {
+            if stalled {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Ok::<_, Error>(n)
+        }
+    });
+    (router, calls)
+}
+
+#[tokio::test]
+async fn a_timed_out_attempt_is_sent_again_within_the_calls_timeout() {
+    let (router, calls) = stalling(2);
+    let serving = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
+    let retried = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&retried);
+    let policy = RetryPolicy::new(quick(3))
+        .all_idempotent()
+        .on_timeout(true)
+        .attempt_timeout(Duration::from_millis(200))
+        .on_retry(move |retrying| {
+            seen.lock().unwrap().push((
+                retrying.method.to_owned(),
+                retrying.retry,
+                retrying.error.to_string(),
+            ));
+        });
+    let client = Client::builder()
+        .retry(policy)
+        .call_timeout(Duration::from_secs(20))
+        .connect(serving.local_addr())
+        .await
+        .unwrap();
+    let answer = bounded("the call", client.call::<i64>("stall", [7])).await;
+    assert_eq!(answer.unwrap(), 7);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "two stalled attempts, then one answered"
+    );
+    let retried = retried.lock().unwrap().clone();
+    assert_eq!(retried.len(), 2, "{retried:?}");
+    for (n, (method, retry, error)) in retried.iter().enumerate() {
+        assert_eq!((method.as_str(), *retry), ("stall", n as u32 + 1));
+        assert!(error.contains("no response within"), "{error}");
+    }
+
+    // Without a bound of each attempt's own, the call's timeout is spent by
+    // the first one: nothing is sent again.
+    calls.store(0, Ordering::SeqCst);
+    let (router, calls) = stalling(1);
+    let serving_once = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
+    let policy = RetryPolicy::new(quick(3)).all_idempotent().on_timeout(true);
+    let client = Client::builder()
+        .retry(policy)
+        .call_timeout(Duration::from_millis(300))
+        .connect(serving_once.local_addr())
+        .await
+        .unwrap();
+    let error = bounded("the call", client.call::<i64>("stall", [7]))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, jrpc::CallError::Timeout(_)), "{error:?}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    serving.shutdown().await;
+    serving_once.shutdown().await;
+}

@@ -62,13 +62,7 @@ pub async fn run(args: BridgeArgs) -> ExitCode {
                     "--stdio TARGET bridges stdin/stdout to TARGET; listeners (--http, --tcp, ...) serve a command given after --"
                 )));
             }
-            let connect = ConnectArgs {
-                dial,
-                cancel: None,
-                framing: serve.framing(),
-                retries: 0,
-                retry_on: Vec::new(),
-            };
+            let connect = ConnectArgs::new(dial, serve.framing());
             match stdio::run(&target, connect).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(failure) => report(failure),

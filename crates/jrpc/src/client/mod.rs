@@ -66,7 +66,7 @@ pub use cache::{CacheStats, ResponseCache};
 use futures_util::future::Either;
 pub use reconnect::Reconnect;
 use reconnect::Reconnecting;
-pub use retry::{Retry, RetryLayer, RetryPolicy, RetryService};
+pub use retry::{Retry, RetryLayer, RetryPolicy, RetryService, Retrying};
 use std::future::Future;
 
 /// Settings for a [`Client`], and the ways to connect one.

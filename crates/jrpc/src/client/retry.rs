@@ -131,6 +131,13 @@ impl Default for Retry {
 ///
 /// Notifications are never tried again.
 ///
+/// By default the call's timeout bounds all its attempts together, so a
+/// call that timed out has no time left for another: give each attempt a
+/// bound of its own with [`attempt_timeout`](Self::attempt_timeout) when a
+/// timed-out call should be sent again (a server host that died with the
+/// call). [`on_retry`](Self::on_retry) sees every retry (for a log line or
+/// a counter).
+///
 /// ```
 /// use std::time::Duration;
 /// use jrpc::client::{Client, Retry, RetryPolicy};
@@ -158,6 +165,25 @@ pub struct RetryPolicy {
     on_timeout: bool,
     codes: Vec<i64>,
     idempotent: Idempotent,
+    attempt_timeout: Option<Duration>,
+    on_retry: Option<Arc<OnRetry>>,
+}
+
+/// What [`RetryPolicy::on_retry`] is given.
+type OnRetry = dyn Fn(&Retrying<'_>) + Send + Sync;
+
+/// A call about to be tried again, as [`RetryPolicy::on_retry`] sees it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Retrying<'a> {
+    /// The call's method.
+    pub method: &'a str,
+    /// Which retry this is: 1 for the second attempt.
+    pub retry: u32,
+    /// What the last attempt failed with.
+    pub error: &'a CallError,
+    /// How long until the next attempt.
+    pub wait: Duration,
 }
 
 /// Which methods may run twice without harm.
@@ -177,6 +203,7 @@ impl std::fmt::Debug for RetryPolicy {
             .field("on_lost", &self.on_lost)
             .field("on_timeout", &self.on_timeout)
             .field("codes", &self.codes)
+            .field("attempt_timeout", &self.attempt_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -199,7 +226,40 @@ impl RetryPolicy {
             on_timeout: false,
             codes: Vec::new(),
             idempotent: Idempotent::None,
+            attempt_timeout: None,
+            on_retry: None,
         }
+    }
+
+    /// Bounds each attempt by `limit` (and by what is left of the call's
+    /// timeout): an attempt that gets no reply within it fails with
+    /// [`CallError::Timeout`], and an idempotent call is then tried again
+    /// when [`on_timeout`](Self::on_timeout) says so. Without it, an
+    /// attempt may take all the time the call has left.
+    pub fn attempt_timeout(mut self, limit: Duration) -> Self {
+        self.attempt_timeout = Some(limit);
+        self
+    }
+
+    /// Calls `hook` before each retry, with the call's method, which retry
+    /// it is, what failed and the wait: for a log line or a counter.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use jrpc::client::{Retry, RetryPolicy};
+    ///
+    /// let retried = Arc::new(AtomicU64::new(0));
+    /// let counter = Arc::clone(&retried);
+    /// let policy = RetryPolicy::new(Retry::attempts(3)).on_retry(move |retrying| {
+    ///     if retrying.retry == 1 {
+    ///         counter.fetch_add(1, Ordering::Relaxed); // calls tried more than once
+    ///     }
+    /// });
+    /// ```
+    pub fn on_retry(mut self, hook: impl Fn(&Retrying<'_>) + Send + Sync + 'static) -> Self {
+        self.on_retry = Some(Arc::new(hook));
+        self
     }
 
     /// Gives up once this much time has passed since the first attempt
@@ -390,7 +450,10 @@ impl tower::Service<Outgoing> for RetryService {
             let mut last: Option<CallError> = None;
             loop {
                 let mut this = call.clone();
-                let left = budget.saturating_sub(started.elapsed());
+                let mut left = budget.saturating_sub(started.elapsed());
+                if let Some(limit) = policy.attempt_timeout {
+                    left = left.min(limit);
+                }
                 this.set_timeout(left);
                 let delivery = Delivery::default();
                 this.extensions_mut().insert(delivery.clone());
@@ -416,6 +479,14 @@ impl tower::Service<Outgoing> for RetryService {
                     return Err(error);
                 }
                 tracing::debug!(method = call.method(), attempt, ?wait, error = %error, "trying the call again");
+                if let Some(hook) = &policy.on_retry {
+                    hook(&Retrying {
+                        method: call.method(),
+                        retry: attempt + 1,
+                        error: &error,
+                        wait,
+                    });
+                }
                 last = Some(error);
                 tokio::time::sleep(wait).await;
                 attempt += 1;

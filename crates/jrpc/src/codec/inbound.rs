@@ -40,4 +40,15 @@ pub enum Inbound {
         // `Inbound`, which this variant must not make larger.
         reason: Box<str>,
     },
+    /// Calls this side sent whose replies can no longer come: the
+    /// transport lost its way back while they were out (a broker node that
+    /// went away; the client reconnects elsewhere). Each waiting call of
+    /// these ids fails at once with
+    /// [`CallError::Closed`](crate::CallError::Closed): it may have run.
+    Lost {
+        /// The ids of the calls, as sent.
+        ids: Box<[crate::Id]>,
+        /// Why, for the error.
+        reason: Box<str>,
+    },
 }

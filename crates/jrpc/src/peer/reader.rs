@@ -228,6 +228,15 @@ impl Reader {
     }
 
     /// Handles one item from the frame stream; `Some` when reading ends.
+    /// Fails the calls of `ids` still waiting for their replies.
+    fn fail_waiting(&self, ids: &[Id], error: &CallError) {
+        for id in ids {
+            if let Some(waiter) = self.shared.take_waiter(id) {
+                let _ = waiter.send(Err(error.clone()));
+            }
+        }
+    }
+
     async fn on_inbound(&mut self, item: Option<io::Result<Inbound>>) -> Option<Ended> {
         match item {
             None => return Some(Ended::Eof),
@@ -270,11 +279,11 @@ impl Reader {
                 tracing::debug!(%reason, calls = ids.len(), "calls not delivered");
                 let reason = reason.into();
                 let error = CallError::Transport(Arc::new(crate::transport::Undelivered { reason }));
-                for id in ids.iter() {
-                    if let Some(waiter) = self.shared.take_waiter(id) {
-                        let _ = waiter.send(Err(error.clone()));
-                    }
-                }
+                self.fail_waiting(&ids, &error);
+            }
+            Some(Ok(Inbound::Lost { ids, reason })) => {
+                tracing::debug!(%reason, calls = ids.len(), "replies lost");
+                self.fail_waiting(&ids, &CallError::Closed(reason.into()));
             }
             Some(Ok(Inbound::OverBudget { limit })) => {
                 tracing::warn!(limit, "buffer budget spent: connection closed");

@@ -9,12 +9,24 @@
 //!   (under a private inbox), and reads the replies there; calls are
 //!   matched by their JSON-RPC ids.
 //!
-//! Delivery is at most once: a call whose server dies mid-call times out.
-//! A call to a subject nobody subscribes to fails at once (NATS answers "no
-//! responders") with a [`CallError::Transport`](crate::CallError::Transport)
-//! holding an [`Undelivered`](super::Undelivered), not with a timeout. Both sides reconnect to a
-//! restarted broker on their own (100 ms doubling to 5 s, forever);
-//! meanwhile calls wait, within their timeouts, and go out once connected.
+//! A target or listener may name a cluster by several seeds
+//! (`nats://A:4222,B:4222/SUBJECT`): the client connects to any seed that
+//! answers and learns the other nodes from it.
+//!
+//! Delivery is at most once:
+//! - a call whose server dies mid-call times out;
+//! - a call out when the client's connection to its node drops fails at
+//!   once with [`CallError::Closed`](crate::CallError::Closed) (its reply
+//!   could only come over that connection; the call may have run);
+//! - a call to a subject nobody subscribes to fails at once (NATS answers
+//!   "no responders") with a [`CallError::Transport`](crate::CallError::Transport)
+//!   holding an [`Undelivered`](super::Undelivered): it did not run.
+//!
+//! A [`RetryPolicy`](crate::client::RetryPolicy) sends the first two again
+//! for idempotent calls (`on_connection_lost`, and `on_timeout` with an
+//! `attempt_timeout`), the last one always. Both sides reconnect on their
+//! own, to any node they know (100 ms doubling to 5 s, forever); meanwhile
+//! calls wait, within their timeouts, and go out once connected.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -112,10 +124,16 @@ fn invalid(message: String) -> io::Error {
 /// Connects to a NATS server (or to any of a cluster's seeds),
 /// reconnecting on its own when the connection drops (to any node it knows
 /// of: the seeds and what the nodes gossip; 100 ms doubling to 5 s,
-/// forever), with a log line either way.
-async fn connect(url: &str, name: &'static str) -> io::Result<Client> {
+/// forever), with a log line either way; `on_disconnected` runs each time
+/// the connection drops.
+async fn connect(
+    url: &str,
+    name: &'static str,
+    on_disconnected: impl Fn() + Send + Sync + 'static,
+) -> io::Result<Client> {
     let addresses = seeds(url)?;
     let server = url.to_owned();
+    let on_disconnected = Arc::new(on_disconnected);
     async_nats::ConnectOptions::new()
         .name(name)
         .connection_timeout(Duration::from_secs(5))
@@ -124,10 +142,12 @@ async fn connect(url: &str, name: &'static str) -> io::Result<Client> {
         })
         .event_callback(move |event| {
             let server = server.clone();
+            let on_disconnected = Arc::clone(&on_disconnected);
             async move {
                 match event {
                     async_nats::Event::Disconnected => {
-                        tracing::warn!(%server, "nats: disconnected; reconnecting")
+                        tracing::warn!(%server, "nats: disconnected; reconnecting");
+                        on_disconnected();
                     }
                     async_nats::Event::Connected => tracing::info!(%server, "nats: connected"),
                     other => tracing::debug!(%server, event = %other, "nats"),
@@ -166,7 +186,9 @@ impl NatsListener {
     /// call.
     pub async fn connect_in_group(url: &str, subject: &str, group: &str) -> io::Result<Self> {
         let url = url.trim_end_matches('/');
-        let client = connect(url, "jrpc server").await?;
+        // Replies to calls taken before a drop are sent after the
+        // reconnection (the client buffers them).
+        let client = connect(url, "jrpc server", || {}).await?;
         let subscriber = client
             .queue_subscribe(subject.to_owned(), group.to_owned())
             .await
@@ -275,6 +297,12 @@ impl Awaiting {
         self.by_reply.insert(n, ids);
         self.order.push_back((n, now));
     }
+
+    /// The ids of every call still awaited, forgetting them all.
+    fn take_all(&mut self) -> Vec<Id> {
+        self.order.clear();
+        self.by_reply.drain().flat_map(|(_, ids)| ids).collect()
+    }
 }
 
 /// How the dialer sends a frame, by what it carries.
@@ -333,7 +361,27 @@ fn error_replies(ids: &[Id], batch: bool, error: &Error) -> Bytes {
 
 impl Dialer for NatsDialer {
     async fn dial(&self) -> io::Result<Connection> {
-        let client = connect(&self.url, "jrpc client").await?;
+        let awaiting = Arc::new(Mutex::new(Awaiting::default()));
+        // What this side tells its reader itself: replies for frames too
+        // large to publish, and the calls whose replies a lost connection
+        // took with it.
+        let (made_up, made_up_rx) = tokio::sync::mpsc::unbounded_channel::<Inbound>();
+        let lost = {
+            let (awaiting, made_up) = (Arc::clone(&awaiting), made_up.clone());
+            move || {
+                let ids = awaiting.lock().unwrap_or_else(|e| e.into_inner()).take_all();
+                if !ids.is_empty() {
+                    // A reply on its way through the lost node is gone
+                    // (replies reach only a subscribed connection); failing
+                    // now lets an idempotent call go out again at once.
+                    let _ = made_up.send(Inbound::Lost {
+                        ids: ids.into(),
+                        reason: "the connection to the NATS server was lost before the reply (the call may have run); reconnecting".into(),
+                    });
+                }
+            }
+        };
+        let client = connect(&self.url, "jrpc client", lost).await?;
         let inbox = client.new_inbox();
         let replies = client.subscribe(format!("{inbox}.*")).await.map_err(io_error)?;
         client.flush().await.map_err(io_error)?;
@@ -344,13 +392,10 @@ impl Dialer for NatsDialer {
             local_addr: Some(inbox.clone()),
         };
         let max_payload = client.server_info().max_payload;
-        let awaiting = Arc::new(Mutex::new(Awaiting::default()));
         let reading = Arc::clone(&awaiting);
-        // Replies made up on this side: for frames too large to publish.
-        let (refused, refusals) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
-        let refusals = futures_util::stream::unfold(refusals, |mut refusals| async move {
-            let frame = refusals.recv().await?;
-            Some((Ok(Inbound::Frame(frame)), refusals))
+        let made_up_rx = futures_util::stream::unfold(made_up_rx, |mut made_up| async move {
+            let inbound = made_up.recv().await?;
+            Some((Ok(inbound), made_up))
         });
         let incoming = replies.filter_map(move |reply| {
             let n = reply
@@ -383,7 +428,7 @@ impl Dialer for NatsDialer {
             };
             std::future::ready(inbound.map(Ok))
         });
-        let incoming = futures_util::stream::select(incoming, refusals);
+        let incoming = futures_util::stream::select(incoming, made_up_rx);
         let subject = self.subject.clone();
         let mut next_reply: u64 = 0;
         let outgoing = futures_util::sink::unfold(client, move |client, frame: OutFrame| {
@@ -398,7 +443,7 @@ impl Dialer for NatsDialer {
                         "the request of {} bytes is over what the NATS server carries ({max_payload})",
                         frame.len()
                     ));
-                    let _ = refused.send(error_replies(&ids, batch, &error));
+                    let _ = made_up.send(Inbound::Frame(error_replies(&ids, batch, &error)));
                     None
                 }
                 _ if frame.len() > max_payload => {
