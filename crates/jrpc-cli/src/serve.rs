@@ -198,8 +198,9 @@ pub struct ServeArgs {
     /// amqp://127.0.0.1:5672/%2f --queue demo. The queue is declared if
     /// absent; a message is acknowledged once its reply is published, and
     /// at most 128 unacknowledged ones are taken at a time (the rest stay
-    /// for other servers).
-    #[arg(long, value_name = "URL", requires = "queue")]
+    /// for other servers). A RabbitMQ cluster's nodes: comma-separated
+    /// (amqp://A:5672/%2f,B:5672/%2f), tried in turn on each (re)connection.
+    #[arg(long, value_name = "URL[,URL...]", requires = "queue")]
     amqp: Option<String>,
 
     /// The AMQP queue to serve (with --amqp).

@@ -83,6 +83,26 @@ fn counting_router(name: usize, calls: Arc<AtomicUsize>, ticks: Arc<AtomicUsize>
         })
 }
 
+/// `subtract 42 23`, called until it is answered (each failure on the way
+/// logged, the whole bounded): the path back after a broker went away.
+async fn answered_again(client: &Client, when: &str) -> i64 {
+    bounded(&format!("a call {when}"), async {
+        loop {
+            match client
+                .call_with_timeout::<i64>("subtract", [42, 23], Duration::from_secs(5))
+                .await
+            {
+                Ok(difference) => break difference,
+                Err(e) => {
+                    eprintln!("{when}: {e}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    })
+    .await
+}
+
 fn counters() -> (Arc<AtomicUsize>, Arc<AtomicUsize>) {
     (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)))
 }
@@ -365,22 +385,7 @@ async fn a_broker_restart(kind: Kind) {
     broker.restart();
     // The first call after the restart may be lost with the old connection
     // (at most once); within a few attempts the path is back.
-    let after = bounded("a call after the restart", async {
-        loop {
-            match client
-                .call_with_timeout::<i64>("subtract", [42, 23], Duration::from_secs(5))
-                .await
-            {
-                Ok(difference) => break difference,
-                Err(e) => {
-                    eprintln!("after the restart: {e}");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        }
-    })
-    .await;
-    assert_eq!(after, 19);
+    assert_eq!(answered_again(&client, "after the restart").await, 19);
     serving.shutdown().await;
 }
 
@@ -478,22 +483,7 @@ async fn nats_calls_out_when_the_node_goes_fail_at_once() {
     assert!(matches!(error, CallError::Closed(_)), "{error:?}");
     assert!(error.to_string().contains("the call may have run"), "{error}");
     broker.restart();
-    let after = bounded("a call after the node came back", async {
-        loop {
-            match client
-                .call_with_timeout::<i64>("subtract", [42, 23], Duration::from_secs(5))
-                .await
-            {
-                Ok(difference) => break difference,
-                Err(e) => {
-                    eprintln!("after the node came back: {e}");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        }
-    })
-    .await;
-    assert_eq!(after, 19);
+    assert_eq!(answered_again(&client, "after the node came back").await, 19);
     serving.shutdown().await;
 }
 
@@ -655,4 +645,39 @@ async fn amqp_a_missing_queue_is_an_error() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("does not exist"), "{error}");
+}
+
+/// Several brokers, the first of them dead: the listener and the client
+/// each take the one that answers, and a list of dead ones says what each
+/// said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amqp_brokers_are_tried_in_turn() {
+    let broker = Broker::start(Kind::RabbitMq);
+    let dead = format!("amqp://127.0.0.1:{}/%2f", common::brokers::free_port());
+    let live = broker.url();
+    let both = format!("{dead},{}", live.trim_start_matches("amqp://"));
+    let serving = Server::new(jrpc::demo::router()).serve_messages(
+        bounded(
+            "a listener on two brokers",
+            AmqpListener::connect(&both, "listed"),
+        )
+        .await
+        .unwrap(),
+    );
+    let client = bounded(
+        "a client on two brokers",
+        Client::connect(&format!("{both}?queue=listed")),
+    )
+    .await
+    .unwrap();
+    let answer: i64 = bounded("a call", client.call("subtract", [42, 23]))
+        .await
+        .unwrap();
+    assert_eq!(answer, 19);
+    let other_dead = format!("amqp://127.0.0.1:{}/%2f", common::brokers::free_port());
+    let error = Client::connect(&format!("{dead},{other_dead}?queue=listed"))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("no broker answered"), "{error}");
+    serving.shutdown().await;
 }

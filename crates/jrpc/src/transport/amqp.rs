@@ -14,6 +14,12 @@
 //!   (`amq.rabbitmq.reply-to`) as its reply address; calls are matched by
 //!   their JSON-RPC ids.
 //!
+//! Several brokers (a RabbitMQ cluster's nodes) may be named,
+//! comma-separated: `amqp://A:5672/%2f,B:5672/%2f?queue=demo`. Each
+//! connection (and reconnection) tries them in turn and takes the first
+//! that answers; a queue must then be one every node serves (a quorum
+//! queue, or a classic queue on a node still up).
+//!
 //! A call to a queue no server consumes waits in the queue until one does
 //! (or the call times out); dialing a queue that does not exist fails. The
 //! listener reconnects to a restarted broker on its own (100 ms doubling to
@@ -126,8 +132,65 @@ fn percent_decode(text: &str) -> io::Result<String> {
     String::from_utf8(out).map_err(|_| invalid(format!("{text:?}: not UTF-8 once decoded")))
 }
 
-/// Connects to the broker, driven by this tokio runtime.
+/// The brokers `url` names: one URL, or several comma-separated
+/// (`amqp://A:5672/%2f,amqp://B:5672/%2f`, later ones may leave out the
+/// scheme: `amqp://A:5672/%2f,B:5672/%2f`), tried in turn. Parameters after
+/// the last `?` apply to each.
+fn brokers(url: &str) -> io::Result<Vec<String>> {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let scheme = if base.starts_with("amqps://") {
+        "amqps://"
+    } else {
+        "amqp://"
+    };
+    base.split(',')
+        .map(|one| {
+            let one = one.trim();
+            if one.is_empty() || one == scheme {
+                return Err(invalid(format!("{url}: an empty broker address in the list")));
+            }
+            let mut full = if one.contains("://") {
+                one.to_owned()
+            } else {
+                format!("{scheme}{one}")
+            };
+            if let Some(query) = query {
+                full.push('?');
+                full.push_str(query);
+            }
+            Ok(full)
+        })
+        .collect()
+}
+
+/// Connects to the broker (the first of several that answers, in their
+/// order), driven by this tokio runtime.
 async fn connect(url: &str) -> io::Result<lapin::Connection> {
+    let mut failed = Vec::new();
+    for broker in brokers(url)? {
+        match connect_one(&broker).await {
+            Ok(connection) => return Ok(connection),
+            Err(e) => failed.push(e),
+        }
+    }
+    // One broker: its own error; several: what each said.
+    if failed.len() == 1 {
+        return Err(failed.remove(0));
+    }
+    let kind = failed
+        .last()
+        .map_or(io::ErrorKind::ConnectionRefused, io::Error::kind);
+    let said: Vec<String> = failed.iter().map(ToString::to_string).collect();
+    Err(io::Error::new(
+        kind,
+        format!("no broker answered: {}", said.join("; ")),
+    ))
+}
+
+async fn connect_one(url: &str) -> io::Result<lapin::Connection> {
     let properties = lapin::ConnectionProperties::default()
         .with_executor(tokio_executor_trait::Tokio::current())
         .with_reactor(tokio_reactor_trait::Tokio);
@@ -533,6 +596,33 @@ mod tests {
             let got = got.as_ref().map(|(u, q)| (u.as_str(), q.as_str()));
             assert_eq!(got, expected, "{target}");
         }
+    }
+
+    #[test]
+    fn several_brokers_are_tried_in_turn() {
+        let cases: [(&str, Option<&[&str]>); 6] = [
+            ("amqp://a:1/%2f", Some(&["amqp://a:1/%2f"])),
+            (
+                "amqp://a:1/%2f,amqp://b:2/%2f",
+                Some(&["amqp://a:1/%2f", "amqp://b:2/%2f"]),
+            ),
+            (
+                "amqp://a:1/v,b:2/v?heartbeat=5",
+                Some(&["amqp://a:1/v?heartbeat=5", "amqp://b:2/v?heartbeat=5"]),
+            ),
+            ("amqps://a:1/v,b:2/v", Some(&["amqps://a:1/v", "amqps://b:2/v"])),
+            ("amqp://a:1/v,", None),
+            ("amqp://,b:2/v", None),
+        ];
+        for (url, expected) in cases {
+            let got = brokers(url).ok();
+            let expected = expected.map(|e| e.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+            assert_eq!(got, expected, "{url}");
+        }
+        // A target's queue is not a broker's parameter.
+        let (url, queue) = split_target("amqp://a:1/%2f,b:2/%2f?queue=demo").unwrap();
+        assert_eq!(queue, "demo");
+        assert_eq!(brokers(&url).unwrap(), ["amqp://a:1/%2f", "amqp://b:2/%2f"]);
     }
 
     #[test]
