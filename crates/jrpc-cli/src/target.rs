@@ -71,14 +71,25 @@ pub struct ConnectArgs {
     pub(crate) idempotent: bool,
 
     /// With --idempotent: how long one attempt waits for its reply before
-    /// the call is sent again. Default: --timeout shared equally among the
-    /// 1 + N attempts; --timeout still bounds the call as a whole.
+    /// the call is sent again. Default: growing, each attempt twice the one
+    /// before, the 1 + N of them together --timeout (with the default 30s
+    /// and --retries 5: 0.48s, 0.95s, 1.9s, 3.8s, 7.6s, 15s), so that a
+    /// call lost with its server goes out again soon while a slow one still
+    /// gets through; at least 100ms. --timeout still bounds the call as a
+    /// whole.
     #[arg(long, value_name = "DURATION", value_parser = parse_timeout, requires = "idempotent")]
     pub(crate) attempt_timeout: Option<Duration>,
 
     /// Told of every retry (`jrpc bench` counts them); not a flag.
     #[arg(skip)]
     pub(crate) on_retry: Option<RetryHook>,
+}
+
+/// The first of `1 + retries` attempts that double each time and together
+/// take `timeout`; at least 100 ms.
+fn first_attempt(timeout: Duration, retries: u32) -> Duration {
+    let shares = 2f64.powi(i32::try_from(retries.saturating_add(1)).unwrap_or(i32::MAX)) - 1.0;
+    Duration::from_secs_f64(timeout.as_secs_f64() / shares).max(Duration::from_millis(100))
 }
 
 /// A function told of every retry, for [`ConnectArgs::on_retry`].
@@ -126,12 +137,11 @@ impl ConnectArgs {
             policy = policy.on_codes(self.retry_on.iter().copied()).all_idempotent();
         }
         if self.idempotent {
-            let shared = self.dial.timeout / self.retries.saturating_add(1);
-            let attempt = self.attempt_timeout.unwrap_or(shared);
-            policy = policy
-                .on_connection_lost(true)
-                .on_timeout(true)
-                .attempt_timeout(attempt.max(Duration::from_millis(1)));
+            policy = policy.on_connection_lost(true).on_timeout(true);
+            policy = match self.attempt_timeout {
+                Some(limit) => policy.attempt_timeout(limit),
+                None => policy.doubling_attempt_timeout(first_attempt(self.dial.timeout, self.retries)),
+            };
         }
         if let Some(RetryHook(hook)) = &self.on_retry {
             let hook = std::sync::Arc::clone(hook);
@@ -447,4 +457,30 @@ pub(crate) fn report(failure: Failure) -> ExitCode {
 /// `jrpc call` from exiting.
 pub(crate) async fn close(client: Client) {
     let _ = tokio::time::timeout(Duration::from_secs(5), client.close()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubling_attempts_fit_the_timeout() {
+        let ms = |ms: u64| Duration::from_millis(ms);
+        let cases = [
+            // 1 + 2 + 4 + 8 + 16 + 32 = 63 shares of 30 s.
+            (Duration::from_secs(30), 5, ms(476)),
+            (Duration::from_secs(30), 0, Duration::from_secs(30)),
+            (Duration::from_secs(3), 1, ms(1000)),
+            // Never under 100 ms, however many retries.
+            (Duration::from_secs(30), 20, ms(100)),
+            (Duration::from_secs(1), u32::MAX, ms(100)),
+        ];
+        for (timeout, retries, expected) in cases {
+            let first = first_attempt(timeout, retries);
+            assert!(
+                first.abs_diff(expected) < ms(1),
+                "{timeout:?}, {retries}: {first:?}"
+            );
+        }
+    }
 }

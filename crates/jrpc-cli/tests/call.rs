@@ -408,6 +408,12 @@ fn idempotent_calls_are_sent_again_after_a_timed_out_attempt() {
     args.extend(forgetful(&["1"]));
     assert_eq!(stdout_json(&call(&args)), json!([7]));
 
+    // By default the attempts grow, together the timeout: the first one
+    // of three in 3 s waits 3/7 s.
+    let mut args = vec!["echo", "7", "--timeout", "3s", "--idempotent", "--retries", "2"];
+    args.extend(forgetful(&["1"]));
+    assert_eq!(stdout_json(&call(&args)), json!([7]));
+
     // Not idempotent: the one attempt takes the whole timeout.
     let mut args = vec!["echo", "7", "--timeout", "1s", "--retries", "2"];
     args.extend(forgetful(&["1"]));

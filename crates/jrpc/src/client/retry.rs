@@ -135,8 +135,11 @@ impl Default for Retry {
 /// call that timed out has no time left for another: give each attempt a
 /// bound of its own with [`attempt_timeout`](Self::attempt_timeout) when a
 /// timed-out call should be sent again (a server host that died with the
-/// call). [`on_retry`](Self::on_retry) sees every retry (for a log line or
-/// a counter).
+/// call), or one that doubles with each attempt with
+/// [`doubling_attempt_timeout`](Self::doubling_attempt_timeout) (a lost
+/// call goes out again soon, a slow one still gets through).
+/// [`on_retry`](Self::on_retry) sees every retry (for a log line or a
+/// counter).
 ///
 /// ```
 /// use std::time::Duration;
@@ -165,8 +168,17 @@ pub struct RetryPolicy {
     on_timeout: bool,
     codes: Vec<i64>,
     idempotent: Idempotent,
-    attempt_timeout: Option<Duration>,
+    attempt_timeout: Option<AttemptTimeout>,
     on_retry: Option<Arc<OnRetry>>,
+}
+
+/// How long each attempt may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttemptTimeout {
+    /// The same for every attempt.
+    Fixed(Duration),
+    /// The first attempt's, doubled for each next one.
+    Doubling(Duration),
 }
 
 /// What [`RetryPolicy::on_retry`] is given.
@@ -237,8 +249,25 @@ impl RetryPolicy {
     /// when [`on_timeout`](Self::on_timeout) says so. Without it, an
     /// attempt may take all the time the call has left.
     pub fn attempt_timeout(mut self, limit: Duration) -> Self {
-        self.attempt_timeout = Some(limit);
+        self.attempt_timeout = Some(AttemptTimeout::Fixed(limit));
         self
+    }
+
+    /// Bounds the first attempt by `first` and each next one by twice the
+    /// one before (and all by what is left of the call's timeout): a call
+    /// lost with a server that died is sent again soon, while one that is
+    /// only slow still gets through on a later attempt.
+    pub fn doubling_attempt_timeout(mut self, first: Duration) -> Self {
+        self.attempt_timeout = Some(AttemptTimeout::Doubling(first));
+        self
+    }
+
+    /// The bound of attempt `attempt` (0 for the first) of its own, if any.
+    fn attempt_limit(&self, attempt: u32) -> Option<Duration> {
+        match self.attempt_timeout? {
+            AttemptTimeout::Fixed(limit) => Some(limit),
+            AttemptTimeout::Doubling(first) => Some(first.saturating_mul(1u32 << attempt.min(31))),
+        }
     }
 
     /// Calls `hook` before each retry, with the call's method, which retry
@@ -451,7 +480,7 @@ impl tower::Service<Outgoing> for RetryService {
             loop {
                 let mut this = call.clone();
                 let mut left = budget.saturating_sub(started.elapsed());
-                if let Some(limit) = policy.attempt_timeout {
+                if let Some(limit) = policy.attempt_limit(attempt) {
                     left = left.min(limit);
                 }
                 this.set_timeout(left);
@@ -624,6 +653,23 @@ mod tests {
                 .verdict(&call(), &http(503, two), false),
             None
         );
+    }
+
+    #[test]
+    fn attempts_are_bounded_fixed_or_doubling() {
+        let ms = Duration::from_millis;
+        let policy = RetryPolicy::new(Retry::attempts(40));
+        assert_eq!(policy.attempt_limit(0), None);
+        let fixed = policy.clone().attempt_timeout(ms(300));
+        assert_eq!(
+            (fixed.attempt_limit(0), fixed.attempt_limit(7)),
+            (Some(ms(300)), Some(ms(300)))
+        );
+        let doubling = policy.doubling_attempt_timeout(ms(100));
+        let limits: Vec<_> = (0..4).map(|n| doubling.attempt_limit(n).unwrap()).collect();
+        assert_eq!(limits, [ms(100), ms(200), ms(400), ms(800)]);
+        // Far out, it saturates instead of overflowing.
+        assert!(doubling.attempt_limit(40).unwrap() >= Duration::from_secs(1 << 20));
     }
 
     #[test]

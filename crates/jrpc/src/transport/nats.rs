@@ -26,7 +26,9 @@
 //! for idempotent calls (`on_connection_lost`, and `on_timeout` with an
 //! `attempt_timeout`), the last one always. Both sides reconnect on their
 //! own, to any node they know (100 ms doubling to 5 s, forever); meanwhile
-//! calls wait, within their timeouts, and go out once connected.
+//! calls wait, within their timeouts, and go out once connected. A node
+//! that vanishes without closing its connections is noticed within 20 to
+//! 30 s (a ping every 10 s; two unanswered ones end the connection).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -50,6 +52,9 @@ pub const DEFAULT_GROUP: &str = "jrpc";
 /// How long a call's reply subject is remembered, to answer "no
 /// responders" for it: far longer than a broker takes to say so.
 const REMEMBERED: Duration = Duration::from_secs(60);
+
+/// How often each side pings its node (an unanswered ping counts against it).
+const PING_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The most reply subjects remembered at once.
 const MOST_REMEMBERED: usize = 100_000;
@@ -137,6 +142,10 @@ async fn connect(
     async_nats::ConnectOptions::new()
         .name(name)
         .connection_timeout(Duration::from_secs(5))
+        // A node that vanished without closing the connection (its host
+        // lost, its link cut for good) is noticed after two unanswered
+        // pings: 20 to 30 s, not the 2 to 3 minutes of the default.
+        .ping_interval(PING_INTERVAL)
         .reconnect_delay_callback(|attempts| {
             super::message::reconnect_wait(u32::try_from(attempts.saturating_sub(1)).unwrap_or(u32::MAX))
         })
