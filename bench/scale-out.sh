@@ -17,8 +17,8 @@
 # and after each event, the rate before each event, its lowest after it and
 # how long until it was back to 80 % of it; then one JSON line of the same.
 # It fails (exit 1) if a call failed, or if no call was answered in the
-# last second of the run. Events are timed from when the bench is started;
-# its own clock starts once it has connected, a fraction of a second later.
+# last second of the run. Events are timed from when the bench has
+# connected (its own clock starts a check call later: milliseconds).
 # BENCH_FLAGS adds flags to the bench (e.g. --attempt-timeout 1s).
 #
 # Needs root, `ip netns` (iproute2) and Debian's nats-server; everything it
@@ -38,10 +38,11 @@ case "$scenario" in kill | cut) ;; *)
   exit 2
   ;;
 esac
-jrpc="$(realpath "${JRPC:-target/release/jrpc}")"
+jrpc="$(realpath -m "${JRPC:-target/release/jrpc}")"
 [ -x "$jrpc" ] || { echo "no $jrpc: cargo build --release -p jrpc-cli (or set JRPC)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "bench/scale-out.sh makes network namespaces: run it as root" >&2; exit 2; }
 command -v ip >/dev/null 2>&1 || { echo "ip (iproute2) not found" >&2; exit 2; }
+command -v python3 >/dev/null 2>&1 || { echo "python3 not found" >&2; exit 2; }
 nats_server=$(command -v nats-server || echo /usr/sbin/nats-server)
 [ -x "$nats_server" ] || { echo "nats-server not found (apt-get install nats-server)" >&2; exit 2; }
 
@@ -52,15 +53,28 @@ bridge_ns="$tag-br"
 hosts=("$tag-h1" "$tag-h2" "$tag-h3")
 address() { echo "198.18.0.$1"; }
 work=$(mktemp -d)
+# The processes of ours still running: a PID leaves the list once reaped,
+# so that cleanup never signals a PID the system may have given another.
 pids=()
+forget() {
+  local kept=() pid
+  for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
+  pids=("${kept[@]}")
+}
+stop() { # kills one of ours and reaps it
+  kill -KILL "$1" 2>/dev/null || true
+  { wait "$1"; } 2>/dev/null || true
+  forget "$1"
+}
 cleanup() {
   for pid in "${pids[@]}" ${sleeper:-}; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}" ${sleeper:-}; do { wait "$pid"; } 2>/dev/null || true; done
   for ns in "${hosts[@]}" "$bridge_ns"; do ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The bridge, in a namespace of its own; each host's eth0 is one end of a
 # veth pair whose other end is a port of the bridge. Nothing is made in, or
@@ -127,9 +141,15 @@ ip netns exec "$(ns 3)" "$jrpc" bench "nats://$(address 3):4222,$(address 1):422
   > "$work/bench.json" 2> "$work/bench.log" &
 bench=$!
 pids+=($!)
+# The bench's clock starts once its four connections are up (and one check
+# call made): the events are timed from then.
+for _ in $(seq 1 1000); do
+  [ "$(on 3 ss -Htn state established '( dport = :4222 )' | wc -l)" -ge 4 ] && break
+  sleep 0.01
+done
 started=$(date +%s.%N)
 # Waits run in the background: a signal is handled at once, not after them.
-pause() { sleep "$1" & sleeper=$!; wait "$sleeper"; }
+pause() { sleep "$1" & sleeper=$!; wait "$sleeper"; unset sleeper; }
 at() { # seconds since the bench started
   pause "$(python3 -c "import time; print(max(0.0, $started + $1 - time.time()))")"
 }
@@ -137,10 +157,10 @@ events=()
 case "$scenario" in
   kill)
     at "$first"
-    kill -KILL "${nats_pids[1]}"
+    stop "${nats_pids[1]}"
     events+=("$first:NATS node of host 1 killed")
     at "$second"
-    kill -KILL "${serve_pids[2]}"
+    stop "${serve_pids[2]}"
     events+=("$second:jrpc server of host 2 killed")
     ;;
   cut)
@@ -154,6 +174,7 @@ case "$scenario" in
 esac
 status=0
 wait "$bench" || status=$?
+forget "$bench"
 if [ "$status" != 0 ] || ! [ -s "$work/bench.json" ]; then
   echo "jrpc bench failed (exit $status):" >&2
   cat "$work/bench.log" >&2

@@ -347,6 +347,25 @@ async fn a_timed_out_attempt_is_sent_again_within_the_calls_timeout() {
         assert!(error.contains("no response within"), "{error}");
     }
 
+    // A method not marked idempotent is never cut short by the bound of an
+    // attempt: its one attempt has the call's whole timeout.
+    let (router, calls_once) = stalling(1);
+    let serving_slow = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
+    let policy = RetryPolicy::new(quick(3))
+        .idempotent(["another"])
+        .on_timeout(true)
+        .attempt_timeout(Duration::from_millis(200));
+    let client = Client::builder()
+        .retry(policy)
+        .call_timeout(Duration::from_secs(20))
+        .connect(serving_slow.local_addr())
+        .await
+        .unwrap();
+    let answer = bounded("the call", client.call::<i64>("stall", [8])).await;
+    assert_eq!(answer.unwrap(), 8);
+    assert_eq!(calls_once.load(Ordering::SeqCst), 1);
+    serving_slow.shutdown().await;
+
     // Without a bound of each attempt's own, the call's timeout is spent by
     // the first one: nothing is sent again.
     calls.store(0, Ordering::SeqCst);

@@ -245,9 +245,11 @@ impl RetryPolicy {
 
     /// Bounds each attempt by `limit` (and by what is left of the call's
     /// timeout): an attempt that gets no reply within it fails with
-    /// [`CallError::Timeout`], and an idempotent call is then tried again
-    /// when [`on_timeout`](Self::on_timeout) says so. Without it, an
-    /// attempt may take all the time the call has left.
+    /// [`CallError::Timeout`], and the call is tried again. It applies only
+    /// where a timeout is tried again (an idempotent method, with
+    /// [`on_timeout`](Self::on_timeout)), and not to the last attempt,
+    /// which has whatever time the call has left. Without it, an attempt
+    /// may take all that time.
     pub fn attempt_timeout(mut self, limit: Duration) -> Self {
         self.attempt_timeout = Some(AttemptTimeout::Fixed(limit));
         self
@@ -480,7 +482,12 @@ impl tower::Service<Outgoing> for RetryService {
             loop {
                 let mut this = call.clone();
                 let mut left = budget.saturating_sub(started.elapsed());
-                if let Some(limit) = policy.attempt_limit(attempt) {
+                // An attempt is cut short only when its timing out would
+                // be tried again; the last one has whatever time is left.
+                let retried_on_timeout = policy.on_timeout
+                    && policy.is_idempotent(call.method())
+                    && attempt < policy.schedule.attempts;
+                if let Some(limit) = policy.attempt_limit(attempt).filter(|_| retried_on_timeout) {
                     left = left.min(limit);
                 }
                 this.set_timeout(left);

@@ -227,7 +227,6 @@ impl Reader {
         ))))
     }
 
-    /// Handles one item from the frame stream; `Some` when reading ends.
     /// Fails the calls of `ids` still waiting for their replies.
     fn fail_waiting(&self, ids: &[Id], error: &CallError) {
         for id in ids {
@@ -237,6 +236,7 @@ impl Reader {
         }
     }
 
+    /// Handles one item from the frame stream; `Some` when reading ends.
     async fn on_inbound(&mut self, item: Option<io::Result<Inbound>>) -> Option<Ended> {
         match item {
             None => return Some(Ended::Eof),

@@ -134,13 +134,18 @@ fn percent_decode(text: &str) -> io::Result<String> {
 
 /// The brokers `url` names: one URL, or several comma-separated
 /// (`amqp://A:5672/%2f,amqp://B:5672/%2f`, later ones may leave out the
-/// scheme: `amqp://A:5672/%2f,B:5672/%2f`), tried in turn. Parameters after
-/// the last `?` apply to each.
+/// scheme: `amqp://A:5672/%2f,B:5672/%2f`), tried in turn. Parameters go
+/// after the last broker and apply to each (`…,B:5672/%2f?heartbeat=10`).
 fn brokers(url: &str) -> io::Result<Vec<String>> {
     let (base, query) = match url.split_once('?') {
         Some((base, query)) => (base, Some(query)),
         None => (url, None),
     };
+    if query.is_some_and(|query| query.contains(',')) {
+        return Err(invalid(format!(
+            "{url}: parameters go after the last broker, for all of them (amqp://A:5672/%2f,B:5672/%2f?heartbeat=10)"
+        )));
+    }
     let scheme = if base.starts_with("amqps://") {
         "amqps://"
     } else {
@@ -600,7 +605,7 @@ mod tests {
 
     #[test]
     fn several_brokers_are_tried_in_turn() {
-        let cases: [(&str, Option<&[&str]>); 6] = [
+        let cases: [(&str, Option<&[&str]>); 7] = [
             ("amqp://a:1/%2f", Some(&["amqp://a:1/%2f"])),
             (
                 "amqp://a:1/%2f,amqp://b:2/%2f",
@@ -612,6 +617,7 @@ mod tests {
             ),
             ("amqps://a:1/v,b:2/v", Some(&["amqps://a:1/v", "amqps://b:2/v"])),
             ("amqp://a:1/v,", None),
+            ("amqp://a:1/v?heartbeat=5,amqp://b:2/v", None),
             ("amqp://,b:2/v", None),
         ];
         for (url, expected) in cases {

@@ -16,8 +16,10 @@
 //! Delivery is at most once:
 //! - a call whose server dies mid-call times out;
 //! - a call out when the client's connection to its node drops fails at
-//!   once with [`CallError::Closed`](crate::CallError::Closed) (its reply
-//!   could only come over that connection; the call may have run);
+//!   once with [`CallError::Closed`](crate::CallError::Closed): a reply
+//!   published while the client is away is lost (NATS delivers to the
+//!   subscribers connected at the time), and which calls those were cannot
+//!   be told; the call may have run;
 //! - a call to a subject nobody subscribes to fails at once (NATS answers
 //!   "no responders") with a [`CallError::Transport`](crate::CallError::Transport)
 //!   holding an [`Undelivered`](super::Undelivered): it did not run.
@@ -380,9 +382,12 @@ impl Dialer for NatsDialer {
             move || {
                 let ids = awaiting.lock().unwrap_or_else(|e| e.into_inner()).take_all();
                 if !ids.is_empty() {
-                    // A reply on its way through the lost node is gone
-                    // (replies reach only a subscribed connection); failing
-                    // now lets an idempotent call go out again at once.
+                    // Replies published while this side is away are gone
+                    // (a subject delivers only to subscribers connected at
+                    // the time), and there is no telling which calls they
+                    // were: each call out fails now, as the issue of a lost
+                    // connection, and an idempotent one goes out again at
+                    // once instead of waiting out its timeout.
                     let _ = made_up.send(Inbound::Lost {
                         ids: ids.into(),
                         reason: "the connection to the NATS server was lost before the reply (the call may have run); reconnecting".into(),
@@ -437,7 +442,12 @@ impl Dialer for NatsDialer {
             };
             std::future::ready(inbound.map(Ok))
         });
-        let incoming = futures_util::stream::select(incoming, made_up_rx);
+        // Replies first: those read before a drop are queued before the
+        // drop is reported, and answer their calls before `Lost` fails the
+        // rest.
+        let incoming = futures_util::stream::select_with_strategy(incoming, made_up_rx, |_: &mut ()| {
+            futures_util::stream::PollNext::Left
+        });
         let subject = self.subject.clone();
         let mut next_reply: u64 = 0;
         let outgoing = futures_util::sink::unfold(client, move |client, frame: OutFrame| {
