@@ -13,7 +13,7 @@ use jrpc::client::{AutoBatch, Client};
 use jrpc::message::RawValue;
 use jrpc::CallError;
 
-use crate::bench_report;
+use crate::bench_report::{self, Errors};
 use crate::call::{parse_duration, ConnectArgs, Failure, ParamArgs, Target};
 
 #[derive(Debug, Args)]
@@ -184,40 +184,6 @@ impl Shared {
                 (!self.stop.load(Ordering::Relaxed)).then_some(due)
             }
         }
-    }
-}
-
-/// Errors by kind.
-#[derive(Default, Debug, Clone, Copy)]
-struct Errors {
-    rpc: u64,
-    timeout: u64,
-    transport: u64,
-    http: u64,
-    other: u64,
-}
-
-impl Errors {
-    fn count(&mut self, error: &CallError) {
-        match error {
-            CallError::Rpc(_) => self.rpc += 1,
-            CallError::Timeout(_) => self.timeout += 1,
-            CallError::Closed(_) | CallError::Io(_) => self.transport += 1,
-            e if e.transport_error::<jrpc::client::HttpError>().is_some() => self.http += 1,
-            _ => self.other += 1,
-        }
-    }
-
-    fn add(&mut self, other: &Errors) {
-        self.rpc += other.rpc;
-        self.timeout += other.timeout;
-        self.transport += other.transport;
-        self.http += other.http;
-        self.other += other.other;
-    }
-
-    fn total(&self) -> u64 {
-        self.rpc + self.timeout + self.transport + self.http + self.other
     }
 }
 
@@ -472,7 +438,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             requests: part.ok + part.errors.total(),
             ok: part.ok,
             latency_us: latency_of(&part.latencies),
-            errors: part.errors.into(),
+            errors: part.errors,
         });
         from = to;
     }
@@ -582,18 +548,6 @@ fn latency_of(latencies: &Histogram<u64>) -> bench_report::Latency {
     }
 }
 
-impl From<Errors> for bench_report::Errors {
-    fn from(errors: Errors) -> Self {
-        bench_report::Errors {
-            rpc: errors.rpc,
-            timeout: errors.timeout,
-            transport: errors.transport,
-            http: errors.http,
-            other: errors.other,
-        }
-    }
-}
-
 fn make_report(
     args: &BenchArgs,
     target: &Target,
@@ -626,7 +580,7 @@ fn make_report(
         requests_per_second: requests as f64 / secs,
         items_per_second: requests as f64 * items_per_request / secs,
         latency_us: latency_of(&whole.latencies),
-        errors: (*errors).into(),
+        errors: *errors,
         retried: 0,
         retries: 0,
         phases: Vec::new(),

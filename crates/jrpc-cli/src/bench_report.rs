@@ -98,6 +98,27 @@ pub(crate) struct Errors {
 }
 
 impl Errors {
+    /// Counts `error` under its kind.
+    pub(crate) fn count(&mut self, error: &jrpc::CallError) {
+        use jrpc::CallError;
+        match error {
+            CallError::Rpc(_) => self.rpc += 1,
+            CallError::Timeout(_) => self.timeout += 1,
+            CallError::Closed(_) | CallError::Io(_) => self.transport += 1,
+            e if e.transport_error::<jrpc::client::HttpError>().is_some() => self.http += 1,
+            _ => self.other += 1,
+        }
+    }
+
+    /// Adds another tally's counts to these.
+    pub(crate) fn add(&mut self, other: &Errors) {
+        self.rpc += other.rpc;
+        self.timeout += other.timeout;
+        self.transport += other.transport;
+        self.http += other.http;
+        self.other += other.other;
+    }
+
     pub(crate) fn total(&self) -> u64 {
         self.rpc + self.timeout + self.transport + self.http + self.other
     }

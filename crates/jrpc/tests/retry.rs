@@ -310,10 +310,26 @@ fn stalling(stalls: usize) -> (Router, Arc<AtomicUsize>) {
     (router, calls)
 }
 
+/// A TCP server of `stalling(stalls)`, and a client calling it with
+/// `policy` and `call_timeout`; the server's count of calls.
+async fn stalling_server(
+    stalls: usize,
+    policy: RetryPolicy,
+    call_timeout: Duration,
+) -> (jrpc::server::Serving, Client, Arc<AtomicUsize>) {
+    let (router, calls) = stalling(stalls);
+    let serving = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
+    let client = Client::builder()
+        .retry(policy)
+        .call_timeout(call_timeout)
+        .connect(serving.local_addr())
+        .await
+        .unwrap();
+    (serving, client, calls)
+}
+
 #[tokio::test]
 async fn a_timed_out_attempt_is_sent_again_within_the_calls_timeout() {
-    let (router, calls) = stalling(2);
-    let serving = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
     let retried = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&retried);
     let policy = RetryPolicy::new(quick(3))
@@ -327,12 +343,7 @@ async fn a_timed_out_attempt_is_sent_again_within_the_calls_timeout() {
                 retrying.error.to_string(),
             ));
         });
-    let client = Client::builder()
-        .retry(policy)
-        .call_timeout(Duration::from_secs(20))
-        .connect(serving.local_addr())
-        .await
-        .unwrap();
+    let (serving, client, calls) = stalling_server(2, policy, Duration::from_secs(20)).await;
     let answer = bounded("the call", client.call::<i64>("stall", [7])).await;
     assert_eq!(answer.unwrap(), 7);
     assert_eq!(
@@ -346,43 +357,28 @@ async fn a_timed_out_attempt_is_sent_again_within_the_calls_timeout() {
         assert_eq!((method.as_str(), *retry), ("stall", n as u32 + 1));
         assert!(error.contains("no response within"), "{error}");
     }
+    serving.shutdown().await;
 
     // A method not marked idempotent is never cut short by the bound of an
     // attempt: its one attempt has the call's whole timeout.
-    let (router, calls_once) = stalling(1);
-    let serving_slow = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
     let policy = RetryPolicy::new(quick(3))
         .idempotent(["another"])
         .on_timeout(true)
         .attempt_timeout(Duration::from_millis(200));
-    let client = Client::builder()
-        .retry(policy)
-        .call_timeout(Duration::from_secs(20))
-        .connect(serving_slow.local_addr())
-        .await
-        .unwrap();
+    let (serving, client, calls) = stalling_server(1, policy, Duration::from_secs(20)).await;
     let answer = bounded("the call", client.call::<i64>("stall", [8])).await;
     assert_eq!(answer.unwrap(), 8);
-    assert_eq!(calls_once.load(Ordering::SeqCst), 1);
-    serving_slow.shutdown().await;
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    serving.shutdown().await;
 
     // Without a bound of each attempt's own, the call's timeout is spent by
     // the first one: nothing is sent again.
-    calls.store(0, Ordering::SeqCst);
-    let (router, calls) = stalling(1);
-    let serving_once = Server::new(router).bind_tcp("127.0.0.1:0").await.unwrap();
     let policy = RetryPolicy::new(quick(3)).all_idempotent().on_timeout(true);
-    let client = Client::builder()
-        .retry(policy)
-        .call_timeout(Duration::from_millis(300))
-        .connect(serving_once.local_addr())
-        .await
-        .unwrap();
+    let (serving, client, calls) = stalling_server(1, policy, Duration::from_millis(300)).await;
     let error = bounded("the call", client.call::<i64>("stall", [7]))
         .await
         .unwrap_err();
     assert!(matches!(error, jrpc::CallError::Timeout(_)), "{error:?}");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     serving.shutdown().await;
-    serving_once.shutdown().await;
 }
