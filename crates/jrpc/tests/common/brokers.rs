@@ -153,12 +153,13 @@ impl Broker {
     fn wait_until_up(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                // RabbitMQ listens a moment before it takes connections.
-                if self.kind == Kind::RabbitMq {
-                    std::thread::sleep(Duration::from_millis(500));
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", self.port)) {
+                // RabbitMQ listens a while before it takes connections (on a
+                // loaded machine, seconds): up once it answers a client's
+                // greeting.
+                if self.kind != Kind::RabbitMq || amqp_greets(stream) {
+                    return;
                 }
-                return;
             }
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
                 if self.lost_a_port_race() && self.port_retries < 3 {
@@ -226,4 +227,16 @@ impl Drop for Broker {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Whether the AMQP broker on `stream` answers the protocol header with
+/// its first frame (`Connection.Start`, a method frame: type 1), as it does
+/// once it takes connections; before that it closes or aborts them.
+fn amqp_greets(mut stream: TcpStream) -> bool {
+    use std::io::{Read, Write};
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut first = [0u8; 1];
+    stream.write_all(b"AMQP\x00\x00\x09\x01").is_ok()
+        && stream.read_exact(&mut first).is_ok()
+        && first[0] == 1
 }
