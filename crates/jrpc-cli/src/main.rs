@@ -1,5 +1,16 @@
 //! `jrpc`: serve, call and bench JSON-RPC servers.
 
+/// `eprintln!` that never panics: a long-running command (`serve`,
+/// `bridge`) must keep serving when whoever read its stderr has gone
+/// (`jrpc serve 2>&1 | head`, a supervisor that closed the pipe) —
+/// `eprintln!` panics on a closed stderr.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod bench;
 mod bench_report;
 mod bridge;

@@ -318,7 +318,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
     } else {
         jrpc_mcp::demo::server()
     };
-    let listening = |serving: &jrpc::server::Serving| eprintln!("jrpc: MCP at {}", serving.local_addr());
+    let listening = |serving: &jrpc::server::Serving| note!("jrpc: MCP at {}", serving.local_addr());
     let transport = &serve.transport;
     let max_frame_len = jrpc::message::Limits::DEFAULT_MAX_FRAME_LEN;
     if let Some(addr) = &transport.tcp {
@@ -361,7 +361,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
                 .await
                 .with_context(|| format!("listening on --http {addr}"))?;
             serve_until_stopped(serving, |serving| {
-                eprintln!("jrpc: MCP (Streamable HTTP) at {}/mcp", serving.local_addr())
+                note!("jrpc: MCP (Streamable HTTP) at {}/mcp", serving.local_addr())
             })
             .await
         }

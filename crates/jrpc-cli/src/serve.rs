@@ -595,7 +595,7 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
         let serving = jrpc::server::http::serve_metrics(addr.as_str(), metrics.clone())
             .await
             .with_context(|| format!("listening on --metrics-addr {addr}"))?;
-        eprintln!("jrpc: metrics at {}/metrics", serving.local_addr());
+        note!("jrpc: metrics at {}/metrics", serving.local_addr());
         metrics_page = Some(serving);
     }
     if !args.http.is_empty() {
@@ -649,18 +649,18 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
         let addr = serving.local_addr();
         if addr.starts_with("http") {
             let ws = addr.replacen("http", "ws", 1);
-            eprintln!("jrpc: listening on {addr} (HTTP POST) and {ws} (WebSocket)");
+            note!("jrpc: listening on {addr} (HTTP POST) and {ws} (WebSocket)");
         } else if addr.starts_with("udp") {
-            eprintln!("jrpc: listening on {addr} (one frame per datagram)");
+            note!("jrpc: listening on {addr} (one frame per datagram)");
         } else if addr.starts_with("nats") || addr.starts_with("mqtt") {
-            eprintln!(
+            note!(
                 "jrpc: listening on {addr} (one frame per message, group {})",
                 args.group
             );
         } else if addr.starts_with("amqp") {
-            eprintln!("jrpc: listening on {addr} (one frame per message, competing consumers)");
+            note!("jrpc: listening on {addr} (one frame per message, competing consumers)");
         } else {
-            eprintln!("jrpc: listening on {addr} ({} framing)", args.framing);
+            note!("jrpc: listening on {addr} ({} framing)", args.framing);
         }
     }
     if let Some(http) = listeners.iter().find(|s| s.local_addr().starts_with("http")) {
@@ -681,7 +681,7 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
     }
     // With listeners, run until a signal; stdio ending does not stop them.
     tokio::join!(stdio_done, shutdown_signal());
-    eprintln!("jrpc: shutting down: finishing requests in flight");
+    note!("jrpc: shutting down: finishing requests in flight");
     // All listeners stop accepting at once; then each drains.
     listeners.extend(metrics_page);
     for serving in &listeners {
@@ -711,7 +711,7 @@ fn print_try_lines(addr: &str, args: &ServeArgs, example: Option<DemoCall>) {
         .or_else(|| {
             args.oauth_issuer.as_ref().map(|issuer| {
                 let audience = args.oauth_audience.clone().unwrap_or_else(|| format!("{addr}/"));
-                eprintln!("jrpc: OAuth tokens from {issuer} for audience {audience} are required");
+                note!("jrpc: OAuth tokens from {issuer} for audience {audience} are required");
                 " -H \"Authorization: Bearer $TOKEN\"".to_owned()
             })
         })
@@ -730,11 +730,11 @@ fn print_try_lines(addr: &str, args: &ServeArgs, example: Option<DemoCall>) {
             format!("describe {addr}{call_tls}{auth}"),
         ),
     };
-    eprintln!("jrpc: try it:");
-    eprintln!("  curl{curl_tls} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{request}'");
-    eprintln!("  {} {command}", crate::invoked::program());
+    note!("jrpc: try it:");
+    note!("  curl{curl_tls} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{request}'");
+    note!("  {} {command}", crate::invoked::program());
     if args.playground() {
-        eprintln!("  open {addr}/playground in a browser");
+        note!("  open {addr}/playground in a browser");
     }
 }
 

@@ -205,6 +205,40 @@ fn serve_shuts_down_gracefully_on_sigterm() {
     assert_eq!(stdout_json(&out), json!(500), "the call in flight was answered");
 }
 
+/// A server whose stderr reader has gone (`jrpc serve 2>&1 | head -1`)
+/// keeps serving, and still shuts down cleanly: printing its notes must
+/// not kill it (CI once saw the suggested call refused because the
+/// server had died printing the line after it).
+#[test]
+fn serve_keeps_serving_after_its_stderr_closes() {
+    let mut child = Command::new(JRPC)
+        .args(["serve", "--tcp", "127.0.0.1:0", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = BufReader::new(child.stderr.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("jrpc: listening on tcp"))
+        .expect("a listening line");
+    // The reader is dropped here: the pipe's read end is closed.
+    let target = line["jrpc: listening on ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(stdout_json(&call(&[target, "add", "1", "2"])), json!(3));
+    }
+    // Shutting down prints a note to the closed stderr.
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "jrpc serve ended with {status}");
+}
+
 #[test]
 fn negative_numbers_are_params_not_flags() {
     let out = call(&["echo", "-2.5e-3", "--compact", "--", JRPC, "serve", "--stdio"]);
@@ -514,12 +548,13 @@ fn the_suggested_call_runs_as_printed() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
     let line = stderr
-        .lines()
+        .by_ref()
         .map_while(Result::ok)
         .find(|l| l.trim_start().contains(" call http"))
         .expect("a suggested call");
+    std::thread::spawn(move || for _ in stderr {});
     let out = std::process::Command::new("sh")
         .args(["-c", line.trim()])
         .env("PATH", "/usr/bin:/bin")

@@ -122,7 +122,7 @@ pub(super) async fn run(
             )
         })
     };
-    eprintln!("jrpc: bridge: serving {name}");
+    note!("jrpc: bridge: serving {name}");
     let methods = Methods {
         router: methods,
         example: None,
@@ -152,11 +152,11 @@ impl Dialer for Respawn {
         let before = self.last.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(before) = before {
             let reason = before.closed().await;
-            eprintln!("jrpc: bridge: {} exited ({reason}); starting it again", self.name);
+            note!("jrpc: bridge: {} exited ({reason}); starting it again", self.name);
         }
         let connection = self.child.dial().await;
         if let Err(e) = &connection {
-            eprintln!("jrpc: bridge: cannot start {}: {e}", self.name);
+            note!("jrpc: bridge: cannot start {}: {e}", self.name);
         }
         connection
     }

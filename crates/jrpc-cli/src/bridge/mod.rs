@@ -71,7 +71,7 @@ pub async fn run(args: BridgeArgs) -> ExitCode {
         (None, false) => match child::run(command, serve, dial.timeout).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("jrpc: bridge: {e:#}");
+                note!("jrpc: bridge: {e:#}");
                 ExitCode::FAILURE
             }
         },

@@ -113,7 +113,7 @@ pub(super) async fn run(name: &str, connect: ConnectArgs) -> Result<(), Failure>
             })
             .await;
             if waited.is_err() {
-                eprintln!("jrpc: bridge: replies still due after {timeout:?} are not awaited");
+                note!("jrpc: bridge: replies still due after {timeout:?} are not awaited");
             }
             let _ = to_server.close().await;
             // What is still arriving goes out before the bridge ends.
@@ -142,7 +142,7 @@ pub(super) async fn run(name: &str, connect: ConnectArgs) -> Result<(), Failure>
                                 Posted::Nothing => return,
                                 Posted::Failed(why) => format!("posting to {name}: {why}"),
                             };
-                            eprintln!("jrpc: bridge: {failure}");
+                            note!("jrpc: bridge: {failure}");
                             // The client would wait forever: each request
                             // gets an error of its own.
                             let data = serde_json::Value::from(format!("jrpc bridge: {failure}"));
