@@ -199,7 +199,8 @@ pub struct ServeArgs {
     /// absent; a message is acknowledged once its reply is published, and
     /// at most 128 unacknowledged ones are taken at a time (the rest stay
     /// for other servers). A RabbitMQ cluster's nodes: comma-separated
-    /// (amqp://A:5672/%2f,B:5672/%2f), tried in turn on each (re)connection.
+    /// (amqp://A:5672/%2f,B:5672/%2f), tried in turn on each
+    /// (re)connection, a node that failed last.
     #[arg(long, value_name = "URL[,URL...]", requires = "queue")]
     amqp: Option<String>,
 

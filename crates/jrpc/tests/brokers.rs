@@ -17,10 +17,10 @@ use futures_util::stream::{self, StreamExt};
 use jrpc::client::{Client, Reconnect, Retry};
 use jrpc::message::codes;
 use jrpc::server::{Server, Serving};
-use jrpc::transport::amqp::AmqpListener;
+use jrpc::transport::amqp::{AmqpDialer, AmqpListener};
 use jrpc::transport::mqtt::MqttListener;
 use jrpc::transport::nats::NatsListener;
-use jrpc::transport::Undelivered;
+use jrpc::transport::{Dialer as _, Undelivered};
 use jrpc::{CallError, Router};
 use serde_json::{json, Value};
 
@@ -679,5 +679,30 @@ async fn amqp_brokers_are_tried_in_turn() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("no broker answered"), "{error}");
+
+    // A broker that failed is tried last from then on: of a dialer's
+    // connections only the first knocks at the broken one (here one that
+    // hangs up at once, counting who knocked).
+    let broken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let broken_addr = broken.local_addr().unwrap();
+    let knocks = Arc::new(AtomicUsize::new(0));
+    let counted = knocks.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = broken.accept().await {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let listed = format!("amqp://{broken_addr}/%2f,{}", live.trim_start_matches("amqp://"));
+    let dialer = AmqpDialer::new(listed, "listed");
+    for _ in 0..3 {
+        let connection = bounded("a dial past a broken broker", dialer.dial()).await;
+        drop(connection.unwrap());
+    }
+    assert_eq!(
+        knocks.load(Ordering::SeqCst),
+        1,
+        "the broken broker is tried once"
+    );
     serving.shutdown().await;
 }

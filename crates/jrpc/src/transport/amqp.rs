@@ -17,8 +17,11 @@
 //! Several brokers (a RabbitMQ cluster's nodes) may be named,
 //! comma-separated: `amqp://A:5672/%2f,B:5672/%2f?queue=demo`. Each
 //! connection (and reconnection) tries them in turn and takes the first
-//! that answers; a queue must then be one every node serves (a quorum
-//! queue, or a classic queue on a node still up).
+//! that answers. A broker that did not answer goes to the back of the
+//! list, and so does, for a listener, the one whose connection just ended:
+//! a node that went silent (its host cut off) costs the 10 s connect
+//! timeout once, not on every reconnection. A queue must then be one every
+//! node serves (a quorum queue, or a classic queue on a node still up).
 //!
 //! A call to a queue no server consumes waits in the queue until one does
 //! (or the call times out); dialing a queue that does not exist fails. The
@@ -30,6 +33,7 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -171,14 +175,45 @@ fn brokers(url: &str) -> io::Result<Vec<String>> {
         .collect()
 }
 
-/// Connects to the broker (the first of several that answers, in their
-/// order), driven by this tokio runtime.
-async fn connect(url: &str) -> io::Result<lapin::Connection> {
+/// The order to try a list's brokers in: the list's, except that a
+/// broker that failed goes to the back. Shared by a listener's
+/// reconnections, and by a dialer's clones.
+#[derive(Debug, Clone, Default)]
+struct BrokerOrder(Arc<Mutex<Vec<usize>>>);
+
+impl BrokerOrder {
+    /// The brokers' indices (of `count`) in the order to try them.
+    fn current(&self, count: usize) -> Vec<usize> {
+        let mut order = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if order.len() != count {
+            *order = (0..count).collect();
+        }
+        order.clone()
+    }
+
+    /// Broker `broker` failed (did not answer, or its connection ended):
+    /// it is tried after the others from now on.
+    fn to_back(&self, broker: usize) {
+        let mut order = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = order.iter().position(|&b| b == broker) {
+            let broker = order.remove(at);
+            order.push(broker);
+        }
+    }
+}
+
+/// Connects to a broker (of several, the first that answers, in `order`),
+/// driven by this tokio runtime; the connection and its broker's index.
+async fn connect(url: &str, order: &BrokerOrder) -> io::Result<(lapin::Connection, usize)> {
+    let brokers = brokers(url)?;
     let mut failed = Vec::new();
-    for broker in brokers(url)? {
-        match connect_one(&broker).await {
-            Ok(connection) => return Ok(connection),
-            Err(e) => failed.push(e),
+    for i in order.current(brokers.len()) {
+        match connect_one(&brokers[i]).await {
+            Ok(connection) => return Ok((connection, i)),
+            Err(e) => {
+                order.to_back(i);
+                failed.push(e);
+            }
         }
     }
     // One broker: its own error; several: what each said.
@@ -246,12 +281,14 @@ async fn declare(connection: &lapin::Connection, queue: &str) -> io::Result<()> 
 struct Consuming {
     // Kept open as long as the consumer.
     _connection: lapin::Connection,
+    /// The broker's index in the listener's list.
+    broker: usize,
     channel: Channel,
     consumer: Consumer,
 }
 
-async fn consume(url: &str, queue: &str, prefetch: u16) -> io::Result<Consuming> {
-    let connection = connect(url).await?;
+async fn consume(url: &str, order: &BrokerOrder, queue: &str, prefetch: u16) -> io::Result<Consuming> {
+    let (connection, broker) = connect(url, order).await?;
     declare(&connection, queue).await?;
     let channel = connection.create_channel().await.map_err(broken)?;
     channel
@@ -264,6 +301,7 @@ async fn consume(url: &str, queue: &str, prefetch: u16) -> io::Result<Consuming>
         .map_err(broken)?;
     Ok(Consuming {
         _connection: connection,
+        broker,
         channel,
         consumer,
     })
@@ -273,6 +311,7 @@ async fn consume(url: &str, queue: &str, prefetch: u16) -> io::Result<Consuming>
 /// [`Server::serve_messages`](crate::server::Server::serve_messages).
 pub struct AmqpListener {
     url: String,
+    order: BrokerOrder,
     queue: String,
     prefetch: u16,
     consuming: Option<Consuming>,
@@ -306,15 +345,25 @@ impl AmqpListener {
             return Err(invalid("the queue name is empty".into()));
         }
         let prefetch = prefetch.max(1);
-        let consuming = consume(url, queue, prefetch).await?;
+        let order = BrokerOrder::default();
+        let consuming = consume(url, &order, queue, prefetch).await?;
         Ok(AmqpListener {
             url: url.to_owned(),
+            order,
             queue: queue.to_owned(),
             prefetch,
             consuming: Some(consuming),
             closed: false,
             local_addr: target_of(url, queue),
         })
+    }
+
+    /// The connection ended (the broker, or the way to it, went away):
+    /// its broker is tried last when connecting again.
+    fn lost(&mut self) {
+        if let Some(consuming) = self.consuming.take() {
+            self.order.to_back(consuming.broker);
+        }
     }
 
     /// Connects again after the broker went away, waiting longer after
@@ -324,7 +373,7 @@ impl AmqpListener {
         loop {
             let wait = super::message::reconnect_wait(failures);
             tokio::time::sleep(wait).await;
-            match consume(&self.url, &self.queue, self.prefetch).await {
+            match consume(&self.url, &self.order, &self.queue, self.prefetch).await {
                 Ok(consuming) => {
                     tracing::info!(url = %self.url, queue = %self.queue, "amqp: connected again");
                     return consuming;
@@ -355,13 +404,13 @@ impl MessageListener for AmqpListener {
                 Some(Ok(delivery)) => delivery,
                 Some(Err(e)) => {
                     tracing::warn!(url = %self.url, error = %e, "amqp: the connection failed; reconnecting");
-                    self.consuming = None;
+                    self.lost();
                     continue;
                 }
                 None if self.closed => return None,
                 None => {
                     tracing::warn!(url = %self.url, "amqp: the consumer ended; reconnecting");
-                    self.consuming = None;
+                    self.lost();
                     continue;
                 }
             };
@@ -429,6 +478,7 @@ impl MessageListener for AmqpListener {
 #[derive(Debug, Clone)]
 pub struct AmqpDialer {
     url: String,
+    order: BrokerOrder,
     queue: String,
 }
 
@@ -438,6 +488,7 @@ impl AmqpDialer {
     pub fn new(url: impl Into<String>, queue: impl Into<String>) -> Self {
         AmqpDialer {
             url: url.into(),
+            order: BrokerOrder::default(),
             queue: queue.into(),
         }
     }
@@ -451,7 +502,7 @@ impl AmqpDialer {
 
 impl Dialer for AmqpDialer {
     async fn dial(&self) -> io::Result<Connection> {
-        let connection = connect(&self.url).await?;
+        let (connection, _) = connect(&self.url, &self.order).await?;
         // A queue nobody declared would swallow every call.
         let probe = connection.create_channel().await.map_err(broken)?;
         let passive = QueueDeclareOptions {
@@ -629,6 +680,23 @@ mod tests {
         let (url, queue) = split_target("amqp://a:1/%2f,b:2/%2f?queue=demo").unwrap();
         assert_eq!(queue, "demo");
         assert_eq!(brokers(&url).unwrap(), ["amqp://a:1/%2f", "amqp://b:2/%2f"]);
+    }
+
+    #[test]
+    fn a_broker_that_failed_is_tried_last() {
+        let order = BrokerOrder::default();
+        assert_eq!(order.current(3), [0, 1, 2]);
+        order.to_back(0);
+        assert_eq!(order.current(3), [1, 2, 0]);
+        order.to_back(2);
+        assert_eq!(order.current(3), [1, 0, 2]);
+        // Clones share the order (a dialer's reconnections).
+        order.clone().to_back(1);
+        assert_eq!(order.current(3), [0, 2, 1]);
+        // An index out of the list changes nothing.
+        order.to_back(7);
+        assert_eq!(order.current(3), [0, 2, 1]);
+        assert_eq!(order.current(1), [0]);
     }
 
     #[test]
