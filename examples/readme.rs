@@ -1,5 +1,6 @@
-//! The README's library snippets, each run as written. A test
-//! (`tests/readme.rs`) checks that every ```rust block of the README appears
+//! The library snippets of the README and of docs/guide/library.md, each run
+//! as written. A test (`tests/readme.rs`) checks that every ```rust block of
+//! those pages appears
 //! here line for line, so the README cannot drift from code that compiles.
 //!
 //! ```sh

@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
 """Finds import cycles between the source files of each crate.
 
-Every path a file names -- its `use` declarations and the `crate::`,
-`super::`, `self::` and child-module paths in its code -- is resolved to the
-file that defines the item, following re-exports (`pub use`), so that a
-module's `mod.rs` re-exporting a sibling's type is not mistaken for the
-type's home. An edge A -> B means A names something defined in B. Test
-modules (`#[cfg(test)] mod ... { }`) are left out: they are not part of the
-library's structure.
+The rule (issue 42): every path a file names -- its `use` declarations and
+the `crate::`, `super::`, `self::` and child-module paths in its code -- is
+an import of the file of the *longest module prefix* of that path. So
+`crate::server::http::BearerAuth` imports `server/http/mod.rs`, even when
+`BearerAuth` is defined in a child of it and only re-exported there: naming
+a module's facade depends on that facade. Not imports: `mod` declarations,
+and the `pub use` lines of a facade (`mod.rs`, `lib.rs`, `main.rs`), which
+are what the facade offers rather than what it uses. Test code
+(`#[cfg(test)]` modules, inline or in files, and `#[cfg(test)]` uses) is
+left out: it is not part of the crate's structure. An edge A -> B means A
+imports B.
+
+The same is checked one level up: no two top-level modules of a crate
+(`auth/`, `server/`, `codec.rs`, ...) may import each other through any of
+their files, so that the layers of docs/ARCHITECTURE.md stay an order.
 
 Usage: scripts/module_cycles.py [--why] [CRATE_SRC_DIR...]   (default: every crates/*/src)
 Prints each cycle (a strongly connected set of files) and exits 1 if there
@@ -74,7 +82,10 @@ def strip_code(text):
 # Blocks that are not this file's own code: test modules
 # (`#[cfg(test)] mod name {`, also `cfg(all(test, ...))`) and what a macro
 # generates (`quote! {`, `quote_spanned!(span => {`).
-TEST_MODULE = r"#\[cfg\((?:all\()?test\b[^\]]*\]\s*(pub(\([^)]*\))?\s+)?mod\s+" + IDENT + r"\s*\{"
+TEST_ATTR = r"#\[cfg\((?:all\()?test\b[^\]]*\]\s*"
+TEST_MODULE = TEST_ATTR + r"(pub(\([^)]*\))?\s+)?mod\s+" + IDENT + r"\s*\{"
+# `#[cfg(test)] mod tests;` and `#[cfg(test)] use ...;`: dropped to the `;`.
+TEST_ITEM = TEST_ATTR + r"(?:pub(?:\([^)]*\))?\s+)?(?:mod|use)\s[^;{]*;"
 QUOTED = r"\bquote(?:_spanned)?!\s*(?:\([^)]*=>\s*)?\{"
 
 
@@ -155,6 +166,7 @@ class Crate:
         self.files[module] = path
         self.module_of[path] = module
         code = drop_blocks(drop_blocks(strip_code(open(path, encoding="utf-8").read()), TEST_MODULE), QUOTED)
+        code = re.sub(TEST_ITEM, " ", code)
         self.code[path] = code
         uses = []
         for m in re.finditer(r"(?:^|[;{}\]\s])(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", code):
@@ -207,37 +219,15 @@ class Crate:
                     return base + list(path[1:])
         return None
 
-    def resolve(self, segments, seen=None):
-        """The file defining the item at absolute `segments`."""
-        seen = seen or set()
-        key = tuple(segments)
-        if key in seen:
-            return None
-        seen.add(key)
+    def resolve(self, segments):
+        """The file of the longest module prefix of absolute `segments`."""
         i = len(segments)
         while i >= 0 and tuple(segments[:i]) not in self.files:
             i -= 1
-        if i < 0:
-            return None
-        module = tuple(segments[:i])
-        file = self.files[module]
-        rest = segments[i:]
-        if not rest or rest[0] in ("*", "self"):
-            return file
-        name = rest[0]
-        if name in self.defines[file]:
-            return file
-        for used, alias, is_pub in self.uses[file]:
-            if alias == name or (used and used[-1] == "*"):
-                target = self.absolute(module, used[:-1] if used[-1] == "*" else used)
-                if target is None:
-                    continue
-                if used[-1] == "*":
-                    target = target + [name]
-                found = self.resolve(target + rest[1:], seen)
-                if found is not None and (alias == name or name in self.defines.get(found, ())):
-                    return found
-        return file
+        return self.files[tuple(segments[:i])] if i >= 0 else None
+
+    def is_facade(self, file):
+        return os.path.basename(file) in ("mod.rs", "lib.rs", "main.rs")
 
     def edges(self):
         graph = defaultdict(set)
@@ -245,14 +235,9 @@ class Crate:
         for file, module in self.module_of.items():
             code = self.code[file]
             body = re.sub(r"(?:pub(?:\([^)]*\))?\s+)?use\s+[^;]+;", " ", code)
-            # A `pub use` is the module's public face, not a use of its own:
-            # it is followed when resolving, and makes an edge only when the
-            # file itself also uses the name.
-            paths = [
-                p
-                for p, name, is_pub in self.uses[file]
-                if not is_pub or (name not in ("*", "self") and re.search(r"\b" + re.escape(name) + r"\b", body))
-            ]
+            # A facade's `pub use` lines are what it offers, not imports.
+            facade = self.is_facade(file)
+            paths = [p for p, _, is_pub in self.uses[file] if not (facade and is_pub)]
             children = self.children(module)
             for m in re.finditer(r"(?<![A-Za-z0-9_:])((?:" + IDENT + r"::)+" + IDENT + r")", body):
                 parts = m.group(1).split("::")
@@ -331,9 +316,30 @@ def main():
                         print(f"  {rel(f)} -> {rel(t)}: {', '.join(sorted(crate.why[(f, t)]))}")
                 else:
                     print(f"  {rel(f)} -> {', '.join(rel(t) for t in into)}")
-        if not components:
+        # The same graph one level up: between top-level modules.
+        top = lambda f: crate.module_of[f][0] if crate.module_of[f] else None
+        layers = defaultdict(set)
+        for f, targets in graph.items():
+            for t in targets:
+                if top(f) and top(t) and top(f) != top(t):
+                    layers[top(f)].add(top(t))
+        modules = {top(f) for f in crate.module_of if top(f)}
+        layer_cycles = cycles(layers, modules)
+        found = found or bool(layer_cycles)
+        for component in layer_cycles:
+            print(f"{os.path.relpath(src, here)}: a cycle between the modules {', '.join(component)}:")
+            members = set(component)
+            for f, targets in sorted(graph.items()):
+                for t in sorted(targets):
+                    if top(f) in members and top(t) in members and top(f) != top(t):
+                        detail = f": {', '.join(sorted(crate.why[(f, t)]))}" if "--why" in flags else ""
+                        print(f"  {rel(f)} -> {rel(t)}{detail}")
+        if not components and not layer_cycles:
             edges = sum(len(v) for v in graph.values())
-            print(f"{os.path.relpath(src, here)}: {len(crate.module_of)} files, {edges} edges, no cycle")
+            print(
+                f"{os.path.relpath(src, here)}: {len(crate.module_of)} files, {edges} edges, "
+                f"{len(modules)} top-level modules, no cycle"
+            )
     sys.exit(1 if found else 0)
 
 

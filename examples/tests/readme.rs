@@ -1,6 +1,7 @@
-//! The README's library snippets are compiled and run: each ```rust block
-//! must appear line for line (indentation aside) in `readme.rs`, the example
-//! that `.ci/run` builds and runs.
+//! The library snippets of the README and of the guide's library page are
+//! compiled and run: each ```rust block must appear line for line
+//! (indentation aside) in `readme.rs`, the example that `.ci/run` builds and
+//! runs.
 
 fn rust_blocks(markdown: &str) -> Vec<Vec<&str>> {
     let mut blocks = Vec::new();
@@ -26,19 +27,19 @@ fn contains_in_order(haystack: &[&str], block: &[&str]) -> bool {
 
 #[test]
 fn every_readme_snippet_is_in_the_readme_example() {
-    let readme = include_str!("../../README.md");
     let example = include_str!("../readme.rs");
     let example_lines: Vec<&str> = example.lines().collect();
-    let blocks = rust_blocks(readme);
+    let mut blocks = rust_blocks(include_str!("../../README.md"));
+    blocks.extend(rust_blocks(include_str!("../../docs/guide/library.md")));
     assert!(
         blocks.len() >= 5,
-        "found only {} rust blocks in the README",
+        "found only {} rust blocks in README.md and docs/guide/library.md",
         blocks.len()
     );
     for block in &blocks {
         assert!(
             contains_in_order(&example_lines, block),
-            "this README snippet is not in examples/readme.rs as written:\n{}",
+            "this snippet of README.md or docs/guide/library.md is not in examples/readme.rs as written:\n{}",
             block.join("\n")
         );
     }

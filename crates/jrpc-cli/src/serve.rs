@@ -313,7 +313,11 @@ impl ServeArgs {
 
     /// OAuth bearer tokens for the listener at `url`, when asked for: the
     /// audience is that URL unless --oauth-audience names another.
-    fn bearer(&self, url: &str, rate: Option<&RateLimit>) -> anyhow::Result<Option<jrpc::auth::BearerAuth>> {
+    fn bearer(
+        &self,
+        url: &str,
+        rate: Option<&RateLimit>,
+    ) -> anyhow::Result<Option<jrpc::server::http::BearerAuth>> {
         let Some(issuer) = &self.oauth_issuer else {
             return Ok(None);
         };
@@ -322,7 +326,8 @@ impl ServeArgs {
         let verifier = jrpc::auth::JwtVerifier::builder(issuer.as_str())
             .audience(audience)
             .build();
-        let bearer = jrpc::auth::BearerAuth::new(verifier).require_scopes(self.oauth_scope.iter().cloned());
+        let bearer =
+            jrpc::server::http::BearerAuth::new(verifier).require_scopes(self.oauth_scope.iter().cloned());
         Ok(Some(match rate {
             // Refused requests spend the same budget as calls.
             Some(rate) => bearer.charge_refusals(rate.clone()),

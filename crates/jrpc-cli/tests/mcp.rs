@@ -570,3 +570,26 @@ fn watch_prints_changes_until_interrupted() {
     sigterm(&server);
     let _ = server.wait();
 }
+
+/// `jrpc mcp serve --http` answers `GET /health` with 200 for load
+/// balancers (issue 42), with OAuth on too: the health check needs no token.
+#[test]
+fn mcp_serve_http_answers_health_checks() {
+    use std::io::Read as _;
+    for extra in [&[][..], &["--oauth-issuer", "http://127.0.0.1:1"][..]] {
+        let (mut child, _url, addr) = spawn_http(extra);
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        write!(
+            stream,
+            "GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200"), "{extra:?}: {reply}");
+        assert!(reply.contains(r#""status":"ok""#), "{extra:?}: {reply}");
+        sigterm(&child);
+        let _ = wait_bounded(&mut child, Duration::from_secs(20));
+    }
+}

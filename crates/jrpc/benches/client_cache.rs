@@ -3,7 +3,7 @@
 //! same call with no cache at all, one call at a time over TCP loopback to
 //! a jrpc server on its own thread. Every case is bounded by time.
 //!
-//! Run: `cargo bench -p jrpc --features cache --bench client_cache` (optional:
+//! Run: `cargo bench -p jrpc-core --features cache --bench client_cache` (optional:
 //! `-- SECONDS` per case, default 3)
 
 mod common;

@@ -5,7 +5,7 @@
 //! The server runs on its own thread with a single-threaded runtime; the
 //! load generator on another. Every case is bounded by time.
 //!
-//! Run: `cargo bench -p jrpc --bench http` (optional: `-- SECONDS`, default 3)
+//! Run: `cargo bench -p jrpc-core --bench http` (optional: `-- SECONDS`, default 3)
 
 mod common;
 

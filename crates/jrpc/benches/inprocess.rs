@@ -2,7 +2,7 @@
 //! floor doing the least any JSON-RPC server must: parse the envelope with
 //! raw params, look the method up, decode the params, serialize a response.
 //!
-//! Run: `cargo bench -p jrpc --bench inprocess`
+//! Run: `cargo bench -p jrpc-core --bench inprocess`
 
 #[cfg(feature = "metrics")]
 mod common;

@@ -5,7 +5,7 @@
 //! Server and load generator each get their own single-threaded runtime (one
 //! core each on a 2-core machine). Every case is bounded by time.
 //!
-//! Run: `cargo bench -p jrpc --bench tcp` (optional: `-- SECONDS`, default 3)
+//! Run: `cargo bench -p jrpc-core --bench tcp` (optional: `-- SECONDS`, default 3)
 
 mod common;
 

@@ -139,7 +139,7 @@ impl Identity {
 
 /// What the caller's credentials grant (an OAuth token's scopes), as
 /// established by an authentication layer
-/// ([`BearerAuth`](crate::auth::BearerAuth)); read by per-method
+/// ([`BearerAuth`](crate::server::http::BearerAuth)); read by per-method
 /// authorization ([`Authorize::require_scope`](crate::middleware::Authorize::require_scope)).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Scopes(Arc<[Box<str>]>);

@@ -72,3 +72,31 @@ pub trait Notification: Send + Sync + 'static {
         None
     }
 }
+
+// Here rather than in `openrpc/`: the document's types know nothing of typed
+// methods, which describe themselves with them.
+#[cfg(feature = "schemars")]
+impl MethodDoc {
+    /// The description of a typed method: its params from
+    /// [`params_of`](Self::params_of), its result from
+    /// [`result_of`](Self::result_of).
+    pub fn typed<M>() -> Self
+    where
+        M: Method,
+        M::Params: schemars::JsonSchema,
+        M::Result: schemars::JsonSchema,
+    {
+        MethodDoc::new()
+            .params_of::<M::Params>()
+            .result_of::<M::Result>("result")
+    }
+
+    /// The description of a typed notification: its params.
+    pub fn typed_notification<N>() -> Self
+    where
+        N: Notification,
+        N::Params: schemars::JsonSchema,
+    {
+        MethodDoc::new().params_of::<N::Params>()
+    }
+}

@@ -98,8 +98,17 @@ impl Drop for Stopped {
 /// `jrpc mcp serve --http 127.0.0.1:0` with `args`; the process and the
 /// endpoint's URL.
 pub fn mcp_serve(args: &[&str]) -> (Stopped, String) {
+    let (server, url) = mcp_serve_on("--http", "127.0.0.1:0", args);
+    assert!(url.ends_with("/mcp"), "{url}");
+    (server, url)
+}
+
+/// `jrpc mcp serve FLAG ADDR` (`--http`, `--tcp`, `--unix`, `--ws`) with
+/// `args`; the process and where it serves (the last word of its first
+/// line on stderr).
+pub fn mcp_serve_on(flag: &str, addr: &str, args: &[&str]) -> (Stopped, String) {
     let mut child = Command::new(JRPC)
-        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+        .args(["mcp", "serve", flag, addr])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -109,7 +118,7 @@ pub fn mcp_serve(args: &[&str]) -> (Stopped, String) {
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    assert!(url.ends_with("/mcp"), "{line}");
-    (Stopped(child), url)
+    let target = line.trim().rsplit(' ').next().unwrap_or_default().to_owned();
+    assert!(!target.is_empty(), "{flag}: no target in {line:?}");
+    (Stopped(child), target)
 }

@@ -52,7 +52,7 @@ impl McpClientBuilder {
             None => http,
         };
         if let Some(version) = self.protocol.modern() {
-            let modern = modern_http::ModernHttp::new(http.clone(), self.notify());
+            let modern = modern_http::ModernHttp::new(http.clone(), self.notify(), self.timeout);
             let wire = Wire::Http(Arc::new(modern));
             match self.probe(&wire, version).await {
                 Ok(facts) => return Ok(self.assemble(wire, facts, None)),

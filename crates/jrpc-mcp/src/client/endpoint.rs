@@ -10,6 +10,8 @@ use http::{HeaderMap, Method};
 use jrpc::client::HttpClient;
 use jrpc::CallError;
 
+use super::deadline::Deadline;
+
 /// Where every request of a client over HTTP goes.
 #[derive(Clone)]
 pub(crate) struct Endpoint {
@@ -38,16 +40,23 @@ impl Endpoint {
     /// OAuth: a `401` gets a new token (refreshed, else logged in for)
     /// and the request is sent again, once; a `403 insufficient_scope`
     /// asks for the scopes the server names, a bounded number of times.
+    /// Each attempt is built afresh (the token it carries); the time a
+    /// login takes is given back to `deadline`, the call's, when there is
+    /// one.
     pub(crate) async fn send(
         &self,
         method: Method,
         headers: HeaderMap,
         body: Bytes,
+        deadline: Option<&Deadline>,
     ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
         #[cfg(feature = "oauth")]
         if let Some(session) = &self.oauth {
-            return self.send_authorized(session, method, headers, body).await;
+            return self
+                .send_authorized(session, method, headers, body, deadline)
+                .await;
         }
+        let _ = deadline;
         self.http.send_streaming(method, headers, body).await
     }
 
@@ -74,6 +83,7 @@ impl Endpoint {
         method: Method,
         headers: HeaderMap,
         body: Bytes,
+        deadline: Option<&Deadline>,
     ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
         use http::StatusCode;
         use http_body_util::BodyExt as _;
@@ -115,10 +125,18 @@ impl Endpoint {
             let (parts, refused) = response.into_parts();
             // Read to its end (it is small): the connection is kept.
             let _ = http_body_util::Limited::new(refused, 64 * 1024).collect().await;
+            // The call's deadline is held while the token is renewed: a
+            // login (this request's, or another's it waited for) is the
+            // user's time, not the server's, and is given back; a refresh
+            // counts.
+            let renewing = deadline.map(Deadline::pause);
             let renewed = session
                 .renew(status, &parts.headers, sent.as_deref(), !refreshed)
                 .await
                 .map_err(fail)?;
+            if let (Some(pause), Renewed::Authorized | Renewed::Elsewhere) = (renewing, &renewed) {
+                pause.give_back();
+            }
             match (status, renewed) {
                 (_, Renewed::Elsewhere) => {}
                 (StatusCode::FORBIDDEN, _) => step_ups += 1,

@@ -142,7 +142,7 @@ impl HttpSession {
         }
         let mut headers = self.headers("application/json, text/event-stream");
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let response = match self.http.send(Method::POST, headers, frame.clone()).await {
+        let response = match self.http.send(Method::POST, headers, frame.clone(), None).await {
             Ok(response) => response,
             Err(e) => {
                 #[cfg(feature = "oauth")]
@@ -225,7 +225,7 @@ impl HttpSession {
         *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let mut headers = self.headers("application/json, text/event-stream");
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let Ok(response) = self.http.send(Method::POST, headers, initialize).await else {
+        let Ok(response) = self.http.send(Method::POST, headers, initialize, None).await else {
             return false;
         };
         let Some(session) = response.headers().get(SESSION_HEADER).cloned() else {
@@ -241,7 +241,7 @@ impl HttpSession {
         let ready = Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         let mut headers = self.headers("application/json, text/event-stream");
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let sent = self.http.send(Method::POST, headers, ready).await;
+        let sent = self.http.send(Method::POST, headers, ready, None).await;
         if sent.is_ok() {
             tokio::spawn(Arc::clone(self).listen());
         }

@@ -45,6 +45,8 @@ mod callbacks;
 mod calls;
 mod connect;
 #[cfg(feature = "http-client")]
+mod deadline;
+#[cfg(feature = "http-client")]
 mod endpoint;
 mod era;
 mod error;
@@ -230,15 +232,6 @@ impl McpClientBuilder {
     pub fn cache(mut self, on: bool) -> Self {
         self.results = Arc::new(cache::ResultCache::new(on));
         self
-    }
-
-    /// The former name of [`call_timeout`](Self::call_timeout).
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `call_timeout`, as on jrpc's `ClientBuilder`"
-    )]
-    pub fn timeout(self, timeout: Duration) -> Self {
-        self.call_timeout(timeout)
     }
 
     fn capabilities(&self) -> ClientCapabilities {

@@ -6,7 +6,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
+use super::deadline::Deadline;
 use super::endpoint::Endpoint;
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method};
@@ -37,6 +39,19 @@ pub(crate) struct ModernHttp {
     http: Endpoint,
     next_id: AtomicU64,
     notify: Notify,
+    /// How long a call may take, all of its attempts together.
+    timeout: Duration,
+}
+
+/// What one modern request is: its era, method, params and headers.
+struct Outgoing<'a> {
+    version: &'a str,
+    method: &'a str,
+    params: &'a serde_json::Value,
+    /// `Mcp-Name`'s value, not yet encoded.
+    name: Option<&'a str>,
+    /// `Mcp-Param-*` headers, encoded.
+    param_headers: &'a [(String, String)],
 }
 
 /// A response read off the wire: its id and outcome.
@@ -64,11 +79,12 @@ fn trace(direction: &str, message: &[u8]) {
 }
 
 impl ModernHttp {
-    pub(crate) fn new(http: Endpoint, notify: Notify) -> Self {
+    pub(crate) fn new(http: Endpoint, notify: Notify, timeout: Duration) -> Self {
         ModernHttp {
             http,
             next_id: AtomicU64::new(1),
             notify,
+            timeout,
         }
     }
 
@@ -89,7 +105,9 @@ impl ModernHttp {
     }
 
     /// [`call`](Self::call), the notifications of the request's stream
-    /// handed to `notify` (a subscription's own).
+    /// handed to `notify` (a subscription's own). The call (its attempts,
+    /// its answer's stream) takes at most the client's call timeout: then
+    /// [`CallError::Timeout`], and its stream is closed.
     pub(crate) async fn call_with(
         &self,
         version: &str,
@@ -98,6 +116,31 @@ impl ModernHttp {
         name: Option<&str>,
         param_headers: &[(String, String)],
         notify: &(dyn Fn(&str, Option<serde_json::Value>) + Send + Sync),
+    ) -> Result<Box<RawValue>, CallError> {
+        let deadline = Deadline::after(self.timeout);
+        let request = Outgoing {
+            version,
+            method,
+            params,
+            name,
+            param_headers,
+        };
+        deadline.run(self.send(request, notify, &deadline)).await
+    }
+
+    /// One request sent and its answer read, with as many attempts as its
+    /// authorization takes.
+    async fn send(
+        &self,
+        Outgoing {
+            version,
+            method,
+            params,
+            name,
+            param_headers,
+        }: Outgoing<'_>,
+        notify: &(dyn Fn(&str, Option<serde_json::Value>) + Send + Sync),
+        deadline: &Deadline,
     ) -> Result<Box<RawValue>, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let encode = |e: serde_json::Error| CallError::Encode(e.to_string().into());
@@ -134,7 +177,10 @@ impl ModernHttp {
                 .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;
             headers.insert(name, value);
         }
-        let response = self.http.send(Method::POST, headers, Bytes::from(body)).await?;
+        let response = self
+            .http
+            .send(Method::POST, headers, Bytes::from(body), Some(deadline))
+            .await?;
         let status = response.status();
         let sse = response
             .headers()

@@ -215,8 +215,10 @@ impl McpServer {
         }
         let endpoint = StreamableHttp::new(self.clone(), options);
         #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        // `GET /health` answers 200 for load balancers, as `jrpc serve`
+        // does (the MCP route wins if it is given that path).
         let mut http = HttpServer::new(jrpc::Router::new())
-            .health_path(None)
+            .health_path(Some("/health".to_owned()))
             .websocket(None);
         // The metadata document, where clients look for it (only when
         // tokens are required).

@@ -24,8 +24,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, Uri};
-use jrpc::auth::{AccessToken, BearerAuth, JwtVerifier, TokenVerifier};
+use jrpc::auth::{AccessToken, JwtVerifier, TokenVerifier};
 use jrpc::server::http::route::RouteBody;
+use jrpc::server::http::BearerAuth;
 use serde::Deserialize;
 
 /// Who issues the tokens, and how they are checked.

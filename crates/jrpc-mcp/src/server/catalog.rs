@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use jrpc::Error;
 
+use super::context::McpContext;
 use super::run::BoxFuture;
 use super::uri_template::UriTemplate;
-use super::McpContext;
 use crate::types::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate};
 
 pub(crate) type ReadHandler = Arc<

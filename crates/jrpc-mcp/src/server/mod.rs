@@ -656,12 +656,6 @@ impl McpServerBuilder {
         self
     }
 
-    /// The former name of [`call_timeout`](Self::call_timeout).
-    #[deprecated(since = "0.1.0", note = "renamed `call_timeout`, as on `ConnectionConfig`")]
-    pub fn client_timeout(self, timeout: Duration) -> Self {
-        self.call_timeout(timeout)
-    }
-
     /// The server.
     pub fn build(self) -> McpServer {
         let Plan {

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::McpContext;
+use super::context::McpContext;
 use crate::types::{CallToolResult, ContentBlock, JsonObject, Tool};
 
 pub(crate) use super::run::BoxFuture;

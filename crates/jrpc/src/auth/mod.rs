@@ -1,14 +1,15 @@
 //! Bearer tokens for HTTP and WebSocket servers, as an OAuth 2.1 resource
 //! server checks them: a [`TokenVerifier`] says whether a token is good
 //! and what it grants, [`JwtVerifier`] checks JWT access tokens against
-//! their issuer's published keys, and [`BearerAuth`] is the tower layer
-//! that asks for a token, refuses with `401`/`403` and the
-//! `WWW-Authenticate` header RFC 6750 gives, and hands the token's
-//! subject and scopes to the calls.
+//! their issuer's published keys. The HTTP server's
+//! [`BearerAuth`](crate::server::http::BearerAuth) is the tower layer that
+//! asks for a token, refuses with `401`/`403` and the `WWW-Authenticate`
+//! header RFC 6750 gives, and hands the token's subject and scopes to the
+//! calls: this module verifies tokens, the server's layer uses it.
 //!
 //! ```no_run
-//! use jrpc::auth::{BearerAuth, JwtVerifier};
-//! use jrpc::server::http::HttpServer;
+//! use jrpc::auth::JwtVerifier;
+//! use jrpc::server::http::{BearerAuth, HttpServer};
 //!
 //! # fn app(router: jrpc::Router) {
 //! let verifier = JwtVerifier::builder("https://auth.example.com")
@@ -24,7 +25,6 @@
 //! [`Authorize`](crate::middleware::Authorize) can require a scope per
 //! method.
 
-mod bearer;
 mod introspection;
 mod issuer;
 mod jwk;
@@ -34,7 +34,6 @@ mod token;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-pub use bearer::{BearerAuth, BearerService};
 pub use introspection::IntrospectionVerifier;
 pub use issuer::metadata_urls;
 pub use jwk::JwkSet;

@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 
 use super::http_error::HttpError;
-use super::Retry;
+use super::retry::Retry;
 use crate::caller::{
     build_stack, null, BoxOutgoingService, CallError, Caller, Delivery, Outgoing, OutgoingLayerFn,
 };

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::Notify;
 
 use super::reconnect::Connector;
-use super::Retry;
+use super::retry::Retry;
 use crate::caller::{Batch, CallError};
 use crate::peer::Peer;
 

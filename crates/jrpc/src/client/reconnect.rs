@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
 
-use super::Retry;
+use super::retry::Retry;
 use crate::caller::{BoxFuture, CallError};
 use crate::peer::{Peer, PeerBuilder};
 use crate::transport::{Connection, DynDialer};

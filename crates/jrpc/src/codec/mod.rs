@@ -13,6 +13,7 @@ mod budget;
 mod content_length;
 mod inbound;
 mod ndjson;
+mod out_frame;
 
 use std::fmt;
 use std::io;
@@ -26,6 +27,7 @@ pub use content_length::ContentLengthCodec;
 pub use inbound::Inbound;
 pub(crate) use inbound::FRAMING_MISMATCH;
 pub use ndjson::NdjsonCodec;
+pub use out_frame::{OutFrame, OutKind};
 
 /// Which framing a byte stream uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -113,11 +115,11 @@ impl<T: AsRef<[u8]>> Encoder<T> for FrameCodec {
 
 /// Frames with their kinds encode as their bytes: a byte stream's
 /// `FramedWrite` is a sink of them with nothing in between.
-impl Encoder<crate::transport::OutFrame> for FrameCodec {
+impl Encoder<OutFrame> for FrameCodec {
     type Error = io::Error;
 
     #[inline]
-    fn encode(&mut self, frame: crate::transport::OutFrame, dst: &mut BytesMut) -> Result<(), io::Error> {
+    fn encode(&mut self, frame: OutFrame, dst: &mut BytesMut) -> Result<(), io::Error> {
         self.encode(frame.into_bytes(), dst)
     }
 }

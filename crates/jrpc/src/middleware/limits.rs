@@ -359,31 +359,6 @@ fn client_key(addr: &str) -> String {
     }
 }
 
-/// How many calls of one HTTP request (or other unit of work) a rate limit
-/// saw and refused. A transport that puts one in the connection's
-/// extensions can tell a request whose every call was refused.
-#[deprecated(
-    since = "0.1.0",
-    note = "the dispatch engine says so itself: see `jrpc::dispatch::Outcome::refused`"
-)]
-#[derive(Debug, Default)]
-pub struct Refusals {
-    seen: AtomicU64,
-    refused: AtomicU64,
-    retry_after_ms: AtomicU64,
-}
-
-#[allow(deprecated)]
-impl Refusals {
-    /// Whether calls were seen and every one of them was refused; then how
-    /// long until the client may try again.
-    pub fn all_refused(&self) -> Option<Duration> {
-        let seen = self.seen.load(Ordering::Acquire);
-        (seen > 0 && self.refused.load(Ordering::Acquire) == seen)
-            .then(|| Duration::from_millis(self.retry_after_ms.load(Ordering::Acquire)))
-    }
-}
-
 /// Charges every call to its client's [`RateLimit`] budget; a call over it
 /// is answered at once with `-32005 Rate limited` (and
 /// `{"retry_after_ms": N}`), not queued.
@@ -435,17 +410,7 @@ where
             .connection_info()
             .and_then(|info| info.peer_addr.as_deref())
             .unwrap_or_default();
-        let verdict = self.limit.check(client);
-        #[allow(deprecated)]
-        if let Some(refusals) = call.get::<Refusals>() {
-            refusals.seen.fetch_add(1, Ordering::AcqRel);
-            if let Err(wait) = verdict {
-                let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
-                refusals.retry_after_ms.fetch_max(ms, Ordering::AcqRel);
-                refusals.refused.fetch_add(1, Ordering::AcqRel);
-            }
-        }
-        match verdict {
+        match self.limit.check(client) {
             Ok(()) => Box::pin(self.inner.call(call)),
             Err(wait) => refuse(RateLimit::error(wait)),
         }
@@ -469,7 +434,7 @@ where
 /// let router = jrpc::Router::new().layer(rules);
 /// ```
 ///
-/// With OAuth bearer tokens ([`BearerAuth`](crate::auth::BearerAuth)), a
+/// With OAuth bearer tokens ([`BearerAuth`](crate::server::http::BearerAuth)), a
 /// method can require a scope instead:
 ///
 /// ```

@@ -64,8 +64,6 @@ pub use tower::{Layer, Service, ServiceExt};
 
 pub use call::{Call, RawResult};
 #[cfg(feature = "runtime")]
-#[allow(deprecated)]
-pub use limits::Refusals;
 #[cfg(feature = "runtime")]
 pub use limits::{
     Authorize, AuthorizeService, CallTimeout, CallTimeoutService, ConcurrencyLimit, ConcurrencyLimitService,

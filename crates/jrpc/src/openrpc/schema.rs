@@ -87,29 +87,6 @@ pub fn standard_formats_only(schema: &mut Value) {
 }
 
 impl MethodDoc {
-    /// The description of a typed method: its params from
-    /// [`params_of`](Self::params_of), its result from
-    /// [`result_of`](Self::result_of).
-    pub fn typed<M>() -> Self
-    where
-        M: crate::typed::Method,
-        M::Params: JsonSchema,
-        M::Result: JsonSchema,
-    {
-        MethodDoc::new()
-            .params_of::<M::Params>()
-            .result_of::<M::Result>("result")
-    }
-
-    /// The description of a typed notification: its params.
-    pub fn typed_notification<N>() -> Self
-    where
-        N: crate::typed::Notification,
-        N::Params: JsonSchema,
-    {
-        MethodDoc::new().params_of::<N::Params>()
-    }
-
     /// Describes the params as the router decodes them into `P`:
     /// - a struct: one param per field, in field order, by name or by
     ///   position (`paramStructure: "either"`), each required unless it may

@@ -107,15 +107,6 @@ impl PeerBuilder {
         self
     }
 
-    /// The former name of [`connection`](Self::connection).
-    #[deprecated(
-        since = "0.1.0",
-        note = "renamed `connection`, as on `Server` and `ClientBuilder`"
-    )]
-    pub fn config(self, config: ConnectionConfig) -> Self {
-        self.connection(config)
-    }
-
     /// The timeout of outgoing calls that do not set their own (default 30
     /// s); see [`ConnectionConfig::call_timeout`].
     pub fn call_timeout(mut self, timeout: Duration) -> Self {

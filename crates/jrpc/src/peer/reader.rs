@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::PeerState;
 use super::writer::write_loop;
-use super::CallError;
+use crate::caller::CallError;
 use crate::codec::Inbound;
 use crate::dispatch::connection::{Bounds, Calls, Engine, Shared};
 use crate::dispatch::outbox::OutboxReceiver;

@@ -8,9 +8,10 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::{CallError, CancelProtocol};
+use crate::caller::CallError;
 use crate::caller::{BoxOutgoingService, Outcome};
 use crate::dispatch::outbox::Outbox;
+use crate::dispatch::CancelProtocol;
 use crate::message::{Id, ResponseRef};
 
 /// Where a pending call's outcome goes.

@@ -9,7 +9,7 @@ use futures_util::{Sink, SinkExt};
 use tokio_util::sync::CancellationToken;
 
 use super::state::PeerState;
-use super::CallError;
+use crate::caller::CallError;
 use crate::dispatch::outbox::{Outbound, OutboxReceiver, Queued};
 use crate::transport::OutFrame;
 

@@ -48,8 +48,8 @@ use lapin::{BasicProperties, Channel, Consumer};
 
 use super::connection::{Connection, Dialer};
 use super::message::{Message, MessageListener};
-use super::out_frame::OutFrame;
 use crate::codec::Inbound;
+use crate::codec::OutFrame;
 use crate::context::ConnectionInfo;
 
 /// Unacknowledged messages a listener takes at once unless told otherwise.

@@ -13,7 +13,7 @@ use futures_util::{Sink, Stream};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-use super::out_frame::OutFrame;
+use crate::codec::OutFrame;
 use crate::codec::{Budgeted, BufferBudget, Framing, Inbound};
 use crate::context::ConnectionInfo;
 

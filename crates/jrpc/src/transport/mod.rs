@@ -35,7 +35,6 @@ mod message;
 pub mod mqtt;
 #[cfg(feature = "nats")]
 pub mod nats;
-mod out_frame;
 pub mod stdio;
 pub mod tcp;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
@@ -65,4 +64,6 @@ pub use connection::{
     CloseReason, Connection, Dialer, FrameSink, FrameStream, Listener, OutFrameSink, Undelivered,
 };
 pub use message::{Message, MessageListener};
-pub use out_frame::{OutFrame, OutKind};
+// Outgoing frames are the codec's type (it encodes them); transports take
+// them, so they are named here too.
+pub use crate::codec::{OutFrame, OutKind};

@@ -29,8 +29,8 @@ use tokio::task::JoinHandle;
 
 use super::connection::{Connection, Dialer};
 use super::message::{Message, MessageListener};
-use super::out_frame::OutFrame;
 use crate::codec::Inbound;
+use crate::codec::OutFrame;
 use crate::context::ConnectionInfo;
 
 /// The shared-subscription group servers join unless told otherwise: `jrpc`.

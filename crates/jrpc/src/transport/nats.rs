@@ -43,8 +43,8 @@ use futures_util::StreamExt;
 
 use super::connection::{Connection, Dialer};
 use super::message::{Message, MessageListener};
-use super::out_frame::{OutFrame, OutKind};
 use crate::codec::Inbound;
+use crate::codec::{OutFrame, OutKind};
 use crate::context::ConnectionInfo;
 use crate::message::{Error, Id, Response};
 

@@ -141,7 +141,7 @@ pub(crate) fn explain(error: io::Error, host: &str) -> io::Error {
     let text = error.to_string();
     let advice = if text.contains("CaUsedAsEndEntity") {
         "the server's certificate is a CA certificate (openssl req -x509 makes one by default); make it with \
-         -addext basicConstraints=critical,CA:FALSE (see the README), or trust a CA that signed it"
+         -addext basicConstraints=critical,CA:FALSE (see docs/guide/transports.md#tls), or trust a CA that signed it"
             .to_owned()
     } else if text.contains("UnknownIssuer") {
         "the server's certificate is not signed by a trusted CA: pass the CA (or the self-signed certificate) \

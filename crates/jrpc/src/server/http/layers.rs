@@ -240,14 +240,6 @@ pub struct RequestRateLimitLayer {
     limit: RateLimit,
 }
 
-/// The former name of [`RequestRateLimitLayer`]: one HTTP request, not one
-/// call ([`middleware::RateLimitLayer`](crate::middleware::RateLimitLayer)).
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed `RequestRateLimitLayer`: it limits HTTP requests, `middleware::RateLimitLayer` limits calls"
-)]
-pub type RateLimitLayer = RequestRateLimitLayer;
-
 impl RequestRateLimitLayer {
     /// Limits each client to `limit`.
     pub fn new(limit: RateLimit) -> Self {

@@ -41,13 +41,6 @@ pub fn empty_body() -> RouteBody {
     full_body(Bytes::new())
 }
 
-/// A response of `status` whose body is a JSON-RPC error (id null), as the
-/// RPC endpoint's refusals are.
-#[deprecated(note = "use `jrpc::server::http::error_response`, which makes a `RouteBody` too")]
-pub fn error_response(status: StatusCode, error: Error) -> Response<RouteBody> {
-    super::exchange::error_response(status, error)
-}
-
 /// What a route handler can use of the server: the client's address, the
 /// server's body limits and shutdown.
 #[derive(Clone, Debug)]

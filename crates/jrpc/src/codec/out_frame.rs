@@ -17,7 +17,7 @@ use crate::message::{parse_frame, Frame, Id, Incoming, Limits};
 /// takes a sink of [`Bytes`] and drops it. A frame from bytes alone is of
 /// kind [`OutKind::Unknown`].
 ///
-/// [`Connection::new`]: super::Connection::new
+/// [`Connection::new`]: crate::transport::Connection::new
 ///
 /// ```
 /// use jrpc::transport::{OutFrame, OutKind};

@@ -14,10 +14,11 @@ use http::header::{self, HeaderValue};
 use http::{Request, Response, StatusCode};
 use tower::{Layer, Service};
 
-use super::token::{AccessToken, TokenError, TokenVerifier};
+use super::exchange::{error_response, ErrorBody};
+use super::layers::{Gate as _, RateLimit};
+use crate::auth::{AccessToken, TokenError, TokenVerifier};
 use crate::context::Scopes;
 use crate::message::{codes, Error};
-use crate::server::http::{error_response, ErrorBody, Gate as _, RateLimit};
 
 /// Requires a bearer token that a [`TokenVerifier`] accepts on every
 /// request (but the paths [`exempt`](Self::exempt)ed), granting every

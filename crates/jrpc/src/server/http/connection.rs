@@ -1,0 +1,224 @@
+//! One HTTP connection, served: HTTP/1.1 or HTTP/2 with upgrades, its
+//! routes, the RPC service bare or layered, and its end (idle, shutdown).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::sync::CancellationToken;
+use tower::{ServiceBuilder, ServiceExt};
+use tower_http::compression::predicate::{NotForContentType, SizeAbove};
+use tower_http::compression::{CompressionLayer, Predicate};
+use tower_http::cors::CorsLayer;
+use tower_http::decompression::RequestDecompressionLayer;
+
+use super::activity::Activity;
+use super::bodies::{Guarded, ReplyBody};
+use super::exchange::{ClientAddr, HttpBody};
+use super::first_request::FirstRequest;
+use super::stack::{BoxBody, Stack};
+use super::when_woken::WhenWoken;
+use super::{head_timer, route, service};
+use crate::context::ConnectionInfo;
+
+/// How long a client may take to send a request's headers (and, on an idle
+/// keep-alive connection, to start the next request).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Replies smaller than this are sent uncompressed.
+const COMPRESS_ABOVE: u16 = 1024;
+/// Concurrent HTTP/2 streams per connection.
+const MAX_STREAMS: u32 = 64;
+
+/// How long an idle connection being closed gets to say so (HTTP/2 GOAWAY).
+const IDLE_CLOSE_WAIT: Duration = Duration::from_millis(500);
+
+/// What bounds one HTTP connection.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ConnectionLimits {
+    pub(super) compression: bool,
+    /// How long requests may finish after shutdown begins.
+    pub(super) grace: Duration,
+    /// How long the first request may take to begin.
+    pub(super) first_request: Option<Duration>,
+    /// How long the connection may go without a request (none in flight).
+    pub(super) idle: Option<Duration>,
+    /// What an HTTP/2 connection buffers of its response bodies, in all.
+    pub(super) outgoing: usize,
+}
+
+/// Serves one connection (HTTP/1.1 or HTTP/2, with upgrades) until it ends,
+/// goes idle, or the server shuts down, then finishes gracefully.
+pub(super) async fn serve_connection<I>(
+    io: I,
+    info: ConnectionInfo,
+    rpc: Stack,
+    limits: ConnectionLimits,
+    cors: Option<CorsLayer>,
+    (routes, route_context): (Routes, route::RouteContext),
+    stop: CancellationToken,
+) where
+    I: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let ConnectionLimits {
+        compression,
+        grace,
+        first_request,
+        idle,
+        outgoing,
+    } = limits;
+    let activity = Arc::new(Activity::new());
+    let watched = Arc::clone(&activity);
+    // What handlers learn of this connection, made once for its requests.
+    let facts = Arc::new(service::connection_facts(info.peer_addr.clone()));
+    let client = ClientAddr(info.peer_addr);
+    // The full stack (compression both ways, CORS) costs a few microseconds
+    // and several future moves per request even when it does nothing, so
+    // requests that need none of it go straight to the RPC service.
+    let layered = ServiceBuilder::new()
+        .layer(
+            CompressionLayer::new()
+                .gzip(compression)
+                .br(compression)
+                .compress_when(
+                    // Compressing a small reply costs far more than it saves.
+                    SizeAbove::new(COMPRESS_ABOVE)
+                        .and(NotForContentType::GRPC)
+                        .and(NotForContentType::SSE),
+                ),
+        )
+        .option_layer(cors.clone())
+        .layer(RequestDecompressionLayer::new().gzip(compression).br(compression))
+        .service(BoxBody(rpc.clone()));
+    // Routes see shutdown begin, so that their streams can end then.
+    let route_context = route::RouteContext {
+        connection: Arc::clone(&facts),
+        shutdown: stop.clone(),
+        ..route_context
+    };
+    let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+        let answering = watched.begin();
+        if let Some(handler) = routes.find(request.uri().path()) {
+            let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
+            let reply = handler(request, route_context.clone());
+            // The connection is busy for as long as the body streams.
+            let reply: BoxFuture<Response<ReplyBody>> = Box::pin(reply.map(move |response| {
+                Ok(response.map(|body| {
+                    ReplyBody::Layered(
+                        Guarded {
+                            body,
+                            _answering: answering,
+                        }
+                        .boxed_unsync(),
+                    )
+                }))
+            }));
+            return reply;
+        }
+        let headers = request.headers();
+        // An encoded body always goes through the decompression layer: it
+        // decodes it, or refuses it (415) when compression is off.
+        let needs_layers = headers.contains_key(http::header::CONTENT_ENCODING)
+            || (compression && headers.contains_key(http::header::ACCEPT_ENCODING))
+            || (cors.is_some() && headers.contains_key(http::header::ORIGIN));
+        // One small boxed future per request: hyper moves the future it
+        // holds several times, and the layered one is kilobytes large.
+        if let (Stack::Bare(service), false) = (&rpc, needs_layers) {
+            // Straight to the service: hyper's body as it is, the
+            // connection's facts as an argument (no `ClientAddr` in the
+            // request's extension map, no boxed body).
+            let settings = Arc::clone(&service.settings);
+            let facts = Arc::clone(&facts);
+            let reply: BoxFuture<Response<ReplyBody>> = Box::pin(async move {
+                let response = service::serve(&settings, request, facts).await;
+                drop(answering);
+                Ok(response.map(ReplyBody::Plain))
+            });
+            return reply;
+        }
+        request.extensions_mut().insert(client.clone());
+        let reply: BoxFuture<Response<ReplyBody>> = if needs_layers {
+            let reply = layered.clone().oneshot(request);
+            Box::pin(reply.map(move |r| {
+                drop(answering);
+                r.map(|r| r.map(|b| ReplyBody::Layered(b.boxed_unsync())))
+            }))
+        } else {
+            let reply = rpc.call(request);
+            Box::pin(reply.map(move |r| {
+                drop(answering);
+                r.map(|r| r.map(ReplyBody::Plain))
+            }))
+        };
+        reply
+    });
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // Without a timer hyper enforces no timeouts at all: a client that
+    // opens a connection and sends nothing would hold its slot forever.
+    builder
+        .http1()
+        .timer(head_timer::HeadTimer::default())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(20)))
+        .keep_alive_timeout(Duration::from_secs(20))
+        // Each stream may buffer a body up to the frame limit.
+        .max_concurrent_streams(MAX_STREAMS)
+        // A client that never reads its responses leaves them here: their
+        // share of the connection's bound on unwritten output, each (hyper
+        // takes 400 KiB a stream otherwise, 25 MiB a connection).
+        .max_send_buf_size((outgoing / MAX_STREAMS as usize).max(16 << 10));
+    let io = FirstRequest::new(io, first_request);
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    tokio::pin!(connection);
+    // Both are polled only when they wake, not on each of the connection's
+    // wake-ups (see `when_woken`).
+    let idle = WhenWoken::new(async {
+        match idle {
+            Some(limit) => activity.idle(limit).await,
+            None => std::future::pending().await,
+        }
+    });
+    let stopped = WhenWoken::new(stop.cancelled());
+    tokio::select! {
+        biased;
+        result = connection.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            }
+        }
+        () = stopped => {
+            connection.as_mut().graceful_shutdown();
+            if tokio::time::timeout(grace, connection).await.is_err() {
+                tracing::warn!("HTTP connection still busy after the shutdown grace period; dropping it");
+            }
+        }
+        () = idle => {
+            // HTTP/1.1 closes at once; HTTP/2 sends GOAWAY first and would
+            // wait for the client to answer a ping, which an idle (or
+            // vanished) client may never do: nothing is in flight, so a
+            // moment for the GOAWAY to go out is enough.
+            tracing::debug!("idle HTTP connection closed");
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(IDLE_CLOSE_WAIT.min(grace), connection).await;
+        }
+    }
+}
+
+/// The routes of a server, by path.
+#[derive(Clone)]
+pub(super) struct Routes(pub(super) Arc<Vec<(String, route::RouteHandler)>>);
+
+impl Routes {
+    fn find(&self, path: &str) -> Option<&route::RouteHandler> {
+        self.0.iter().find(|(p, _)| p == path).map(|(_, handler)| handler)
+    }
+}
+
+type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, Infallible>> + Send>>;
