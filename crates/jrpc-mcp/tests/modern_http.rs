@@ -466,3 +466,43 @@ async fn one_endpoint_serves_both_eras() {
     assert!(result.get("resultType").is_none(), "{}", legacy.body);
     server.serving.shutdown().await;
 }
+
+/// `McpServer::serve_http_on` serves any listener of byte streams (issue
+/// 42): over a Unix socket, a 2026-07-28 `tools/call` sent with
+/// `Host: localhost` is answered.
+#[cfg(unix)]
+#[tokio::test]
+async fn streamable_http_over_a_unix_socket() {
+    let path = std::env::temp_dir().join(format!("jrpc-mcp-unix-{}.sock", std::process::id()));
+    let listener = jrpc::transport::unix::UnixListener::bind(&path, Default::default(), 1 << 20)
+        .await
+        .unwrap();
+    let serving = jrpc_mcp::demo::server().serve_http_on(listener, HttpOptions::default());
+    assert!(
+        serving.local_addr().starts_with("http+unix://%2F"),
+        "{}",
+        serving.local_addr()
+    );
+    let request = body(
+        json!(1),
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 2, "b": 40}}),
+    );
+    let mut head = String::from("POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (name, value) in headers("tools/call", Some("add")) {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", request.len()));
+    let reply = bounded("a tools/call over the socket", async {
+        let mut stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).await.unwrap();
+        reply
+    })
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.contains(r#""text":"42""#), "{reply}");
+    bounded("shutdown", serving.shutdown()).await;
+}

@@ -1619,3 +1619,53 @@ async fn the_playground_is_served_only_when_turned_on() {
     assert_eq!(style.status, 410, "a route of your own takes precedence");
     serving.shutdown().await;
 }
+
+/// `HttpServer::serve` takes any listener of byte streams (issue 42): over a
+/// Unix socket, a POST is answered as over TCP, `GET /health` too, and the
+/// socket file is gone once the server is.
+#[cfg(unix)]
+#[tokio::test]
+async fn http_over_a_unix_socket() {
+    use jrpc::transport::unix::UnixListener;
+
+    let path = std::env::temp_dir().join(format!("jrpc-http-unix-{}.sock", std::process::id()));
+    let listener = UnixListener::bind(&path, Default::default(), 1 << 20)
+        .await
+        .unwrap();
+    let router = Router::new().sync_method("subtract", |(a, b): (i64, i64)| Ok(a - b));
+    let serving = HttpServer::new(router).serve(listener);
+    let encoded = path.display().to_string().replace('/', "%2F");
+    assert_eq!(serving.local_addr(), format!("http+unix://{encoded}"));
+    let exchange = |request: String| {
+        let path = path.clone();
+        async move {
+            let mut stream = tokio::net::UnixStream::connect(&path).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut reply = String::new();
+            stream.read_to_string(&mut reply).await.unwrap();
+            reply
+        }
+    };
+    let body = r#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
+    let reply = bounded(
+        "a POST over the socket",
+        exchange(format!(
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )),
+    )
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(
+        reply.ends_with(r#"{"jsonrpc":"2.0","result":19,"id":1}"#),
+        "{reply}"
+    );
+    let reply = bounded(
+        "a health check over the socket",
+        exchange("GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".to_owned()),
+    )
+    .await;
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    bounded("shutdown", serving.shutdown()).await;
+    assert!(!path.exists(), "the socket file is left behind");
+}

@@ -204,15 +204,28 @@ impl McpServer {
                 options.allowed_hosts.push(host);
             }
         }
-        let path = options.path.clone();
         // Tokens must be for this endpoint: its URL, known once bound,
         // unless a public one is set.
         #[cfg(feature = "oauth")]
         if let (Some(oauth), Ok(local)) = (&mut options.oauth, listener.local_addr()) {
             if oauth.resource_url().is_none() {
-                *oauth = oauth.clone().resource(format!("http://{local}{path}"));
+                *oauth = oauth.clone().resource(format!("http://{local}{}", options.path));
             }
         }
+        Ok(self.serve_http_on(listener, options))
+    }
+
+    /// Serves this server over Streamable HTTP at `options`' path on any
+    /// listener of byte streams (TCP, a Unix socket, one of your own) until
+    /// shut down. The `Host` names accepted and the OAuth resource URL are
+    /// the ones `options` gives ([`serve_http`](Self::serve_http) adds the
+    /// address it bound).
+    pub fn serve_http_on(
+        &self,
+        listener: impl jrpc::transport::StreamListener,
+        options: HttpOptions,
+    ) -> Serving {
+        let path = options.path.clone();
         let endpoint = StreamableHttp::new(self.clone(), options);
         #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
         // `GET /health` answers 200 for load balancers, as `jrpc serve`
@@ -239,7 +252,7 @@ impl McpServer {
             let endpoint = endpoint.clone();
             async move { endpoint.handle(request, cx).await }
         });
-        Ok(http.serve_tcp(listener))
+        http.serve(listener)
     }
 }
 

@@ -36,6 +36,7 @@ pub mod mqtt;
 #[cfg(feature = "nats")]
 pub mod nats;
 pub mod stdio;
+mod stream_listener;
 pub mod tcp;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod tls;
@@ -64,6 +65,7 @@ pub use connection::{
     CloseReason, Connection, Dialer, FrameSink, FrameStream, Listener, OutFrameSink, Undelivered,
 };
 pub use message::{Message, MessageListener};
+pub use stream_listener::StreamListener;
 // Outgoing frames are the codec's type (it encodes them); transports take
 // them, so they are named here too.
 pub use crate::codec::{OutFrame, OutKind};

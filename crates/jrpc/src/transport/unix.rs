@@ -11,7 +11,7 @@ use super::connection::{Connection, Dialer, Listener};
 use crate::codec::{BufferBudget, Framing};
 use crate::context::ConnectionInfo;
 
-fn info(stream: &UnixStream) -> ConnectionInfo {
+pub(crate) fn info(stream: &UnixStream) -> ConnectionInfo {
     let path = |a: io::Result<tokio::net::unix::SocketAddr>| {
         a.ok()
             .and_then(|a| a.as_pathname().map(|p| p.display().to_string()))
@@ -88,6 +88,20 @@ impl UnixListener {
 impl Drop for UnixListener {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl super::StreamListener for UnixListener {
+    type Stream = UnixStream;
+
+    async fn accept_stream(&mut self) -> io::Result<(UnixStream, ConnectionInfo)> {
+        let (stream, _) = self.listener.accept().await?;
+        let info = info(&stream);
+        Ok((stream, info))
+    }
+
+    fn url(&self, scheme: &str) -> String {
+        super::stream_listener::unix_url(scheme, &self.path.display().to_string())
     }
 }
 

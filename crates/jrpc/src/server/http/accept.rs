@@ -1,5 +1,5 @@
-//! Accepting an HTTP server's TCP connections, and refusing those past
-//! its connection bound.
+//! Accepting an HTTP server's connections (from any listener of byte
+//! streams), and refusing those past its connection bound.
 
 use std::io;
 use std::time::Duration;
@@ -7,28 +7,26 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::context::ConnectionInfo;
+use crate::transport::StreamListener;
 
-/// TCP connections for an HTTP server; one past the connection bound is
+/// Connections for an HTTP server; one past the connection bound is
 /// answered `503` with a JSON-RPC error body (over TLS, closed).
-pub(crate) struct HttpAccept {
-    pub(crate) listener: tokio::net::TcpListener,
+pub(crate) struct HttpAccept<L> {
+    pub(crate) listener: L,
     pub(crate) refusal: Option<Bytes>,
 }
 
-impl crate::transport::Accept for HttpAccept {
-    type Conn = (tokio::net::TcpStream, ConnectionInfo);
+impl<L: StreamListener> crate::transport::Accept for HttpAccept<L> {
+    type Conn = (L::Stream, ConnectionInfo);
 
-    async fn accept_conn(&mut self) -> io::Result<((tokio::net::TcpStream, ConnectionInfo), ConnectionInfo)> {
-        let (stream, _) = self.listener.accept().await?;
-        let _ = stream.set_nodelay(true);
-        crate::transport::tcp::keep_alive(&stream);
-        let info = crate::transport::tcp::info(&stream);
+    async fn accept_conn(&mut self) -> io::Result<((L::Stream, ConnectionInfo), ConnectionInfo)> {
+        let (stream, info) = self.listener.accept_stream().await?;
         Ok(((stream, info.clone()), info))
     }
 
     fn refuse(
         &self,
-        (mut stream, _): (tokio::net::TcpStream, ConnectionInfo),
+        (mut stream, _): (L::Stream, ConnectionInfo),
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let refusal = self.refusal.clone();
         async move {

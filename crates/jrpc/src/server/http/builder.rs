@@ -24,10 +24,10 @@ use super::service::{self, RpcService};
 use super::stack::{HttpService, Stack};
 use super::{playground, route};
 use crate::codec::BufferBudget;
-use crate::context::ConnectionInfo;
 use crate::peer::ConnectionConfig;
 use crate::server::{Server, Serving};
 use crate::transport::ws::WsOptions;
+use crate::transport::StreamListener;
 use crate::Router;
 
 /// Serves a router over HTTP and WebSocket on one port. See the [module
@@ -399,6 +399,14 @@ impl HttpServer {
     /// Serves on a TCP listener already bound, until shut down. Must be
     /// called within a tokio runtime.
     pub fn serve_tcp(&self, listener: tokio::net::TcpListener) -> Serving {
+        self.serve(listener)
+    }
+
+    /// Serves on any listener of byte streams (TCP, a Unix socket, one of
+    /// your own) until shut down; [`Serving::local_addr`] is its URL
+    /// (`http://HOST:PORT`, `http+unix://%2FPATH`). Must be called within a
+    /// tokio runtime.
+    pub fn serve(&self, listener: impl StreamListener) -> Serving {
         let connections = TaskTracker::new();
         let shutdown = CancellationToken::new();
         let rpc = self.build(connections.clone(), shutdown.clone());
@@ -434,7 +442,7 @@ impl HttpServer {
         let cors = self.cors.clone();
         let tls = self.tls.clone().map(tokio_rustls::TlsAcceptor::from);
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let local_addr = format!("{scheme}://{}", crate::transport::tcp::address(&listener));
+        let local_addr = listener.url(scheme);
         #[cfg(feature = "metrics")]
         let metrics = self.metrics.clone();
         let listener = HttpAccept {
@@ -446,7 +454,7 @@ impl HttpServer {
             listener,
             local_addr,
             self.max_connections,
-            move |(stream, info): (tokio::net::TcpStream, ConnectionInfo), stop| {
+            move |(stream, info), stop| {
                 let (rpc, cors, tls) = (rpc.clone(), cors.clone(), tls.clone());
                 let routes = (routes.clone(), route_context.clone());
                 #[cfg(feature = "metrics")]

@@ -1,0 +1,100 @@
+//! Listeners of byte streams, for protocols that frame their own messages
+//! (HTTP): a TCP listener, a Unix socket listener, or one of your own.
+
+use std::future::Future;
+use std::io;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::context::ConnectionInfo;
+
+/// Accepts byte streams: what an [`HttpServer`](crate::server::http::HttpServer)
+/// serves on. A [`Listener`](super::Listener) gives framed JSON-RPC
+/// connections; HTTP reads its own framing, so it takes the bytes.
+///
+/// Implemented for tokio's TCP and Unix listeners and for jrpc's
+/// [`UnixListener`](super::unix::UnixListener) (which replaces a stale socket
+/// file and removes its own when dropped).
+///
+/// ```no_run
+/// use jrpc::server::http::HttpServer;
+/// use jrpc::transport::unix::UnixListener;
+///
+/// # async fn run() -> std::io::Result<()> {
+/// let router = jrpc::Router::new().sync_method("ping", || Ok("pong"));
+/// let listener = UnixListener::bind("/tmp/app.sock", Default::default(), 1 << 20).await?;
+/// let serving = HttpServer::new(router).serve(listener);
+/// assert_eq!(serving.local_addr(), "http+unix://%2Ftmp%2Fapp.sock");
+/// # Ok(()) }
+/// ```
+pub trait StreamListener: Send + 'static {
+    /// An accepted connection's bytes.
+    type Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static;
+
+    /// The next connection, with what is known of it.
+    fn accept_stream(&mut self) -> impl Future<Output = io::Result<(Self::Stream, ConnectionInfo)>> + Send;
+
+    /// The URL of a server speaking `scheme` (`http`, `https`) on this
+    /// listener: `http://127.0.0.1:4000`, or for a Unix socket the
+    /// percent-encoded path as the host, `http+unix://%2Frun%2Fapp.sock`.
+    fn url(&self, scheme: &str) -> String;
+}
+
+impl StreamListener for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+
+    async fn accept_stream(&mut self) -> io::Result<(tokio::net::TcpStream, ConnectionInfo)> {
+        let (stream, _) = self.accept().await?;
+        // Small replies go out at once; a vanished client is noticed.
+        let _ = stream.set_nodelay(true);
+        super::tcp::keep_alive(&stream);
+        let info = super::tcp::info(&stream);
+        Ok((stream, info))
+    }
+
+    fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://{}", super::tcp::address(self))
+    }
+}
+
+#[cfg(unix)]
+impl StreamListener for tokio::net::UnixListener {
+    type Stream = tokio::net::UnixStream;
+
+    async fn accept_stream(&mut self) -> io::Result<(tokio::net::UnixStream, ConnectionInfo)> {
+        let (stream, _) = self.accept().await?;
+        let info = super::unix::info(&stream);
+        Ok((stream, info))
+    }
+
+    fn url(&self, scheme: &str) -> String {
+        let path = self.local_addr().ok();
+        let path = path.as_ref().and_then(|a| a.as_pathname());
+        unix_url(scheme, &path.map(|p| p.display().to_string()).unwrap_or_default())
+    }
+}
+
+/// `SCHEME+unix://PATH`, the path percent-encoded as the URL's host (as
+/// Docker-style clients write it).
+#[cfg(unix)]
+pub(crate) fn unix_url(scheme: &str, path: &str) -> String {
+    let mut url = format!("{scheme}+unix://");
+    for byte in path.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => url.push(byte as char),
+            _ => url.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    url
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_path_is_percent_encoded_as_the_host() {
+        assert_eq!(unix_url("http", "/run/app.sock"), "http+unix://%2Frun%2Fapp.sock");
+        assert_eq!(unix_url("https", "/tmp/a b~c"), "https+unix://%2Ftmp%2Fa%20b~c");
+    }
+}
