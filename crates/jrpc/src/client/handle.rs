@@ -208,7 +208,7 @@ impl Client {
     }
 
     /// What a spawned child wrote to stderr (the last 64 KiB), when it was
-    /// spawned with [`StderrMode::Capture`].
+    /// spawned with [`StderrMode::Capture`](crate::client::StderrMode::Capture).
     pub fn captured_stderr(&self) -> Option<String> {
         let buffer = self.owner.as_ref()?.stderr.as_ref()?;
         Some(buffer.lock().unwrap_or_else(|e| e.into_inner()).clone())

@@ -8,7 +8,7 @@ use super::CancelProtocol;
 use crate::codec::Framing;
 
 /// How every connection behaves, set in one place and handed to
-/// [`PeerBuilder::config`](super::PeerBuilder::config),
+/// [`PeerBuilder::connection`](super::PeerBuilder::connection),
 /// [`Server::connection`](crate::server::Server::connection),
 /// [`HttpServer::connection`](crate::server::http::HttpServer::connection)
 /// (its WebSocket connections) or

@@ -31,7 +31,7 @@ use crate::transport::StreamListener;
 use crate::Router;
 
 /// Serves a router over HTTP and WebSocket on one port. See the [module
-/// docs](self).
+/// docs](crate::server::http).
 #[derive(Clone)]
 pub struct HttpServer {
     router: Router,
@@ -293,7 +293,7 @@ impl HttpServer {
 
     /// Serves `path` with a handler of your own instead of the RPC service:
     /// every method, any status and headers, a body that may stream (see
-    /// [`sse`]). The RPC endpoint's layers (auth, rate limits, timeouts,
+    /// [`sse`](super::sse)). The RPC endpoint's layers (auth, rate limits, timeouts,
     /// compression, CORS) do not apply; the handler reads the body with
     /// [`RouteContext::read_body`](route::RouteContext::read_body) and does
     /// its own checks. A connection with a response still streaming is not
