@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use crate::context::Extensions;
 use crate::message::{self, codes, Error, Id, Incoming, NotificationRef, RequestRef, Version};
 use crate::middleware::Call;
-use crate::router::{notification_dropped, unit, CallInfo, ErasedMethod, ErasedNotification, Router};
+use crate::router::{notification_dropped, CallInfo, Choice, Router};
 
 /// Serves `item` on the spot if that needs no awaiting, appending its reply
 /// (if any) to `out`. Gives the item back when it must be awaited: its
@@ -38,6 +38,9 @@ pub(crate) fn inline<'a>(
         }
         item if router.has_layers() => Some(item),
         Incoming::Request(request) => {
+            let Choice::Now(now) = table.select(&request.method) else {
+                return Some(Incoming::Request(request));
+            };
             let info = CallInfo {
                 id: Some(&request.id),
                 connection: facts,
@@ -49,61 +52,30 @@ pub(crate) fn inline<'a>(
                 ref method,
                 params,
             } = request;
-            match table.for_request(method) {
-                (Some(ErasedMethod::Sync(f)), _) => {
-                    // Serialize the result straight into the reply.
-                    let start = out.len();
-                    message::result_prefix(out, version);
-                    match table.guard(method, || f(params, &info, out)) {
-                        Ok(()) => message::result_suffix(out, version, id),
-                        Err(error) => {
-                            out.truncate(start);
-                            table.write_error(out, version, id, error, params);
-                        }
-                    }
-                    None
+            // The result is serialized straight into the reply.
+            let start = out.len();
+            message::result_prefix(out, version);
+            match table.run_now(now, method, params, &info, out) {
+                Ok(()) => message::result_suffix(out, version, id),
+                Err(error) => {
+                    out.truncate(start);
+                    table.write_error(out, version, id, error, params);
                 }
-                // A request to a notification handler: run it, answer null.
-                (None, Some(ErasedNotification::Sync(f))) => {
-                    match table.guard(method, || f(params, &info)) {
-                        Ok(()) => message::write_result(out, version, id, b"null"),
-                        Err(error) => table.write_error(out, version, id, error, params),
-                    }
-                    None
-                }
-                (None, None) if table.discovers(method) => {
-                    match table.discovery(params) {
-                        Ok(document) => message::write_result(out, version, id, document),
-                        Err(error) => table.write_error(out, version, id, error, params),
-                    }
-                    None
-                }
-                (None, None) if table.fallback.is_none() => {
-                    message::write_error(out, version, id, &Error::method_not_found());
-                    None
-                }
-                _ => Some(Incoming::Request(request)),
             }
+            None
         }
         Incoming::Notification(notification) => {
+            let Choice::Now(now) = table.select(&notification.method) else {
+                return Some(Incoming::Notification(notification));
+            };
             let info = CallInfo {
                 id: None,
                 connection: facts,
                 call: None,
             };
             let NotificationRef { method, params, .. } = &notification;
-            let outcome = match table.for_notification(method) {
-                (Some(ErasedNotification::Sync(f)), _) => table.guard(method, || f(*params, &info)),
-                // A notification to a method: run it, drop the result.
-                (None, Some(ErasedMethod::Sync(f))) => {
-                    table.guard(method, || f(*params, &info, &mut Vec::new()))
-                }
-                // Nothing to say, and no one to say it to.
-                (None, None) if table.discovers(method) => Ok(()),
-                (None, None) if table.fallback.is_none() => Err(Error::method_not_found()),
-                _ => return Some(Incoming::Notification(notification)),
-            };
-            if let Err(error) = outcome {
+            // Nothing to say, and no one to say it to: a result is dropped.
+            if let Err(error) = table.run_now(now, method, *params, &info, &mut Vec::new()) {
                 notification_dropped(method, &error);
             }
             None
@@ -139,24 +111,12 @@ pub(crate) async fn awaited(
                 connection: facts,
                 call: None,
             };
-            let outcome = match table.for_request(&method) {
-                (Some(ErasedMethod::Async(f)), _) => match table.guard(&method, || f(params, &info)) {
-                    Ok(future) => table.guard_async(&method, future).await,
-                    Err(error) => Err(error),
-                },
-                (None, Some(ErasedNotification::Async(f))) => match table.guard(&method, || f(params, &info))
-                {
-                    Ok(future) => table
-                        .guard_async(&method, unit(future))
-                        .await
-                        .map(|()| b"null".to_vec()),
-                    Err(error) => Err(error),
-                },
-                (None, None) => match &table.fallback {
-                    Some(f) => table.run_fallback(f, &method, params, &info).await,
-                    None => return Verdict::Served,
-                },
-                _ => return Verdict::Served,
+            let Choice::Later(later) = table.select(&method) else {
+                return Verdict::Served;
+            };
+            let outcome = match table.start(later, &method, params, &info) {
+                Ok(started) => table.finish(&method, started).await,
+                Err(error) => Err(error),
             };
             match outcome {
                 Ok(result) => message::write_result(out, version, &id, &result),
@@ -169,20 +129,12 @@ pub(crate) async fn awaited(
                 connection: facts,
                 call: None,
             };
-            let outcome = match table.for_notification(&method) {
-                (Some(ErasedNotification::Async(f)), _) => match table.guard(&method, || f(params, &info)) {
-                    Ok(future) => table.guard_async(&method, unit(future)).await,
-                    Err(error) => Err(error),
-                },
-                (None, Some(ErasedMethod::Async(f))) => match table.guard(&method, || f(params, &info)) {
-                    Ok(future) => table.guard_async(&method, future).await.map(drop),
-                    Err(error) => Err(error),
-                },
-                (None, None) => match &table.fallback {
-                    Some(f) => table.run_fallback(f, &method, params, &info).await.map(drop),
-                    None => Ok(()),
-                },
-                _ => Ok(()),
+            let Choice::Later(later) = table.select(&method) else {
+                return Verdict::Served;
+            };
+            let outcome = match table.start(later, &method, params, &info) {
+                Ok(started) => table.finish(&method, started).await.map(drop),
+                Err(error) => Err(error),
             };
             if let Err(error) = outcome {
                 notification_dropped(&method, &error);

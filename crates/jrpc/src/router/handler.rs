@@ -38,10 +38,13 @@ impl CallInfo<'_> {
 pub type ResultFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>, Error>> + Send>>;
 pub type UnitFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-type SyncMethodFn = dyn Fn(Option<&RawValue>, &CallInfo<'_>, &mut Vec<u8>) -> Result<(), Error> + Send + Sync;
-type AsyncMethodFn = dyn Fn(Option<&RawValue>, &CallInfo<'_>) -> Result<ResultFuture, Error> + Send + Sync;
-type SyncNotifyFn = dyn Fn(Option<&RawValue>, &CallInfo<'_>) -> Result<(), Error> + Send + Sync;
-type AsyncNotifyFn = dyn Fn(Option<&RawValue>, &CallInfo<'_>) -> Result<UnitFuture, Error> + Send + Sync;
+pub(crate) type SyncMethodFn =
+    dyn Fn(Option<&RawValue>, &CallInfo<'_>, &mut Vec<u8>) -> Result<(), Error> + Send + Sync;
+pub(crate) type AsyncMethodFn =
+    dyn Fn(Option<&RawValue>, &CallInfo<'_>) -> Result<ResultFuture, Error> + Send + Sync;
+pub(crate) type SyncNotifyFn = dyn Fn(Option<&RawValue>, &CallInfo<'_>) -> Result<(), Error> + Send + Sync;
+pub(crate) type AsyncNotifyFn =
+    dyn Fn(Option<&RawValue>, &CallInfo<'_>) -> Result<UnitFuture, Error> + Send + Sync;
 
 /// A method handler, erased.
 #[derive(Clone)]

@@ -36,10 +36,11 @@ use stack::Stack;
 
 pub use crate::context::{ConnectionInfo, Extensions, Identity, RequestContext};
 use handler::marker::Signature;
+pub(crate) use handler::CallInfo;
 use handler::ErasedFallback;
 pub use handler::{AsyncMethod, AsyncNotification, SyncMethod, SyncNotification};
-pub(crate) use handler::{CallInfo, ErasedMethod, ErasedNotification};
-pub(crate) use table::{notification_dropped, unit};
+use handler::{ErasedMethod, ErasedNotification};
+pub(crate) use table::{notification_dropped, Choice};
 
 use crate::message::Limits;
 use crate::middleware::{
@@ -321,8 +322,8 @@ impl Router {
     fn stack(&self) -> &Stack {
         self.inner.stack.get_or_init(|| {
             let table = Arc::clone(&self.inner.table);
-            let dispatch = tower::service_fn(move |call: Call| table.dispatch(call));
-            let mut stack = BoxCloneSyncService::new(dispatch);
+            let handlers = tower::service_fn(move |call: Call| table.call_handler(call));
+            let mut stack = BoxCloneSyncService::new(handlers);
             for wrap in &self.inner.layers {
                 stack = wrap(stack);
             }
@@ -336,7 +337,7 @@ impl Router {
         if self.has_layers() {
             self.stack().call(call).await
         } else {
-            self.inner.table.dispatch(call).await
+            self.inner.table.call_handler(call).await
         }
     }
 

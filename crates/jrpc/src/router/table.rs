@@ -11,39 +11,141 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use serde_json::value::RawValue;
 
-use super::handler::{CallInfo, ErasedFallback, ErasedMethod, ErasedNotification, ResultFuture};
+use super::handler::{
+    AsyncMethodFn, AsyncNotifyFn, CallInfo, ErasedFallback, ErasedMethod, ErasedNotification, ResultFuture,
+    SyncMethodFn, SyncNotifyFn, UnitFuture,
+};
 use super::Table;
 use crate::message::{self, Error, Id, Version};
 use crate::middleware::{Call, CallFuture, RawResult};
 
-/// The handlers registered for a name: a method's, a notification
-/// handler's, or none (a name is in one table at most).
-pub(crate) type Handlers<'t> = (Option<&'t ErasedMethod>, Option<&'t ErasedNotification>);
+/// What answers a call to a name, chosen once by [`Table::select`]: the
+/// one place that knows the rules (a method's handler; a notification
+/// handler, which a request to it gets `null` from; `rpc.discover`; the
+/// fallback; else method not found). A name is in one of the two handler
+/// tables at most, so a request and a notification to it choose alike:
+/// the caller decides what becomes of the result (a notification drops it).
+pub(crate) enum Choice<'t> {
+    /// Answered on the spot, with no future: see [`Table::run_now`].
+    Now(Now<'t>),
+    /// Answered by a future: see [`Table::start`].
+    Later(Later<'t>),
+}
+
+/// A choice that is answered on the spot.
+pub(crate) struct Now<'t>(NowHandler<'t>);
+
+enum NowHandler<'t> {
+    Method(&'t SyncMethodFn),
+    Notification(&'t SyncNotifyFn),
+    Discovery,
+    NotFound,
+}
+
+/// A choice that is answered by a future.
+pub(crate) struct Later<'t>(LaterHandler<'t>);
+
+enum LaterHandler<'t> {
+    Method(&'t AsyncMethodFn),
+    Notification(&'t AsyncNotifyFn),
+    Fallback(&'t ErasedFallback),
+}
+
+/// A handler under way (from [`Table::start`]); [`Table::finish`] awaits it.
+pub(crate) enum Started {
+    /// Gives the serialized result.
+    Result(ResultFuture),
+    /// A notification handler's: its result is `null`.
+    Unit(UnitFuture),
+}
 
 impl Table {
-    /// The handler for a request to `method`, looked up in the method table
-    /// first (one hash lookup for the common case).
-    pub(crate) fn for_request(&self, method: &str) -> Handlers<'_> {
-        match self.methods.get(method) {
-            Some(handler) => (Some(handler), None),
-            None => (None, self.notifications.get(method)),
+    /// What answers a call to `method`: one hash lookup for the common
+    /// case (a method).
+    pub(crate) fn select(&self, method: &str) -> Choice<'_> {
+        if let Some(handler) = self.methods.get(method) {
+            return match handler {
+                ErasedMethod::Sync(f) => Choice::Now(Now(NowHandler::Method(&**f))),
+                ErasedMethod::Async(f) => Choice::Later(Later(LaterHandler::Method(&**f))),
+            };
+        }
+        if let Some(handler) = self.notifications.get(method) {
+            return match handler {
+                ErasedNotification::Sync(f) => Choice::Now(Now(NowHandler::Notification(&**f))),
+                ErasedNotification::Async(f) => Choice::Later(Later(LaterHandler::Notification(&**f))),
+            };
+        }
+        if self.discovers(method) {
+            return Choice::Now(Now(NowHandler::Discovery));
+        }
+        match &self.fallback {
+            Some(fallback) => Choice::Later(Later(LaterHandler::Fallback(fallback))),
+            None => Choice::Now(Now(NowHandler::NotFound)),
         }
     }
 
-    /// The handler for a notification of `method`: notification handlers
-    /// first. The same pair, in the order (notification, method).
-    pub(crate) fn for_notification(
+    /// Runs a choice answered on the spot, appending its result's JSON to
+    /// `out` (`null` from a notification handler, the OpenRPC document for
+    /// `rpc.discover`); a handler's panic is `-32603`. On an error, `out`
+    /// may hold part of a result: the caller cuts it.
+    pub(crate) fn run_now(
         &self,
+        now: Now<'_>,
         method: &str,
-    ) -> (Option<&ErasedNotification>, Option<&ErasedMethod>) {
-        match self.notifications.get(method) {
-            Some(handler) => (Some(handler), None),
-            None => (None, self.methods.get(method)),
+        params: Option<&RawValue>,
+        info: &CallInfo<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        match now.0 {
+            NowHandler::Method(f) => self.guard(method, || f(params, info, out)),
+            NowHandler::Notification(f) => {
+                self.guard(method, || f(params, info))?;
+                out.extend_from_slice(b"null");
+                Ok(())
+            }
+            NowHandler::Discovery => {
+                out.extend_from_slice(self.discovery(params)?);
+                Ok(())
+            }
+            NowHandler::NotFound => Err(Error::method_not_found()),
         }
     }
 
-    /// The innermost call service: runs the call's handler.
-    pub(crate) fn dispatch(self: &Arc<Self>, call: Call) -> CallFuture {
+    /// Starts a choice answered by a future (its params decoded on the
+    /// spot, so a bad call fails before any future is made); a handler's
+    /// panic is `-32603`. The future borrows nothing: it may be moved to
+    /// another task.
+    pub(crate) fn start(
+        &self,
+        later: Later<'_>,
+        method: &str,
+        params: Option<&RawValue>,
+        info: &CallInfo<'_>,
+    ) -> Result<Started, Error> {
+        match later.0 {
+            LaterHandler::Method(f) => self.guard(method, || f(params, info)).map(Started::Result),
+            LaterHandler::Notification(f) => self.guard(method, || f(params, info)).map(Started::Unit),
+            LaterHandler::Fallback(fallback) => self
+                .guard(method, || Ok(fallback(method, params, info)))
+                .map(Started::Result),
+        }
+    }
+
+    /// Awaits a started handler: its serialized result; a panic is
+    /// `-32603`.
+    pub(crate) async fn finish(&self, method: &str, started: Started) -> Result<Vec<u8>, Error> {
+        match started {
+            Started::Result(future) => self.guard_async(method, future).await,
+            Started::Unit(future) => self
+                .guard_async(method, unit(future))
+                .await
+                .map(|()| b"null".to_vec()),
+        }
+    }
+
+    /// The innermost call service, under the router's middleware: runs the
+    /// call's handler.
+    pub(crate) fn call_handler(self: &Arc<Self>, call: Call) -> CallFuture {
         let parts = call.into_parts();
         let info = CallInfo {
             id: parts.id.as_ref(),
@@ -56,45 +158,19 @@ impl Table {
             let outcome = outcome.map_err(|error| self.redaction.scrub_error(error, raw));
             Box::pin(std::future::ready(outcome))
         };
-        // Handlers that finish at once are answered here; the others give
-        // a future of the serialized result.
-        let started: Result<ResultFuture, Error> = match self.for_request(&method) {
-            (Some(ErasedMethod::Sync(f)), _) => {
+        let started = match self.select(&method) {
+            Choice::Now(now) => {
                 let mut out = Vec::new();
-                return ready(
-                    self.guard(&method, || f(raw, &info, &mut out))
-                        .map(|()| RawResult::from_serialized(out)),
-                );
+                let outcome = self.run_now(now, &method, raw, &info, &mut out);
+                return ready(outcome.map(|()| RawResult::from_serialized(out)));
             }
-            (Some(ErasedMethod::Async(f)), _) => self.guard(&method, || f(raw, &info)),
-            // A request to a notification handler is answered null.
-            (None, Some(ErasedNotification::Sync(f))) => {
-                return ready(self.guard(&method, || f(raw, &info)).map(|()| RawResult::null()));
-            }
-            (None, Some(ErasedNotification::Async(f))) => {
-                self.guard(&method, || f(raw, &info)).map(|future| {
-                    Box::pin(async move {
-                        future.await;
-                        Ok(b"null".to_vec())
-                    }) as ResultFuture
-                })
-            }
-            (None, None) if self.discovers(&method) => {
-                return ready(
-                    self.discovery(raw)
-                        .map(|document| RawResult::from_serialized(document.to_vec())),
-                );
-            }
-            (None, None) => match &self.fallback {
-                Some(f) => self.guard(&method, || Ok(f(&method, raw, &info))),
-                None => return ready(Err(Error::method_not_found())),
-            },
+            Choice::Later(later) => self.start(later, &method, raw, &info),
         };
         match started {
-            Ok(future) => {
+            Ok(started) => {
                 let table = Arc::clone(self);
                 Box::pin(async move {
-                    let outcome = table.guard_async(&method, future).await;
+                    let outcome = table.finish(&method, started).await;
                     outcome
                         .map(RawResult::from_serialized)
                         .map_err(|error| table.redaction.scrub_error(error, params.as_deref()))
@@ -104,28 +180,14 @@ impl Table {
         }
     }
 
-    /// Runs the fallback handler for an unknown method.
-    pub(crate) async fn run_fallback(
-        &self,
-        fallback: &ErasedFallback,
-        method: &str,
-        params: Option<&RawValue>,
-        info: &CallInfo<'_>,
-    ) -> Result<Vec<u8>, Error> {
-        match self.guard(method, || Ok(fallback(method, params, info))) {
-            Ok(future) => self.guard_async(method, future).await,
-            Err(error) => Err(error),
-        }
-    }
-
     /// Runs a handler step, turning a panic into the `-32603` error.
-    pub(crate) fn guard<T>(&self, method: &str, step: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    fn guard<T>(&self, method: &str, step: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
         std::panic::catch_unwind(AssertUnwindSafe(step))
             .unwrap_or_else(|panic| Err(self.panic_error(method, panic)))
     }
 
     /// Awaits a handler's future, turning a panic into the `-32603` error.
-    pub(crate) async fn guard_async<T>(
+    async fn guard_async<T>(
         &self,
         method: &str,
         future: impl Future<Output = Result<T, Error>>,
@@ -166,7 +228,7 @@ impl Table {
 }
 
 /// A notification handler's future as a fallible one.
-pub(crate) async fn unit(future: impl Future<Output = ()>) -> Result<(), Error> {
+async fn unit(future: impl Future<Output = ()>) -> Result<(), Error> {
     future.await;
     Ok(())
 }

@@ -70,31 +70,6 @@ impl StreamListener for tokio::net::UnixListener {
     fn url(&self, scheme: &str) -> String {
         let path = self.local_addr().ok();
         let path = path.as_ref().and_then(|a| a.as_pathname());
-        unix_url(scheme, &path.map(|p| p.display().to_string()).unwrap_or_default())
-    }
-}
-
-/// `SCHEME+unix://PATH`, the path percent-encoded as the URL's host (as
-/// Docker-style clients write it).
-#[cfg(unix)]
-pub(crate) fn unix_url(scheme: &str, path: &str) -> String {
-    let mut url = format!("{scheme}+unix://");
-    for byte in path.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => url.push(byte as char),
-            _ => url.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    url
-}
-
-#[cfg(all(test, unix))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_socket_path_is_percent_encoded_as_the_host() {
-        assert_eq!(unix_url("http", "/run/app.sock"), "http+unix://%2Frun%2Fapp.sock");
-        assert_eq!(unix_url("https", "/tmp/a b~c"), "https+unix://%2Ftmp%2Fa%20b~c");
+        super::unix::url(scheme, &path.map(|p| p.display().to_string()).unwrap_or_default())
     }
 }

@@ -23,6 +23,19 @@ pub(crate) fn info(stream: &UnixStream) -> ConnectionInfo {
     }
 }
 
+/// `SCHEME+unix://PATH`, the path percent-encoded as the URL's host (as
+/// Docker-style clients write it).
+pub(crate) fn url(scheme: &str, path: &str) -> String {
+    let mut url = format!("{scheme}+unix://");
+    for byte in path.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => url.push(byte as char),
+            _ => url.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    url
+}
+
 /// A connection over a connected Unix socket.
 pub fn connection(stream: UnixStream, framing: Framing, max_frame_len: usize) -> Connection {
     let info = info(&stream);
@@ -101,7 +114,7 @@ impl super::StreamListener for UnixListener {
     }
 
     fn url(&self, scheme: &str) -> String {
-        super::stream_listener::unix_url(scheme, &self.path.display().to_string())
+        url(scheme, &self.path.display().to_string())
     }
 }
 
@@ -151,5 +164,16 @@ impl Dialer for UnixDialer {
     async fn dial(&self) -> io::Result<Connection> {
         let stream = UnixStream::connect(&self.path).await?;
         Ok(connection(stream, self.framing, self.max_frame_len))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_path_is_percent_encoded_as_the_host() {
+        assert_eq!(url("http", "/run/app.sock"), "http+unix://%2Frun%2Fapp.sock");
+        assert_eq!(url("https", "/tmp/a b~c"), "https+unix://%2Ftmp%2Fa%20b~c");
     }
 }
