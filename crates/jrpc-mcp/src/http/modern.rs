@@ -352,7 +352,7 @@ impl StreamableHttp {
         }
         let table = self.table.clone();
         let work: crate::server::BoxFuture<Result<RawResult, Error>> =
-            Box::pin(async move { table.call(call).await });
+            Box::pin(async move { table.handle_call(call).await });
         Start::Started(Started {
             id,
             work,

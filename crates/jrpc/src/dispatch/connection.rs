@@ -59,11 +59,12 @@ pub(crate) struct Bounds {
     pub(crate) ordered_responses: bool,
 }
 
-/// What the tasks serving a connection's requests share.
-pub(crate) struct Shared {
+/// A connection as its serving tasks share it: its router, what is known
+/// of it, its outbox, its cancellation.
+pub(crate) struct ConnectionContext {
     pub(crate) router: Router,
     /// What is known about the connection, for handlers.
-    pub(crate) facts: Arc<Extensions>,
+    pub(crate) connection: Arc<Extensions>,
     pub(crate) outbox: Outbox,
     pub(crate) cancellation: Option<Arc<Cancellation>>,
     /// Whether the connection's sink reads the kinds of frames: else
@@ -71,7 +72,7 @@ pub(crate) struct Shared {
     pub(crate) kinds: bool,
 }
 
-impl Shared {
+impl ConnectionContext {
     /// The kind of a reply to the request `id`.
     fn reply(&self, id: &Id) -> OutKind {
         if self.kinds {
@@ -88,7 +89,7 @@ const JOINED_CAPACITY: usize = 1024;
 
 /// The engine serving one connection's incoming frames; its reader owns it.
 pub(crate) struct Engine {
-    shared: Arc<Shared>,
+    shared: Arc<ConnectionContext>,
     /// Handler tasks and the notification worker; dropping aborts them.
     tasks: JoinSet<()>,
     notifications: Notifications,
@@ -116,7 +117,7 @@ fn busy(reason: &str) -> Error {
 }
 
 impl Engine {
-    pub(crate) fn new(shared: Arc<Shared>, bounds: Bounds) -> Self {
+    pub(crate) fn new(shared: Arc<ConnectionContext>, bounds: Bounds) -> Self {
         Engine {
             shared,
             tasks: JoinSet::new(),
@@ -235,7 +236,12 @@ impl Engine {
                 }
                 _ => false,
             };
-        let left = serve::inline(&self.shared.router, item, &self.shared.facts, &mut self.joined);
+        let left = serve::inline(
+            &self.shared.router,
+            item,
+            &self.shared.connection,
+            &mut self.joined,
+        );
         if self.joined.len() > start {
             self.joined_ends.push(self.joined.len());
         } else if kept_id {
@@ -264,7 +270,9 @@ impl Engine {
             let barrier = self.holds_back().then_some(self.notifications.queued);
             let left = match barrier {
                 Some(_) => Some(item),
-                None => batch.answer(|out| serve::inline(&self.shared.router, item, &self.shared.facts, out)),
+                None => {
+                    batch.answer(|out| serve::inline(&self.shared.router, item, &self.shared.connection, out))
+                }
             };
             let Some(Incoming::Request(request)) = left else {
                 continue;
@@ -379,7 +387,7 @@ impl Engine {
                 let call = Owned::notification(notification);
                 let shared = &self.shared;
                 self.notifications
-                    .push(&shared.router, &shared.facts, &mut self.tasks, call);
+                    .push(&shared.router, &shared.connection, &mut self.tasks, call);
                 Routed::Done
             }
             Incoming::Request(request) if self.draining => Routed::Answer {
@@ -562,17 +570,17 @@ async fn cancellable(
 }
 
 /// Serves a request copied out of its frame; the reply to send.
-async fn serve_owned(shared: Arc<Shared>, call: Owned) -> Vec<u8> {
+async fn serve_owned(shared: Arc<ConnectionContext>, call: Owned) -> Vec<u8> {
     let mut out = Vec::new();
-    serve::owned(&shared.router, call, &shared.facts, &mut out).await;
+    serve::owned(&shared.router, call, &shared.connection, &mut out).await;
     out
 }
 
 /// Serves a request through the router's middleware; the reply to send.
 /// A future of its own, apart from [`serve_owned`]: boxed for every call,
 /// it is kept small.
-async fn serve_layered(shared: Arc<Shared>, call: Owned) -> Vec<u8> {
+async fn serve_layered(shared: Arc<ConnectionContext>, call: Owned) -> Vec<u8> {
     let mut out = Vec::new();
-    serve::layered(&shared.router, call, &shared.facts, &mut out).await;
+    serve::layered(&shared.router, call, &shared.connection, &mut out).await;
     out
 }

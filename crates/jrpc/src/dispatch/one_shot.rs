@@ -124,7 +124,7 @@ pub enum Refusal {
 /// assert!(outcome.refused.is_none());
 /// # });
 /// ```
-pub async fn one_shot(router: &Router, frame: &[u8], facts: &Arc<Extensions>) -> Outcome {
+pub async fn one_shot(router: &Router, frame: &[u8], connection: &Arc<Extensions>) -> Outcome {
     let parsed = parse_frame(frame, router.parse_limits());
     let kind = FrameKind::of(&parsed);
     let tally = Tally::default();
@@ -136,15 +136,15 @@ pub async fn one_shot(router: &Router, frame: &[u8], facts: &Arc<Extensions>) ->
         }
         Ok(Frame::Single(item)) => {
             let mut out = Vec::with_capacity(128);
-            if let Some(item) = serve::inline(router, item, facts, &mut out) {
-                tally.count(serve::awaited(router, item, facts, &mut out).await);
+            if let Some(item) = serve::inline(router, item, connection, &mut out) {
+                tally.count(serve::awaited(router, item, connection, &mut out).await);
             }
             (!out.is_empty()).then(|| out.into())
         }
         Ok(Frame::Batch(items)) => {
             let mut batch = Batch::new(items.len());
             for item in items {
-                if let Some(item) = batch.answer(|out| serve::inline(router, item, facts, out)) {
+                if let Some(item) = batch.answer(|out| serve::inline(router, item, connection, out)) {
                     batch.later(matches!(item, Incoming::Request(_)), item);
                 }
             }
@@ -155,7 +155,7 @@ pub async fn one_shot(router: &Router, frame: &[u8], facts: &Arc<Extensions>) ->
                 batch
                     .run(router.batch_limit(), |item| async move {
                         let mut out = Vec::new();
-                        tally.count(serve::awaited(router, item, facts, &mut out).await);
+                        tally.count(serve::awaited(router, item, connection, &mut out).await);
                         out
                     })
                     .await

@@ -60,14 +60,14 @@ impl Notifications {
     pub(crate) fn push(
         &mut self,
         router: &Router,
-        facts: &Arc<Extensions>,
+        connection: &Arc<Extensions>,
         tasks: &mut JoinSet<()>,
         call: Owned,
     ) {
         self.queue = match std::mem::replace(&mut self.queue, Queue::Closed) {
             Queue::NotStarted(handled) => {
                 let (queue, received) = mpsc::channel(NOTIFICATION_QUEUE);
-                tasks.spawn(worker(router.clone(), Arc::clone(facts), received, handled));
+                tasks.spawn(worker(router.clone(), Arc::clone(connection), received, handled));
                 self.worker_started = true;
                 Queue::Open(queue)
             }
@@ -87,12 +87,12 @@ impl Notifications {
 /// Runs notification handlers one at a time, in arrival order.
 async fn worker(
     router: Router,
-    facts: Arc<Extensions>,
+    connection: Arc<Extensions>,
     mut queue: mpsc::Receiver<Owned>,
     handled: watch::Sender<u64>,
 ) {
     while let Some(call) = queue.recv().await {
-        serve::owned(&router, call, &facts, &mut Vec::new()).await;
+        serve::owned(&router, call, &connection, &mut Vec::new()).await;
         handled.send_modify(|n| *n += 1);
     }
 }

@@ -23,7 +23,7 @@ use crate::router::{notification_dropped, CallInfo, Choice, Router};
 pub(crate) fn inline<'a>(
     router: &Router,
     item: Incoming<'a>,
-    facts: &Arc<Extensions>,
+    connection: &Arc<Extensions>,
     out: &mut Vec<u8>,
 ) -> Option<Incoming<'a>> {
     let table = router.table();
@@ -43,7 +43,7 @@ pub(crate) fn inline<'a>(
             };
             let info = CallInfo {
                 id: Some(&request.id),
-                connection: facts,
+                connection: connection,
                 call: None,
             };
             let RequestRef {
@@ -70,7 +70,7 @@ pub(crate) fn inline<'a>(
             };
             let info = CallInfo {
                 id: None,
-                connection: facts,
+                connection: connection,
                 call: None,
             };
             let NotificationRef { method, params, .. } = &notification;
@@ -88,13 +88,13 @@ pub(crate) fn inline<'a>(
 pub(crate) async fn awaited(
     router: &Router,
     item: Incoming<'_>,
-    facts: &Arc<Extensions>,
+    connection: &Arc<Extensions>,
     out: &mut Vec<u8>,
 ) -> Verdict {
     if router.has_layers() {
         return match item {
-            Incoming::Request(r) => layered(router, Owned::request(r), facts, out).await,
-            Incoming::Notification(n) => layered(router, Owned::notification(n), facts, out).await,
+            Incoming::Request(r) => layered(router, Owned::request(r), connection, out).await,
+            Incoming::Notification(n) => layered(router, Owned::notification(n), connection, out).await,
             Incoming::Invalid(_) | Incoming::Response(_) => Verdict::Served,
         };
     }
@@ -108,7 +108,7 @@ pub(crate) async fn awaited(
         }) => {
             let info = CallInfo {
                 id: Some(&id),
-                connection: facts,
+                connection: connection,
                 call: None,
             };
             let Choice::Later(later) = table.select(&method) else {
@@ -126,7 +126,7 @@ pub(crate) async fn awaited(
         Incoming::Notification(NotificationRef { method, params, .. }) => {
             let info = CallInfo {
                 id: None,
-                connection: facts,
+                connection: connection,
                 call: None,
             };
             let Choice::Later(later) = table.select(&method) else {
@@ -151,14 +151,14 @@ pub(crate) async fn awaited(
 pub(crate) async fn owned(
     router: &Router,
     call: Owned,
-    facts: &Arc<Extensions>,
+    connection: &Arc<Extensions>,
     out: &mut Vec<u8>,
 ) -> Verdict {
     if router.has_layers() {
-        return layered(router, call, facts, out).await;
+        return layered(router, call, connection, out).await;
     }
-    if let Some(item) = inline(router, call.as_incoming(), facts, out) {
-        return awaited(router, item, facts, out).await;
+    if let Some(item) = inline(router, call.as_incoming(), connection, out) {
+        return awaited(router, item, connection, out).await;
     }
     Verdict::Served
 }
@@ -172,7 +172,7 @@ pub(crate) async fn owned(
 pub(crate) async fn layered(
     router: &Router,
     call: Owned,
-    facts: &Arc<Extensions>,
+    connection: &Arc<Extensions>,
     out: &mut Vec<u8>,
 ) -> Verdict {
     let Owned {
@@ -184,7 +184,7 @@ pub(crate) async fn layered(
     // A notification's name is kept for the log line of its failure.
     let name = id.is_none().then(|| Arc::clone(&method));
     let outcome = router
-        .call(Call::new(id.clone(), method, params, Arc::clone(facts)))
+        .handle_call(Call::new(id.clone(), method, params, Arc::clone(connection)))
         .await;
     let verdict = match &outcome {
         Err(error) => Verdict::of(error),

@@ -46,7 +46,7 @@ use state::PeerState;
 use crate::codec::{Framing, Inbound};
 pub use crate::context::ConnectionInfo;
 use crate::context::{Extensions, RequestContext};
-use crate::dispatch::connection::{Bounds, Shared as Dispatch};
+use crate::dispatch::connection::{Bounds, ConnectionContext};
 use crate::dispatch::{outbox, Cancellation};
 use crate::transport::connection::BytesOnly;
 use crate::transport::{CloseReason, Connection, OutFrame};
@@ -290,9 +290,9 @@ impl PeerBuilder {
             });
             PeerState::new(outbox.clone(), config.call_timeout, config.cancel.clone(), stack)
         });
-        let dispatch = Arc::new(Dispatch {
+        let dispatch = Arc::new(ConnectionContext {
             router,
-            facts: Arc::new(extensions),
+            connection: Arc::new(extensions),
             outbox,
             cancellation: config.cancel.clone().map(Cancellation::new),
             kinds,

@@ -14,7 +14,7 @@ use super::state::PeerState;
 use super::writer::write_loop;
 use crate::caller::CallError;
 use crate::codec::Inbound;
-use crate::dispatch::connection::{Bounds, Calls, Engine, Shared};
+use crate::dispatch::connection::{Bounds, Calls, ConnectionContext, Engine};
 use crate::dispatch::outbox::OutboxReceiver;
 use crate::message::{Error, Id};
 use crate::transport::CloseReason as EofReason;
@@ -40,7 +40,7 @@ pub(super) struct Limits {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn start<S, K>(
     shared: Arc<PeerState>,
-    dispatch: Arc<Shared>,
+    dispatch: Arc<ConnectionContext>,
     stream: S,
     sink: K,
     outbox: OutboxReceiver,

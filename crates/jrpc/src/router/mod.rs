@@ -332,8 +332,9 @@ impl Router {
     }
 
     /// Serves one call through the middleware (when any is installed) and
-    /// its handler.
-    pub async fn call(&self, call: Call) -> Result<RawResult, crate::Error> {
+    /// its handler: what the router's [`Service`] impl does, without
+    /// `&mut self` (named apart from `Service::call`, which it would shadow).
+    pub async fn handle_call(&self, call: Call) -> Result<RawResult, crate::Error> {
         if self.has_layers() {
             self.stack().call(call).await
         } else {
@@ -646,7 +647,7 @@ impl Service<Call> for Router {
 
     fn call(&mut self, call: Call) -> Self::Future {
         let router = self.clone();
-        Box::pin(async move { router.call(call).await })
+        Box::pin(async move { router.handle_call(call).await })
     }
 }
 

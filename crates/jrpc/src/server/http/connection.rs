@@ -74,7 +74,7 @@ pub(super) async fn serve_connection<I>(
     let activity = Arc::new(Activity::new());
     let watched = Arc::clone(&activity);
     // What handlers learn of this connection, made once for its requests.
-    let facts = Arc::new(service::connection_facts(info.peer_addr.clone()));
+    let connection = Arc::new(service::connection_facts(info.peer_addr.clone()));
     let client = ClientAddr(info.peer_addr);
     // The full stack (compression both ways, CORS) costs a few microseconds
     // and several future moves per request even when it does nothing, so
@@ -96,7 +96,7 @@ pub(super) async fn serve_connection<I>(
         .service(BoxBody(rpc.clone()));
     // Routes see shutdown begin, so that their streams can end then.
     let route_context = route::RouteContext {
-        connection: Arc::clone(&facts),
+        connection: Arc::clone(&connection),
         shutdown: stop.clone(),
         ..route_context
     };
@@ -132,9 +132,9 @@ pub(super) async fn serve_connection<I>(
             // connection's facts as an argument (no `ClientAddr` in the
             // request's extension map, no boxed body).
             let settings = Arc::clone(&service.settings);
-            let facts = Arc::clone(&facts);
+            let connection = Arc::clone(&connection);
             let reply: BoxFuture<Response<ReplyBody>> = Box::pin(async move {
-                let response = service::serve(&settings, request, facts).await;
+                let response = service::serve(&settings, request, connection).await;
                 drop(answering);
                 Ok(response.map(ReplyBody::Plain))
             });
@@ -175,8 +175,8 @@ pub(super) async fn serve_connection<I>(
         // takes 400 KiB a stream otherwise, 25 MiB a connection).
         .max_send_buf_size((outgoing / MAX_STREAMS as usize).max(16 << 10));
     let io = FirstRequest::new(io, first_request);
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-    tokio::pin!(connection);
+    let served = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    tokio::pin!(served);
     // Both are polled only when they wake, not on each of the connection's
     // wake-ups (see `when_woken`).
     let idle = WhenWoken::new(async {
@@ -188,14 +188,14 @@ pub(super) async fn serve_connection<I>(
     let stopped = WhenWoken::new(stop.cancelled());
     tokio::select! {
         biased;
-        result = connection.as_mut() => {
+        result = served.as_mut() => {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "HTTP connection ended with an error");
             }
         }
         () = stopped => {
-            connection.as_mut().graceful_shutdown();
-            if tokio::time::timeout(grace, connection).await.is_err() {
+            served.as_mut().graceful_shutdown();
+            if tokio::time::timeout(grace, served).await.is_err() {
                 tracing::warn!("HTTP connection still busy after the shutdown grace period; dropping it");
             }
         }
@@ -205,8 +205,8 @@ pub(super) async fn serve_connection<I>(
             // vanished) client may never do: nothing is in flight, so a
             // moment for the GOAWAY to go out is enough.
             tracing::debug!("idle HTTP connection closed");
-            connection.as_mut().graceful_shutdown();
-            let _ = tokio::time::timeout(IDLE_CLOSE_WAIT.min(grace), connection).await;
+            served.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(IDLE_CLOSE_WAIT.min(grace), served).await;
         }
     }
 }

@@ -194,13 +194,13 @@ fn method_not_allowed(allow: &'static str) -> Response<Full<Bytes>> {
 
 /// What a handler learns of an HTTP connection: its [`ConnectionInfo`].
 pub(crate) fn connection_facts(peer_addr: Option<String>) -> Extensions {
-    let mut facts = Extensions::new();
-    facts.insert(ConnectionInfo {
+    let mut connection = Extensions::new();
+    connection.insert(ConnectionInfo {
         transport: "http",
         peer_addr,
         local_addr: None,
     });
-    facts
+    connection
 }
 
 /// Answers one request. `connection` holds the facts of the connection it
