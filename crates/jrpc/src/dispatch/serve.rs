@@ -43,7 +43,7 @@ pub(crate) fn inline<'a>(
             };
             let info = CallInfo {
                 id: Some(&request.id),
-                connection: connection,
+                connection,
                 call: None,
             };
             let RequestRef {
@@ -70,7 +70,7 @@ pub(crate) fn inline<'a>(
             };
             let info = CallInfo {
                 id: None,
-                connection: connection,
+                connection,
                 call: None,
             };
             let NotificationRef { method, params, .. } = &notification;
@@ -108,7 +108,7 @@ pub(crate) async fn awaited(
         }) => {
             let info = CallInfo {
                 id: Some(&id),
-                connection: connection,
+                connection,
                 call: None,
             };
             let Choice::Later(later) = table.select(&method) else {
@@ -126,7 +126,7 @@ pub(crate) async fn awaited(
         Incoming::Notification(NotificationRef { method, params, .. }) => {
             let info = CallInfo {
                 id: None,
-                connection: connection,
+                connection,
                 call: None,
             };
             let Choice::Later(later) = table.select(&method) else {
