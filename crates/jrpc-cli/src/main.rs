@@ -22,7 +22,6 @@ mod connect;
 mod describe;
 mod invoked;
 mod mcp;
-mod mcp_input;
 mod params_check;
 mod pretty;
 mod serve;

@@ -1,0 +1,279 @@
+//! The command line of `jrpc mcp`: its commands and their flags.
+
+use clap::{Args, Subcommand};
+
+/// `jrpc mcp ...`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    pub(super) command: McpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum McpCommand {
+    /// Serve the demo MCP server (revisions 2026-07-28 and 2025-11-25 on one
+    /// endpoint): tools add, echo, sleep, sample, elicit, list_roots, fail
+    /// and bump; resources demo://greeting, demo://counter and
+    /// demo://echo/{text}; prompt greet; logging.
+    Serve(ServeArgs),
+    /// List a server's tools, resources (and templates) and prompts.
+    List(ListArgs),
+    /// Call a tool and print its text (exit 1 when it fails).
+    Call(CallToolArgs),
+    /// Read a resource and print its contents.
+    Read(ReadArgs),
+    /// Get a prompt and print its messages.
+    Prompt(PromptArgs),
+    /// Print the server's change notifications as they come (tool, prompt
+    /// or resource lists; updates of resources by URI) until Ctrl-C or the
+    /// server ends the stream.
+    Watch(WatchArgs),
+    /// Log in to an MCP server over HTTP that asks for OAuth: prints the
+    /// URL to open (runs $BROWSER with it when set), waits for the
+    /// authorization server to send you back, and keeps the tokens under
+    /// $XDG_STATE_HOME/jrpc/oauth/ (else ~/.local/state/jrpc/oauth/).
+    Login(LoginArgs),
+    /// Forget the tokens kept for an MCP server.
+    Logout(LogoutArgs),
+}
+
+/// `jrpc mcp login URL`.
+#[derive(Debug, Args)]
+pub(super) struct LoginArgs {
+    /// The MCP endpoint, http(s)://…/mcp.
+    #[arg(value_name = "URL")]
+    pub(super) url: String,
+
+    #[command(flatten)]
+    pub(super) oauth: OAuthArgs,
+}
+
+/// `jrpc mcp logout URL`.
+#[derive(Debug, Args)]
+pub(super) struct LogoutArgs {
+    /// The MCP endpoint, http(s)://…/mcp.
+    #[arg(value_name = "URL")]
+    pub(super) url: String,
+}
+
+/// Who jrpc is at the authorization server, when it was registered there
+/// beforehand (else it uses dynamic registration).
+#[derive(Debug, Clone, Default, Args)]
+pub(super) struct OAuthArgs {
+    /// A client id registered with the server's authorization server.
+    #[arg(long, value_name = "ID")]
+    pub(super) oauth_client_id: Option<String>,
+
+    /// The secret of that client (a confidential client); from the
+    /// environment, it stays out of `ps` and the shell's history.
+    #[arg(
+        long,
+        value_name = "SECRET",
+        requires = "oauth_client_id",
+        env = "JRPC_OAUTH_CLIENT_SECRET",
+        hide_env_values = true
+    )]
+    pub(super) oauth_client_secret: Option<String>,
+}
+
+/// Which server: an `http(s)://…/mcp` URL (or `tcp://`, `unix:`, `ws://`)
+/// first, or a command after `--`.
+#[derive(Debug, Args)]
+pub(super) struct Client {
+    /// How long each request may take: 500ms, 10s, 2m, 1h.
+    #[arg(long, default_value = "60s", value_parser = crate::call::parse_duration)]
+    pub(super) timeout: std::time::Duration,
+
+    /// A header for an http(s):// server, 'Name: value'. Repeatable.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    pub(super) headers: Vec<String>,
+
+    /// Send 'Authorization: Bearer TOKEN' to an http(s):// server.
+    #[arg(long, value_name = "TOKEN")]
+    pub(super) bearer: Option<String>,
+
+    /// Show the wire on stderr: every frame sent and received (and HTTP
+    /// heads), as `jrpc call -v` does, and the protocol revision spoken.
+    #[arg(short = 'v', long)]
+    pub(super) verbose: bool,
+
+    /// The protocol revision to speak: 2026-07-28, 2025-11-25, ..., or
+    /// `legacy` (the initialize handshake). Found out from the server by
+    /// default.
+    #[arg(long, value_name = "VERSION|legacy", value_parser = parse_protocol)]
+    pub(super) protocol_version: Option<jrpc_mcp::client::ProtocolChoice>,
+
+    /// When the server asks for input (an elicitation), decline instead of
+    /// asking on the terminal; when it asks for a login (OAuth), fail
+    /// (exit 3) instead of starting one: run `jrpc mcp login URL` first.
+    #[arg(long)]
+    pub(super) no_input: bool,
+
+    #[command(flatten)]
+    pub(super) oauth: OAuthArgs,
+
+    /// A server to spawn and talk to over its stdin/stdout.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub(super) command: Vec<String>,
+}
+
+fn parse_protocol(text: &str) -> Result<jrpc_mcp::client::ProtocolChoice, String> {
+    text.parse()
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ListArgs {
+    /// [TARGET] and what to list: tools, resources or prompts (all three
+    /// when omitted).
+    #[arg(value_name = "[TARGET] [tools|resources|prompts]")]
+    pub(super) words: Vec<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct CallToolArgs {
+    /// [TARGET] TOOL and its arguments as k=v (v is JSON when it parses,
+    /// else a string).
+    #[arg(value_name = "[TARGET] TOOL [K=V]", allow_negative_numbers = true)]
+    pub(super) words: Vec<String>,
+    /// The whole arguments object as JSON; with it, print the structured
+    /// result (or the whole result) as JSON.
+    #[arg(long, value_name = "ARGS", num_args = 0..=1, default_missing_value = "")]
+    pub(super) json: Option<String>,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct WatchArgs {
+    /// [TARGET] and what to watch: tools, prompts, resources (their lists)
+    /// and resource URIs (their updates); all three lists when omitted.
+    #[arg(value_name = "[TARGET] [tools|prompts|resources|URI...]")]
+    pub(super) words: Vec<String>,
+    /// Print each notification as a line of JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ReadArgs {
+    /// [TARGET] URI.
+    #[arg(value_name = "[TARGET] URI")]
+    pub(super) words: Vec<String>,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct PromptArgs {
+    /// [TARGET] NAME and its arguments as k=v (values are strings).
+    #[arg(value_name = "[TARGET] NAME [K=V]")]
+    pub(super) words: Vec<String>,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub(super) struct Transport {
+    /// Serve one session over stdin/stdout (newline-delimited JSON-RPC;
+    /// logs go to stderr). Ends when stdin closes.
+    #[arg(long)]
+    pub(super) stdio: bool,
+
+    /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8000; port
+    /// 0 picks a free port), until SIGTERM or Ctrl-C.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_listen_addr)]
+    pub(super) http: Option<String>,
+
+    /// Serve sessions over TCP at ADDR, one per connection, newline-delimited
+    /// JSON-RPC (clients: `jrpc mcp list tcp://ADDR`), until SIGTERM or Ctrl-C.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_listen_addr)]
+    pub(super) tcp: Option<String>,
+
+    /// Serve sessions over a Unix socket at PATH, one per connection.
+    #[arg(long, value_name = "PATH")]
+    pub(super) unix: Option<String>,
+
+    /// Serve sessions over WebSocket at ws://ADDR (any path), one per
+    /// connection, one JSON-RPC message per WebSocket message.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_listen_addr)]
+    pub(super) ws: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ServeArgs {
+    #[command(flatten)]
+    pub(super) transport: Transport,
+
+    /// Also serve the fixture tools, resources and prompts the official MCP
+    /// conformance suite (npm @modelcontextprotocol/conformance) calls in its
+    /// server scenarios.
+    #[arg(long)]
+    pub(super) conformance: bool,
+
+    /// With --http: a host name the Host header may name besides localhost,
+    /// 127.0.0.1, [::1] and the address served (DNS-rebinding protection
+    /// refuses others with 421). Repeatable.
+    #[arg(long, value_name = "HOST")]
+    pub(super) allow_host: Vec<String>,
+
+    /// With --http: an origin (scheme://host[:port]) whose pages may call
+    /// besides those on an allowed host (others get 403). Repeatable.
+    #[arg(long, value_name = "ORIGIN")]
+    pub(super) allow_origin: Vec<String>,
+
+    /// With --http: answer tools/call, resources/read and prompts/get with
+    /// a JSON body instead of an SSE stream, unless the handler sends
+    /// progress, a log line or a request before its reply.
+    #[arg(long)]
+    pub(super) json_response: bool,
+
+    /// With --http: require OAuth access tokens (JWTs) issued by the
+    /// authorization server at URL. The protected resource metadata at
+    /// /.well-known/oauth-protected-resource/mcp names it; a token must
+    /// name the endpoint (http://ADDR/mcp, or --oauth-resource) as its
+    /// audience.
+    #[arg(long, value_name = "URL")]
+    pub(super) oauth_issuer: Option<String>,
+
+    /// The endpoint's canonical URL as clients reach it (behind a proxy):
+    /// the metadata's resource and the audience tokens must name.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub(super) oauth_resource: Option<String>,
+
+    /// The audience tokens must name, when it is not the resource.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub(super) oauth_audience: Option<String>,
+
+    /// A scope every request's token must grant. Repeatable.
+    #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
+    pub(super) oauth_scope: Vec<String>,
+
+    /// A scope a tool's calls need besides those of --oauth-scope
+    /// (TOOL=SCOPE); a token without it gets 403 insufficient_scope.
+    /// Repeatable.
+    #[arg(long, value_name = "TOOL=SCOPE", requires = "oauth_issuer")]
+    pub(super) oauth_tool_scope: Vec<String>,
+}
+
+impl McpArgs {
+    /// Whether to show the wire (`-v` on a client command).
+    pub fn verbose(&self) -> bool {
+        let client = match &self.command {
+            McpCommand::Serve(_) | McpCommand::Login(_) | McpCommand::Logout(_) => return false,
+            McpCommand::List(a) => &a.client,
+            McpCommand::Call(a) => &a.client,
+            McpCommand::Read(a) => &a.client,
+            McpCommand::Prompt(a) => &a.client,
+            McpCommand::Watch(a) => &a.client,
+        };
+        client.verbose
+    }
+}

@@ -1,0 +1,107 @@
+//! `jrpc mcp serve`: the demo MCP server over stdio, HTTP, TCP, a Unix
+//! socket or WebSocket.
+
+use anyhow::Context as _;
+use jrpc::codec::Framing;
+
+use super::args::ServeArgs;
+
+/// Serves until stdin ends (`--stdio`) or until SIGTERM or Ctrl-C.
+pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
+    let server = if serve.conformance {
+        jrpc_mcp::demo::conformance_server()
+    } else {
+        jrpc_mcp::demo::server()
+    };
+    let listening = |serving: &jrpc::server::Serving| note!("jrpc: MCP at {}", serving.local_addr());
+    let transport = &serve.transport;
+    let max_frame_len = jrpc::message::Limits::DEFAULT_MAX_FRAME_LEN;
+    if let Some(addr) = &transport.tcp {
+        let listener = jrpc::transport::tcp::TcpListener::bind(addr.as_str(), Framing::Ndjson, max_frame_len)
+            .await
+            .with_context(|| format!("listening on --tcp {addr}"))?;
+        return serve_until_stopped(server.serve(listener), listening).await;
+    }
+    if let Some(path) = &transport.unix {
+        #[cfg(unix)]
+        {
+            let listener = jrpc::transport::unix::UnixListener::bind(path, Framing::Ndjson, max_frame_len)
+                .await
+                .with_context(|| format!("listening on --unix {path}"))?;
+            return serve_until_stopped(server.serve(listener), listening).await;
+        }
+        #[cfg(not(unix))]
+        anyhow::bail!("--unix {path}: Unix sockets are not available on this platform");
+    }
+    if let Some(addr) = &transport.ws {
+        let listener = jrpc::transport::ws::WsListener::bind(addr.as_str(), Default::default())
+            .await
+            .with_context(|| format!("listening on --ws {addr}"))?;
+        return serve_until_stopped(server.serve(listener), listening).await;
+    }
+    match &transport.http {
+        Some(addr) => {
+            let mut options = jrpc_mcp::http::HttpOptions::default().json_response(serve.json_response);
+            for host in &serve.allow_host {
+                options = options.allow_host(host);
+            }
+            for origin in &serve.allow_origin {
+                options = options.allow_origin(origin);
+            }
+            if let Some(issuer) = &serve.oauth_issuer {
+                options = options.oauth(oauth_settings(issuer, &serve)?);
+            }
+            let serving = server
+                .serve_http(addr.as_str(), options)
+                .await
+                .with_context(|| format!("listening on --http {addr}"))?;
+            serve_until_stopped(serving, |serving| {
+                note!("jrpc: MCP (Streamable HTTP) at {}/mcp", serving.local_addr())
+            })
+            .await
+        }
+        None => {
+            let reason = server.serve_stdio().await;
+            tracing::info!(%reason, "MCP session ended");
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The OAuth settings of `jrpc mcp serve --http … --oauth-issuer URL`.
+fn oauth_settings(issuer: &str, serve: &ServeArgs) -> anyhow::Result<jrpc_mcp::http::OAuth> {
+    crate::serve::check_issuer_url(issuer)?;
+    let mut oauth = jrpc_mcp::http::OAuth::issuer(issuer).require_scopes(serve.oauth_scope.iter().cloned());
+    if let Some(resource) = &serve.oauth_resource {
+        oauth = oauth.resource(resource);
+    }
+    if let Some(audience) = &serve.oauth_audience {
+        oauth = oauth.audience(audience);
+    }
+    for rule in &serve.oauth_tool_scope {
+        let Some((tool, scope)) = rule
+            .split_once('=')
+            .filter(|(t, s)| !t.is_empty() && !s.is_empty())
+        else {
+            anyhow::bail!("--oauth-tool-scope {rule:?}: expected TOOL=SCOPE");
+        };
+        oauth = oauth.tool_scope(tool, scope);
+    }
+    Ok(oauth)
+}
+
+/// Serves until SIGTERM or Ctrl-C (or until shut down from elsewhere), then
+/// lets the sessions finish within the grace period.
+async fn serve_until_stopped(
+    serving: jrpc::server::Serving,
+    announce: impl FnOnce(&jrpc::server::Serving),
+) -> anyhow::Result<std::process::ExitCode> {
+    announce(&serving);
+    let stop = serving.shutdown_token();
+    tokio::select! {
+        () = crate::serve::shutdown_signal() => stop.cancel(),
+        () = stop.cancelled() => {}
+    }
+    serving.shutdown().await;
+    Ok(std::process::ExitCode::SUCCESS)
+}

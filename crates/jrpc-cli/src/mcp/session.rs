@@ -1,0 +1,279 @@
+//! What the client commands share: connecting (a URL, a command, a login
+//! when the server asks for one), failures as exit codes, and how values
+//! print.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use jrpc_mcp::client::oauth::{FileStore, LoopbackAuthorizer, MemoryStore, OAuthClient, OAuthError};
+use jrpc_mcp::client::{McpClient, McpClientError};
+use jrpc_mcp::types::{ContentBlock, ResourceContents};
+
+use super::args::{Client, OAuthArgs};
+use crate::call::{report, Failure};
+
+pub(super) fn finish(outcome: Result<ExitCode, Failure>) -> ExitCode {
+    outcome.unwrap_or_else(report)
+}
+
+pub(super) fn failure(e: McpClientError) -> Failure {
+    if let Some(oauth) = e.authorization() {
+        return login_failure(oauth);
+    }
+    match e {
+        McpClientError::Call(e) => Failure::from(e),
+        McpClientError::ResourceNotFound { error, .. } => Failure::Rpc(error),
+        other => Failure::Transport(other.into()),
+    }
+}
+
+/// A login that could not happen here says what to do instead.
+pub(super) fn login_failure(e: &OAuthError) -> Failure {
+    match e {
+        OAuthError::LoginNeeded(url) => Failure::Transport(anyhow::anyhow!(
+            "{url} asks you to log in (OAuth), and there is no one to ask here (--no-input, or stdin is not a terminal): run `jrpc mcp login {url}` first"
+        )),
+        other => Failure::Transport(anyhow::anyhow!("authorization failed: {other}")),
+    }
+}
+
+/// How jrpc logs in to servers that ask (OAuth): tokens kept in the
+/// user's state folder; the browser step only when someone is there
+/// to take it (`interactive`).
+pub(super) fn oauth_client(args: &OAuthArgs, interactive: bool) -> OAuthClient {
+    let mut oauth = OAuthClient::builder().client_name("jrpc");
+    oauth = match FileStore::default_dir() {
+        Some(dir) => oauth.store(FileStore::new(dir)),
+        None => oauth.store(MemoryStore::new()),
+    };
+    if let Some(id) = &args.oauth_client_id {
+        oauth = oauth.client_id(id);
+    }
+    if let Some(secret) = &args.oauth_client_secret {
+        oauth = oauth.client_secret(secret);
+    }
+    if interactive {
+        oauth = oauth.authorizer(LoopbackAuthorizer::new().on_url(show_login_url));
+    }
+    oauth.build()
+}
+
+/// Shows the URL to open, and opens it with `$BROWSER` when set.
+pub(super) fn show_login_url(url: &str) {
+    eprintln!("jrpc: this server asks you to log in. Open this URL in your browser:\n\n  {url}\n");
+    if let Some(browser) = std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {
+        let browser = browser.to_string_lossy().into_owned();
+        let mut words = browser.split_whitespace();
+        if let Some(program) = words.next() {
+            let spawned = std::process::Command::new(program)
+                .args(words)
+                .arg(url)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .spawn();
+            if let Err(e) = spawned {
+                eprintln!("jrpc: could not run $BROWSER ({browser}): {e}");
+            }
+        }
+    }
+    eprintln!("jrpc: waiting for the authorization server to send you back (Ctrl-C to give up)…");
+}
+
+pub(super) fn usage(text: impl Into<String>) -> Failure {
+    Failure::Usage(anyhow::anyhow!(text.into()))
+}
+
+/// Splits off the TARGET: there is none when a command follows `--`.
+pub(super) fn target(words: Vec<String>, client: &Client) -> Result<(Option<String>, Vec<String>), Failure> {
+    if !client.command.is_empty() {
+        return Ok((None, words));
+    }
+    let mut words = words.into_iter();
+    match words.next() {
+        Some(url) if jrpc::transport::dial::Scheme::of(&url).is_some() => Ok((Some(url), words.collect())),
+        Some(other) => Err(usage(format!(
+            "{other:?} is not a server: give an http(s)://…/mcp URL (or tcp://, unix:, ws://) first, or a command after --"
+        ))),
+        None => Err(usage(
+            "no server: give an http(s)://…/mcp URL (or tcp://, unix:, ws://), or a command after --",
+        )),
+    }
+}
+
+/// Connects, showing the server's progress and logs on stderr.
+pub(super) async fn connect(url: Option<String>, client: &Client) -> Result<McpClient, Failure> {
+    connect_as(url, client, false).await
+}
+
+/// As [`connect`]; with `own_group`, a server started with `-- COMMAND`
+/// runs in a process group of its own, so that Ctrl-C at a terminal
+/// reaches only jrpc, which then stops the server itself (for `watch`,
+/// where Ctrl-C is how one ends and must not look like the server
+/// failing).
+pub(super) async fn connect_as(
+    url: Option<String>,
+    client: &Client,
+    own_group: bool,
+) -> Result<McpClient, Failure> {
+    let bar = std::io::stderr().is_terminal();
+    let builder = McpClient::builder("jrpc", env!("CARGO_PKG_VERSION"))
+        .call_timeout(client.timeout)
+        .on_progress(move |p| {
+            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+            let message = p.message.clone().unwrap_or_default();
+            if bar {
+                let filled = p
+                    .total
+                    .filter(|t| *t > 0.0)
+                    .map_or(0, |t| ((p.progress / t).clamp(0.0, 1.0) * 30.0) as usize);
+                eprint!(
+                    "\r[{}{}] {}{total} {message}\x1b[K",
+                    "#".repeat(filled),
+                    " ".repeat(30 - filled),
+                    p.progress
+                );
+                let _ = std::io::stderr().flush();
+            } else {
+                eprintln!("progress {}{total} {message}", p.progress);
+            }
+        })
+        .on_log(move |m| {
+            if bar {
+                eprint!("\r\x1b[K");
+            }
+            let logger = m.logger.map(|l| format!(" {l}")).unwrap_or_default();
+            eprintln!("log [{}]{logger}: {}", m.level, m.data);
+        });
+    let no_input = client.no_input;
+    let mut builder = builder
+        .protocol(client.protocol_version.clone().unwrap_or_default())
+        .elicitation(move |params| async move {
+            if no_input {
+                eprintln!(
+                    "jrpc: the server asks for input ({}); declined (--no-input)",
+                    params.message
+                );
+                return Ok(super::input::declined());
+            }
+            Ok(tokio::task::spawn_blocking(move || super::input::ask(&params))
+                .await
+                .unwrap_or_else(|_| super::input::declined()))
+        })
+        .sampling(|_| async {
+            eprintln!(
+                "jrpc: the server asks for a sampling (an LLM completion); declined: jrpc mcp has no model"
+            );
+            Err(jrpc::Error::new(-1, "Sampling declined").with_data("jrpc mcp has no model to sample with"))
+        });
+    // An Authorization header of the user's own turns OAuth off.
+    let mut own_authorization = false;
+    for header in &client.headers {
+        let (name, value) = header
+            .split_once(':')
+            .ok_or_else(|| usage(format!("-H {header:?}: expected 'Name: value'")))?;
+        own_authorization |= name.trim().eq_ignore_ascii_case("authorization");
+        builder = builder.header(name.trim(), value.trim());
+    }
+    if let Some(token) = &client.bearer {
+        builder = builder.header("Authorization", format!("Bearer {}", token.trim()));
+    } else if !own_authorization {
+        // A server that asks for a login gets one: from the tokens kept
+        // by `jrpc mcp login`, else the browser flow when someone is at
+        // the terminal.
+        let interactive = !client.no_input && std::io::stdin().is_terminal();
+        builder = builder.oauth(oauth_client(&client.oauth, interactive));
+    }
+    let name = url.clone().unwrap_or_else(|| client.command.join(" "));
+    let connected = match url.as_deref() {
+        Some(url) => {
+            return builder
+                .connect_url(url)
+                .await
+                .map_err(|e| not_mcp_here(e, url).naming(&name))
+        }
+        None => {
+            let mut command = tokio::process::Command::new(&client.command[0]);
+            command.args(&client.command[1..]);
+            #[cfg(unix)]
+            if own_group {
+                command.process_group(0);
+            }
+            #[cfg(not(unix))]
+            let _ = own_group;
+            builder.spawn(command).await
+        }
+    };
+    // Failing to start or to initialize: say which server.
+    connected.map_err(|e| failure(e).naming(&name))
+}
+
+/// An HTTP server that does not know `initialize` (or has nothing at
+/// that path) is not an MCP endpoint there: say so, and where one
+/// usually is.
+pub(super) fn not_mcp_here(e: McpClientError, url: &str) -> Failure {
+    let http_status = match &e {
+        McpClientError::Call(call) => call
+            .transport_error::<jrpc::client::HttpError>()
+            .map(|http| http.status),
+        _ => None,
+    };
+    let not_found = e.rpc().is_some_and(|rpc| rpc.code() == -32601) || matches!(http_status, Some(404 | 405));
+    if !not_found {
+        return failure(e);
+    }
+    let trimmed = url.trim_end_matches('/');
+    let hint = if trimmed.ends_with("/mcp") {
+        String::new()
+    } else {
+        format!(
+            "; MCP servers serve Streamable HTTP at a path of their own, most often /mcp: try {trimmed}/mcp"
+        )
+    };
+    Failure::Transport(anyhow::anyhow!(
+        "not an MCP endpoint: it answered initialize with {e}{hint}"
+    ))
+}
+
+pub(super) fn end_bar() {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[K");
+    }
+}
+
+pub(super) fn content_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Image(i) => format!("[image, {}, {} bytes of base64]", i.mime_type, i.data.len()),
+        ContentBlock::Audio(a) => format!("[audio, {}, {} bytes of base64]", a.mime_type, a.data.len()),
+        ContentBlock::ResourceLink(l) => format!("[resource link {}]", l.uri),
+        ContentBlock::Resource(r) => match &r.resource {
+            ResourceContents::Text(t) => t.text.clone(),
+            ResourceContents::Blob(b) => {
+                format!("[resource {}, {} bytes of base64]", b.uri, b.blob.len())
+            }
+        },
+    }
+}
+
+/// `k=v` words as an object; values are JSON when they parse as JSON.
+pub(super) fn key_values(
+    words: &[String],
+    json_values: bool,
+) -> Result<serde_json::Map<String, serde_json::Value>, Failure> {
+    let mut map = serde_json::Map::new();
+    for word in words {
+        // The rule of `jrpc call` and `jrpc connect`: only NAME=VALUE
+        // words name an argument.
+        let (Some((key, value)), true) = (word.split_once('='), crate::call::is_named(word)) else {
+            return Err(usage(format!(
+                "{word:?} is not NAME=VALUE: arguments are named (a value with = in it goes after the name: k='\"a=b\"')"
+            )));
+        };
+        let value = match serde_json::from_str(value) {
+            Ok(json) if json_values => json,
+            _ => serde_json::Value::String(value.to_owned()),
+        };
+        map.insert(key.to_owned(), value);
+    }
+    Ok(map)
+}
