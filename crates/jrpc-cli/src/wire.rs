@@ -11,6 +11,7 @@ use http_body_util::BodyExt;
 use jrpc::client::HttpClient;
 use jrpc::codec::Inbound;
 use jrpc::message::Limits;
+use jrpc::transport::dial::{dialer, DialOptions, Scheme};
 use jrpc::transport::{Dialer, FrameSink, FrameStream};
 
 use crate::target::{ConnectArgs, Target};
@@ -118,21 +119,10 @@ impl Wire {
                 }
                 return Ok(Wire::Http(builder.http(url)?));
             }
-            Target::Url(url) if url.starts_with("tcp://") => {
-                jrpc::transport::tcp::TcpDialer::new(
-                    url.trim_start_matches("tcp://").trim_end_matches('/'),
-                    args.framing,
-                    max,
-                )
-                .dial()
-                .await?
-            }
-            Target::Url(url) if url.starts_with("udp://") => {
-                jrpc::transport::udp::UdpDialer::new(url.trim_start_matches("udp://").trim_end_matches('/'))
-                    .dial()
-                    .await?
-            }
-            Target::Url(url) if url.starts_with("ws://") || url.starts_with("wss://") => {
+            Target::Url(url) => {
+                // Every other scheme through the library's one table of
+                // dialers, as `jrpc call` and the clients reach them.
+                let mut options = DialOptions::default().framing(args.framing).max_frame_len(max);
                 let mut headers = http::HeaderMap::new();
                 for (name, value) in extra {
                     headers.append(
@@ -140,37 +130,21 @@ impl Wire {
                         http::HeaderValue::from_str(value)?,
                     );
                 }
-                let mut dialer = jrpc::transport::ws::WsDialer::new(url.as_str()).headers(headers);
+                options = options.headers(headers);
                 if let Some(path) = &args.dial.cacert {
                     // A self-signed wss:// server, as for call.
                     let roots = jrpc::transport::tls::load_certs(path)?;
-                    dialer = dialer.tls(jrpc::transport::tls::client_config(roots, &[b"http/1.1"])?);
+                    options = options.tls(jrpc::transport::tls::client_config(roots, &[b"http/1.1"])?);
                 }
-                dialer.dial().await?
-            }
-            #[cfg(unix)]
-            Target::Url(url) if url.starts_with("unix:") => {
-                let path = url.trim_start_matches("unix://").trim_start_matches("unix:");
-                jrpc::transport::unix::UnixDialer::new(path, args.framing, max)
-                    .dial()
-                    .await?
-            }
-            #[cfg(feature = "nats")]
-            Target::Url(url) if url.starts_with("nats://") => {
-                jrpc::transport::nats::NatsDialer::from_target(url)?.dial().await?
-            }
-            #[cfg(feature = "mqtt")]
-            Target::Url(url) if url.starts_with("mqtt://") => {
-                jrpc::transport::mqtt::MqttDialer::from_target(url)?.dial().await?
-            }
-            #[cfg(feature = "amqp")]
-            Target::Url(url) if url.starts_with("amqp://") => {
-                jrpc::transport::amqp::AmqpDialer::from_target(url)?.dial().await?
-            }
-            Target::Url(url) => {
-                return Err(anyhow!(
-                    "{url}: expected tcp://, udp://, unix:, http(s)://, ws(s)://, nats://, mqtt://, amqp:// or -- COMMAND"
-                ))
+                match dialer(url, &options) {
+                    Ok(dialer) => dialer.dial().await?,
+                    Err(e) if Scheme::of(url).is_none() => {
+                        return Err(anyhow!(
+                            "{url}: expected tcp://, udp://, unix:, http(s)://, ws(s)://, nats://, mqtt://, amqp:// or -- COMMAND ({e})"
+                        ))
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
             Target::Command(words) => {
                 let words = words.clone();
