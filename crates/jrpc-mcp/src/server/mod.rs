@@ -64,7 +64,7 @@ use std::time::Duration;
 use jrpc::codec::Framing;
 use jrpc::peer::{CancelProtocol, Peer, PeerBuilder};
 use jrpc::transport::Connection;
-use jrpc::{ConnectionConfig, Error, Router};
+use jrpc::{ConnectionConfig, Error};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -296,7 +296,7 @@ impl McpServer {
     ///
     /// # async fn run(mcp: jrpc_mcp::McpServer) -> std::io::Result<()> {
     /// let listener = UnixListener::bind("/tmp/mcp.sock", Default::default(), 1 << 20).await?;
-    /// let serving = Server::new(jrpc::Router::new())
+    /// let serving = Server::per_connection()
     ///     .max_connections(64)
     ///     .serve_with(listener, move |_| mcp.peer_builder());
     /// # serving.shutdown().await;
@@ -321,7 +321,7 @@ impl McpServer {
     /// [`Server::serve_with`](jrpc::server::Server::serve_with).
     pub fn serve(&self, listener: impl jrpc::transport::Listener) -> jrpc::server::Serving {
         let server = self.clone();
-        jrpc::server::Server::new(Router::new()).serve_with(listener, move |_| server.peer_builder())
+        jrpc::server::Server::per_connection().serve_with(listener, move |_| server.peer_builder())
     }
 
     /// Serves one session on this process's stdin and stdout until stdin

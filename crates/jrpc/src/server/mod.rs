@@ -80,6 +80,13 @@ impl Server {
         }
     }
 
+    /// A server whose connections each bring their own router, through
+    /// [`serve_with`](Self::serve_with): its settings (connection bound,
+    /// shutdown grace, metrics) with no methods of its own.
+    pub fn per_connection() -> Self {
+        Server::new(Router::new())
+    }
+
     /// The most bytes held in unfinished frames across all connections of
     /// the listeners this server binds (default 256 MiB,
     /// [`BufferBudget::DEFAULT`]): a number of bytes, or a budget shared
@@ -336,7 +343,7 @@ impl Server {
     ///
     /// # async fn run() -> std::io::Result<()> {
     /// let listener = TcpListener::bind("127.0.0.1:0", Default::default(), 1 << 20).await?;
-    /// let serving = Server::new(Router::new()).serve_with(listener, |info| {
+    /// let serving = Server::per_connection().serve_with(listener, |info| {
     ///     // Each client is greeted by the address it came from.
     ///     let from = info.peer_addr.clone().unwrap_or_default();
     ///     let router = Router::new().sync_method("whoami", move || Ok(from.clone()));
