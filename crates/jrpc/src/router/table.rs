@@ -62,6 +62,7 @@ pub(crate) enum Started {
 impl Table {
     /// What answers a call to `method`: one hash lookup for the common
     /// case (a method).
+    #[inline]
     pub(crate) fn select(&self, method: &str) -> Choice<'_> {
         if let Some(handler) = self.methods.get(method) {
             return match handler {
@@ -88,6 +89,7 @@ impl Table {
     /// `out` (`null` from a notification handler, the OpenRPC document for
     /// `rpc.discover`); a handler's panic is `-32603`. On an error, `out`
     /// may hold part of a result: the caller cuts it.
+    #[inline]
     pub(crate) fn run_now(
         &self,
         now: Now<'_>,
@@ -115,6 +117,7 @@ impl Table {
     /// spot, so a bad call fails before any future is made); a handler's
     /// panic is `-32603`. The future borrows nothing: it may be moved to
     /// another task.
+    #[inline]
     pub(crate) fn start(
         &self,
         later: Later<'_>,
