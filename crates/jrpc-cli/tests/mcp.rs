@@ -533,7 +533,8 @@ fn the_client_commands_speak_either_era_and_answer_input() {
 }
 
 /// Issue 31: `jrpc mcp watch URL demo://counter` prints each update as it
-/// comes, in both eras, and exits 0 on Ctrl-C (SIGINT).
+/// comes, in both eras, and exits 0 on Ctrl-C (SIGINT). A watch outlasts
+/// `--timeout`, which bounds each request, not the stream.
 #[test]
 fn watch_prints_changes_until_interrupted() {
     use std::io::BufRead as _;
@@ -541,7 +542,16 @@ fn watch_prints_changes_until_interrupted() {
     let jrpc = env!("CARGO_BIN_EXE_jrpc");
     for pin in ["2026-07-28", "legacy"] {
         let mut watch = Command::new(jrpc)
-            .args(["mcp", "watch", &url, "demo://counter", "--protocol-version", pin])
+            .args([
+                "mcp",
+                "watch",
+                &url,
+                "demo://counter",
+                "--protocol-version",
+                pin,
+                "--timeout",
+                "2s",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -553,6 +563,8 @@ fn watch_prints_changes_until_interrupted() {
         assert!(line.starts_with("jrpc: watching demo://counter"), "{line}");
         let mut out = std::io::BufReader::new(watch.stdout.take().unwrap());
         let mut seen = String::new();
+        // Past the watch's --timeout: its stream is still open.
+        std::thread::sleep(Duration::from_secs(3));
         let bumped = Command::new(jrpc)
             .args(["mcp", "call", &url, "bump", "--protocol-version", pin])
             .output()

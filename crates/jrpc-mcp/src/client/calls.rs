@@ -446,7 +446,15 @@ impl McpClient {
                             }
                         };
                         let ended = http
-                            .call_with(&version, "subscriptions/listen", &params, None, &[], &notify)
+                            .call_with(
+                                &version,
+                                "subscriptions/listen",
+                                &params,
+                                None,
+                                &[],
+                                &notify,
+                                LISTENING,
+                            )
                             .await;
                         if let Err(e) = ended {
                             let _ = tx.send(Err(e.into()));

@@ -100,14 +100,24 @@ impl ModernHttp {
         name: Option<&str>,
         param_headers: &[(String, String)],
     ) -> Result<Box<RawValue>, CallError> {
-        self.call_with(version, method, params, name, param_headers, &*self.notify)
-            .await
+        self.call_with(
+            version,
+            method,
+            params,
+            name,
+            param_headers,
+            &*self.notify,
+            self.timeout,
+        )
+        .await
     }
 
     /// [`call`](Self::call), the notifications of the request's stream
     /// handed to `notify` (a subscription's own). The call (its attempts,
-    /// its answer's stream) takes at most the client's call timeout: then
+    /// its answer's stream) takes at most `timeout` (the client's call
+    /// timeout; a listen stream's is as long as it is wanted): then
     /// [`CallError::Timeout`], and its stream is closed.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn call_with(
         &self,
         version: &str,
@@ -116,8 +126,9 @@ impl ModernHttp {
         name: Option<&str>,
         param_headers: &[(String, String)],
         notify: &(dyn Fn(&str, Option<serde_json::Value>) + Send + Sync),
+        timeout: Duration,
     ) -> Result<Box<RawValue>, CallError> {
-        let deadline = Deadline::after(self.timeout);
+        let deadline = Deadline::after(timeout);
         let request = Outgoing {
             version,
             method,
