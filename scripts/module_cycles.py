@@ -83,9 +83,11 @@ def strip_code(text):
 # (`#[cfg(test)] mod name {`, also `cfg(all(test, ...))`) and what a macro
 # generates (`quote! {`, `quote_spanned!(span => {`).
 TEST_ATTR = r"#\[cfg\((?:all\()?test\b[^\]]*\]\s*"
-TEST_MODULE = TEST_ATTR + r"(pub(\([^)]*\))?\s+)?mod\s+" + IDENT + r"\s*\{"
+# Other attributes may stand between `#[cfg(test)]` and the item.
+OTHER_ATTRS = r"(?:#\[[^\]]*\]\s*)*"
+TEST_MODULE = TEST_ATTR + OTHER_ATTRS + r"(pub(\([^)]*\))?\s+)?mod\s+" + IDENT + r"\s*\{"
 # `#[cfg(test)] mod tests;` and `#[cfg(test)] use ...;`: dropped to the `;`.
-TEST_ITEM = TEST_ATTR + r"(?:pub(?:\([^)]*\))?\s+)?(?:mod|use)\s[^;{]*;"
+TEST_ITEM = TEST_ATTR + OTHER_ATTRS + r"(?:pub(?:\([^)]*\))?\s+)?(?:mod\s+" + IDENT + r"\s*;|use\s[^;]*;)"
 QUOTED = r"\bquote(?:_spanned)?!\s*(?:\([^)]*=>\s*)?\{"
 
 

@@ -123,26 +123,26 @@ impl Wire {
                 // Every other scheme through the library's one table of
                 // dialers, as `jrpc call` and the clients reach them.
                 let mut options = DialOptions::default().framing(args.framing).max_frame_len(max);
-                let mut headers = http::HeaderMap::new();
-                for (name, value) in extra {
-                    headers.append(
-                        http::HeaderName::from_bytes(name.as_bytes())?,
-                        http::HeaderValue::from_str(value)?,
-                    );
-                }
-                options = options.headers(headers);
-                if let Some(path) = &args.dial.cacert {
-                    // A self-signed wss:// server, as for call.
-                    let roots = jrpc::transport::tls::load_certs(path)?;
-                    options = options.tls(jrpc::transport::tls::client_config(roots, &[b"http/1.1"])?);
+                // Headers and a CA are a WebSocket's (its upgrade request);
+                // other schemes have no use for them.
+                if Scheme::of(url) == Some(Scheme::WebSocket) {
+                    let mut headers = http::HeaderMap::new();
+                    for (name, value) in extra {
+                        headers.append(
+                            http::HeaderName::from_bytes(name.as_bytes())?,
+                            http::HeaderValue::from_str(value)?,
+                        );
+                    }
+                    options = options.headers(headers);
+                    if let Some(path) = &args.dial.cacert {
+                        // A self-signed wss:// server, as for call.
+                        let roots = jrpc::transport::tls::load_certs(path)?;
+                        options = options.tls(jrpc::transport::tls::client_config(roots, &[b"http/1.1"])?);
+                    }
                 }
                 match dialer(url, &options) {
                     Ok(dialer) => dialer.dial().await?,
-                    Err(e) if Scheme::of(url).is_none() => {
-                        return Err(anyhow!(
-                            "{url}: expected tcp://, udp://, unix:, http(s)://, ws(s)://, nats://, mqtt://, amqp:// or -- COMMAND ({e})"
-                        ))
-                    }
+                    Err(e) if Scheme::of(url).is_none() => return Err(anyhow!("{e}, or -- COMMAND")),
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -412,4 +412,18 @@ pub(crate) fn raw_ids(frame: &[u8]) -> Vec<String> {
     serde_json::from_slice::<Vec<WithId<'_>>>(frame)
         .map(|all| all.into_iter().map(|r| r.id.get().to_owned()).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_ids_keep_their_digits() {
+        assert_eq!(
+            raw_ids(br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":1}"#),
+            ["123456789012345678901234567890"]
+        );
+        assert_eq!(raw_ids(br#"[{"id":1e3},{"id":"x"}]"#), ["1e3", "\"x\""]);
+    }
 }

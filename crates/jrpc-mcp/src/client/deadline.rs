@@ -32,7 +32,7 @@ impl Deadline {
         Deadline {
             limit,
             state: Mutex::new(State {
-                at: Instant::now() + limit,
+                at: later(Instant::now(), limit),
                 paused: 0,
             }),
             resumed: Notify::new(),
@@ -95,6 +95,13 @@ impl Deadline {
     }
 }
 
+/// `by` after `at`, or as late as can be said (a timeout of
+/// `Duration::MAX` means "never").
+fn later(at: Instant, by: Duration) -> Instant {
+    at.checked_add(by)
+        .unwrap_or_else(|| at + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
 /// A pause of a [`Deadline`]; it ends when dropped.
 pub(crate) struct Pause<'a> {
     deadline: &'a Deadline,
@@ -116,7 +123,7 @@ impl Drop for Pause<'_> {
             let mut state = self.deadline.state();
             state.paused -= 1;
             if self.give_back {
-                state.at += self.started.elapsed();
+                state.at = later(state.at, self.started.elapsed());
             }
         }
         self.deadline.resumed.notify_waiters();
@@ -169,6 +176,18 @@ mod tests {
         let started = Instant::now();
         assert!(matches!(deadline.run(work).await, Err(CallError::Timeout(_))));
         assert_eq!(started.elapsed(), Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeout_of_duration_max_never_passes() {
+        let deadline = Deadline::after(Duration::MAX);
+        let slow = async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(1)
+        };
+        assert_eq!(deadline.run(slow).await.unwrap(), 1);
+        let pause = deadline.pause();
+        pause.give_back();
     }
 
     #[tokio::test(start_paused = true)]

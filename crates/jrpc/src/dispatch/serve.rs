@@ -74,7 +74,11 @@ pub(crate) fn inline<'a>(
                 call: None,
             };
             let NotificationRef { method, params, .. } = &notification;
-            // Nothing to say, and no one to say it to: a result is dropped.
+            // Nothing to say, and no one to say it to: a result is dropped
+            // (and the discovery document not even made).
+            if now.is_discovery() {
+                return None;
+            }
             if let Err(error) = table.run_now(now, method, *params, &info, &mut Vec::new()) {
                 notification_dropped(method, &error);
             }

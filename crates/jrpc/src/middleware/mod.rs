@@ -64,7 +64,6 @@ pub use tower::{Layer, Service, ServiceExt};
 
 pub use call::{Call, RawResult};
 #[cfg(feature = "runtime")]
-#[cfg(feature = "runtime")]
 pub use limits::{
     Authorize, AuthorizeService, CallTimeout, CallTimeoutService, ConcurrencyLimit, ConcurrencyLimitService,
     RateLimit, RateLimitLayer, RateLimitService,

@@ -42,6 +42,14 @@ enum NowHandler<'t> {
     NotFound,
 }
 
+impl Now<'_> {
+    /// Whether this is `rpc.discover`: a notification to it asks for
+    /// nothing, so the document need not be made.
+    pub(crate) fn is_discovery(&self) -> bool {
+        matches!(self.0, NowHandler::Discovery)
+    }
+}
+
 /// A choice that is answered by a future.
 pub(crate) struct Later<'t>(LaterHandler<'t>);
 

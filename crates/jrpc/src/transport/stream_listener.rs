@@ -68,8 +68,8 @@ impl StreamListener for tokio::net::UnixListener {
     }
 
     fn url(&self, scheme: &str) -> String {
-        let path = self.local_addr().ok();
-        let path = path.as_ref().and_then(|a| a.as_pathname());
-        super::unix::url(scheme, &path.map(|p| p.display().to_string()).unwrap_or_default())
+        let address = self.local_addr().ok();
+        let path = address.as_ref().and_then(|a| a.as_pathname());
+        super::unix::url(scheme, path.unwrap_or(std::path::Path::new("")))
     }
 }

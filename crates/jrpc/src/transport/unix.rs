@@ -25,9 +25,11 @@ pub(crate) fn info(stream: &UnixStream) -> ConnectionInfo {
 
 /// `SCHEME+unix://PATH`, the path percent-encoded as the URL's host (as
 /// Docker-style clients write it).
-pub(crate) fn url(scheme: &str, path: &str) -> String {
+pub(crate) fn url(scheme: &str, path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt as _;
     let mut url = format!("{scheme}+unix://");
-    for byte in path.bytes() {
+    // Bytes, not text: a path need not be UTF-8.
+    for &byte in path.as_os_str().as_bytes() {
         match byte {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => url.push(byte as char),
             _ => url.push_str(&format!("%{byte:02X}")),
@@ -114,7 +116,7 @@ impl super::StreamListener for UnixListener {
     }
 
     fn url(&self, scheme: &str) -> String {
-        url(scheme, &self.path.display().to_string())
+        url(scheme, &self.path)
     }
 }
 
@@ -173,7 +175,16 @@ mod tests {
 
     #[test]
     fn a_socket_path_is_percent_encoded_as_the_host() {
-        assert_eq!(url("http", "/run/app.sock"), "http+unix://%2Frun%2Fapp.sock");
-        assert_eq!(url("https", "/tmp/a b~c"), "https+unix://%2Ftmp%2Fa%20b~c");
+        assert_eq!(
+            url("http", Path::new("/run/app.sock")),
+            "http+unix://%2Frun%2Fapp.sock"
+        );
+        assert_eq!(
+            url("https", Path::new("/tmp/a b~c")),
+            "https+unix://%2Ftmp%2Fa%20b~c"
+        );
+        use std::os::unix::ffi::OsStrExt as _;
+        let latin1 = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/caf\xe9"));
+        assert_eq!(url("http", latin1), "http+unix://%2Ftmp%2Fcaf%E9");
     }
 }
