@@ -112,10 +112,18 @@ pub struct ParamArgs {
 }
 
 /// One JSON value from the command line: JSON if it parses, else a string.
-fn json_word(word: &str) -> Box<RawValue> {
+/// A word that starts as an object or an array (`{`, `[`) but is not JSON
+/// is refused: sending a broken object as a string would hide the typo.
+fn json_word(word: &str) -> anyhow::Result<Box<RawValue>> {
     match serde_json::from_str::<Box<RawValue>>(word) {
-        Ok(raw) => raw,
-        Err(_) => serde_json::value::to_raw_value(word).expect("strings serialize"),
+        Ok(raw) => Ok(raw),
+        Err(e) if word.trim_start().starts_with(['{', '[']) => {
+            let as_string = serde_json::to_string(word)?;
+            bail!(
+                "{word:?} starts like JSON but is not JSON ({e}); fix it, or to send it as a string write it as one: '{as_string}'"
+            )
+        }
+        Err(_) => Ok(serde_json::value::to_raw_value(word)?),
     }
 }
 
@@ -316,7 +324,7 @@ pub(crate) fn params(args: &ParamArgs, positional: &[String]) -> anyhow::Result<
             raw_members.push(format!(
                 "{}:{}",
                 serde_json::to_string(key)?,
-                json_word(value).get()
+                json_word(value)?.get()
             ));
         }
         return Ok(Some(RawValue::from_string(format!(
@@ -362,7 +370,10 @@ pub(crate) fn line_params(words: &[String]) -> anyhow::Result<Option<Box<RawValu
              or all positional (a string with = in it is written as JSON: '\"{example}\"')"
         );
     }
-    let items: Vec<String> = words.iter().map(|w| json_word(w).get().to_owned()).collect();
+    let items = words
+        .iter()
+        .map(|w| json_word(w).map(|raw| raw.get().to_owned()))
+        .collect::<anyhow::Result<Vec<String>>>()?;
     Ok(Some(RawValue::from_string(format!("[{}]", items.join(",")))?))
 }
 

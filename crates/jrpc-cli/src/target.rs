@@ -256,7 +256,7 @@ pub(crate) enum Target {
 
 /// `HOST:PORT`, optionally followed by a path: `127.0.0.1:4000`,
 /// `localhost:4000/rpc`, `[::1]:4000`.
-fn is_host_port(text: &str) -> bool {
+pub(crate) fn is_host_port(text: &str) -> bool {
     let authority = text.split_once('/').map_or(text, |(authority, _)| authority);
     let Some((host, port)) = authority.rsplit_once(':') else {
         return false;

@@ -10,7 +10,8 @@ pub(super) const HELP: &str =
     "  METHOD [PARAM]...          call METHOD (each PARAM JSON or a bare word; all NAME=VALUE: named)
   :notify METHOD [PARAM]...  send a notification
   :batch ... :end            send the calls and notifications in between as one batch
-  :raw JSON                  send JSON as typed (:raw! TEXT sends anything at all)
+  :raw JSON                  send JSON as typed (:raw! TEXT sends anything at all);
+  {...} or [...]             a line that starts as JSON is sent as :raw sends it
   :reply ID JSON             answer the server's request ID with a result
   :error ID CODE MESSAGE     answer the server's request ID with an error
   :quit                      end the session (or Ctrl-D); Ctrl-R searches the history";

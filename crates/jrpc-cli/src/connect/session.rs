@@ -44,7 +44,8 @@ use crate::wire::{id_key, message, post, present, request_ids, Posted, Wire};
   :notify METHOD [PARAM]...  send a notification
   :batch ... :end            gather the calls and notifications typed in between
                              into one batch
-  :raw JSON                  send JSON exactly as typed (:raw! TEXT: anything)
+  :raw JSON                  send JSON exactly as typed (:raw! TEXT: anything);
+                             a line that starts with { or [ is sent so too
   :reply ID JSON             answer the server's request ID with a result
   :error ID CODE MESSAGE     answer the server's request ID with an error
   :help                      this list
@@ -335,9 +336,15 @@ impl Shared {
 
     /// Runs one line typed or read.
     fn run_line(self: &Arc<Self>, line: &str, batch: &mut Option<Vec<Queued>>) -> anyhow::Result<Flow> {
-        let (command, rest) = match line.split_once(char::is_whitespace) {
-            Some((command, rest)) => (command, rest.trim()),
-            None => (line, ""),
+        // A line that starts as an object or an array is a frame of its
+        // own, as `:raw` sends it: not a method named `{"jsonrpc"…`.
+        let (command, rest) = if line.trim_start().starts_with(['{', '[']) {
+            (":raw", line.trim())
+        } else {
+            match line.split_once(char::is_whitespace) {
+                Some((command, rest)) => (command, rest.trim()),
+                None => (line, ""),
+            }
         };
         let queued = match command {
             ":help" | ":h" | ":?" => {

@@ -97,9 +97,9 @@ pub(super) struct Client {
     #[arg(short = 'v', long)]
     pub(super) verbose: bool,
 
-    /// The protocol revision to speak: 2026-07-28, 2025-11-25, ..., or
-    /// `legacy` (the initialize handshake). Found out from the server by
-    /// default.
+    /// The protocol revision to speak: 2026-07-28, 2025-11-25, ...,
+    /// `legacy` (the initialize handshake), or `auto` (the default: found
+    /// out from the server).
     #[arg(long, value_name = "VERSION|legacy", value_parser = parse_protocol)]
     pub(super) protocol_version: Option<jrpc_mcp::client::ProtocolChoice>,
 
@@ -239,7 +239,7 @@ pub(super) struct ServeArgs {
     /// authorization server at URL. The protected resource metadata at
     /// /.well-known/oauth-protected-resource/mcp names it; a token must
     /// name the endpoint (http://ADDR/mcp, or --oauth-resource) as its
-    /// audience.
+    /// audience. Only with --http (the other transports have no tokens).
     #[arg(long, value_name = "URL")]
     pub(super) oauth_issuer: Option<String>,
 

@@ -8,6 +8,11 @@ use super::args::ServeArgs;
 
 /// Serves until stdin ends (`--stdio`) or until SIGTERM or Ctrl-C.
 pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
+    if serve.oauth_issuer.is_some() && serve.transport.http.is_none() {
+        // Said, not ignored: a server believed to be protected would not be.
+        eprintln!("jrpc: --oauth-issuer (and every --oauth-* flag) needs --http: the other transports carry no tokens");
+        return Ok(std::process::ExitCode::from(2));
+    }
     let server = if serve.conformance {
         jrpc_mcp::demo::conformance_server()
     } else {

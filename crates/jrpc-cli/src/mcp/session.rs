@@ -91,6 +91,15 @@ pub(super) fn target(words: Vec<String>, client: &Client) -> Result<(Option<Stri
     let mut words = words.into_iter();
     match words.next() {
         Some(url) if jrpc::transport::dial::Scheme::of(&url).is_some() => Ok((Some(url), words.collect())),
+        // As for `jrpc call`, a bare HOST:PORT is an HTTP server: its MCP
+        // endpoint is at /mcp unless a path is given.
+        Some(authority) if crate::target::is_host_port(&authority) => {
+            let url = match authority.contains('/') {
+                true => format!("http://{authority}"),
+                false => format!("http://{authority}/mcp"),
+            };
+            Ok((Some(url), words.collect()))
+        }
         Some(other) => Err(usage(format!(
             "{other:?} is not a server: give an http(s)://…/mcp URL (or tcp://, unix:, ws://) first, or a command after --"
         ))),
