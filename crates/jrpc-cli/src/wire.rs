@@ -414,6 +414,21 @@ pub(crate) fn raw_ids(frame: &[u8]) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Whether an `http(s)://` server's port takes connections (within
+/// `timeout`), without sending it a request.
+pub(crate) async fn reachable(url: &str, timeout: Duration) -> anyhow::Result<()> {
+    let uri: http::Uri = url.parse()?;
+    let host = uri.host().ok_or_else(|| anyhow!("{url}: no host"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let https = uri.scheme_str() == Some("https");
+    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host, port))).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => Err(anyhow!("no connection within {timeout:?}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

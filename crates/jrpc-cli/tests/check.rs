@@ -530,3 +530,26 @@ fn what_the_specification_allows_is_not_failed() {
     assert_eq!(failed[0]["rule"], "id-big", "{report}");
     assert_eq!(report["skipped"], json!(0), "{report}");
 }
+
+/// A server that is not running is one line and exit 3 (a transport
+/// failure), over HTTP as over TCP, not every rule failing (issue 44).
+#[test]
+fn a_server_that_is_not_there_is_a_transport_failure() {
+    // A port nobody listens on: bound, then closed.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for target in [
+        format!("http://127.0.0.1:{port}"),
+        format!("tcp://127.0.0.1:{port}"),
+    ] {
+        let out = check(&[&target]);
+        assert_eq!(out.status.code(), Some(3), "{target}: {}", text(&out));
+        assert!(out.stdout.is_empty(), "{target}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{target}: {err}");
+        assert!(err.contains(&port.to_string()), "{target}: {err}");
+    }
+}

@@ -87,6 +87,13 @@ pub(super) async fn check(args: CheckArgs) -> Result<bool, Failure> {
     let wire = Wire::open(&target, &args.connect, &headers)
         .await
         .map_err(|e| Failure::Transport(e.context(format!("connecting to {name}"))))?;
+    // An HTTP client connects on its first request: a server that is not
+    // there is one line and exit 3, not every rule failing.
+    if let (Target::Url(url), Wire::Http(_)) = (&target, &wire) {
+        crate::wire::reachable(url, args.connect.dial.timeout)
+            .await
+            .map_err(|e| Failure::Transport(e.context(format!("connecting to {name}"))))?;
+    }
     let mut checker = Checker {
         http: matches!(wire, Wire::Http(_)),
         wire,
