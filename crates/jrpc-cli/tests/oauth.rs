@@ -324,9 +324,12 @@ fn an_mcp_endpoint_is_an_oauth_resource_server() {
     let reply = raw(&addr, "POST", "/mcp", &as_alice, list);
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     // A token for another resource is refused: no passthrough.
+    // It is a transport failure (exit 3) in both eras, as for `jrpc call`.
     let other = token(&key, &issuer, "http://other.example/mcp", "mcp mcp:write");
-    let out = mcp(&other, &["add", "a=1", "b=1"]);
-    assert!(!out.status.success(), "{}", text(&out));
+    for era in [&[][..], &["--protocol-version", "legacy"][..]] {
+        let out = mcp(&other, &[&["add", "a=1", "b=1", "--no-input"][..], era].concat());
+        assert_eq!(out.status.code(), Some(3), "{era:?}: {}", text(&out));
+    }
 }
 
 #[test]

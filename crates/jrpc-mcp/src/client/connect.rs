@@ -161,6 +161,13 @@ impl McpClientBuilder {
             if let Some(failure) = error.transport_error::<super::oauth::OAuthError>() {
                 return Err(Probed::Failed(McpClientError::Authorization(failure.clone())));
             }
+            #[cfg(feature = "http-client")]
+            if error
+                .transport_error::<modern_http::HttpStatusError>()
+                .is_some_and(|refusal| matches!(refusal.status, 401 | 403))
+            {
+                return Err(Probed::Failed(error.into()));
+            }
             match era::read_probe_error(&error, &version) {
                 ProbeError::Retry(next) if !retried => {
                     retried = true;

@@ -202,6 +202,27 @@ impl HttpSession {
                     .await
                     .map(|b| b.to_bytes())
                     .unwrap_or_default();
+                // A refused token (401, 403) is the HTTP layer's refusal:
+                // the call fails as a transport failure, as for every other
+                // HTTP client of jrpc, not as an error of the method.
+                if let (Some(id), true) = (&id, matches!(status.as_u16(), 401 | 403)) {
+                    let shown = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
+                    let reason = format!(
+                        "HTTP {status}{}",
+                        if shown.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {shown}")
+                        }
+                    );
+                    let ids: Box<[jrpc::Id]> = Box::new([id.clone()]);
+                    self.deliver(Ok(Inbound::Undelivered {
+                        ids,
+                        reason: reason.into(),
+                    }))
+                    .await;
+                    return;
+                }
                 if let Some(id) = id {
                     let error = serde_json::from_slice::<serde_json::Value>(&body)
                         .ok()

@@ -219,7 +219,11 @@ impl ModernHttp {
             .await
             .map_err(|e| CallError::Io(Arc::new(std::io::Error::other(e))))?
             .to_bytes();
-        if let Some(outcome) = read_message(id, &bytes, notify) {
+        // A refused token (401, 403) is the HTTP layer's refusal, whatever
+        // its body says: as for every other HTTP client of jrpc, not an
+        // error of the method.
+        let refused = matches!(status.as_u16(), 401 | 403);
+        if let Some(outcome) = read_message(id, &bytes, notify).filter(|_| !refused) {
             if status.is_success() || outcome.is_err() {
                 return outcome;
             }
