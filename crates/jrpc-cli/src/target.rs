@@ -406,6 +406,15 @@ impl Failure {
     /// The same failure, saying which target it happened on.
     pub(crate) fn naming(self, target: &str) -> Failure {
         match self {
+            // A tcp:// target that is an HTTP server: the command that works.
+            Failure::Transport(e)
+                if target.starts_with("tcp://") && format!("{e:#}").contains("is an HTTP server") =>
+            {
+                let authority = target.trim_start_matches("tcp://").trim_end_matches('/');
+                Failure::Transport(anyhow!(
+                    "calling {target}: it is an HTTP server; call it as one: jrpc call http://{authority} METHOD [PARAM]..."
+                ))
+            }
             Failure::Transport(e) => Failure::Transport(e.context(format!("calling {target}"))),
             Failure::Timeout(e) => Failure::Timeout(e.context(format!("calling {target}"))),
             other => other,

@@ -105,3 +105,25 @@ fn mcp_serve_refuses_oauth_without_http() {
         );
     }
 }
+
+/// `jrpc call tcp://HOST:PORT` on an HTTP port says it is an HTTP server and
+/// gives the command that works (issue 44), instead of a framing riddle.
+#[test]
+fn a_tcp_call_to_an_http_server_says_so() {
+    let served = Served::start(&["--http", "127.0.0.1:0"]);
+    let authority = served.targets[0].trim_start_matches("http://").to_owned();
+    let out = jrpc(&["call", &format!("tcp://{authority}"), "subtract", "42", "23"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("it is an HTTP server"), "{err}");
+    let suggested = format!("jrpc call http://{authority} ");
+    assert!(err.contains(&suggested), "{err}");
+    // The suggestion works.
+    let out = jrpc(&["call", &format!("http://{authority}"), "subtract", "42", "23"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "19",
+        "{}",
+        text(&out)
+    );
+}

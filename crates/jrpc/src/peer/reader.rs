@@ -214,6 +214,19 @@ impl Reader {
             self.framed = true;
             return None;
         }
+        // An HTTP server answers a JSON line with a status line (`HTTP/1.1
+        // 400 Bad Request`): say what it is, not that its headers are off.
+        if frame.starts_with(b"HTTP/1.") && self.shared.has_pending_calls() {
+            let status = String::from_utf8_lossy(&frame[..frame.len().min(64)]);
+            return Some(Ended::Failed(Arc::new(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: the other side is an HTTP server (it answered {:?}): use an http:// URL",
+                    crate::codec::FRAMING_MISMATCH,
+                    status.trim_end()
+                ),
+            ))));
+        }
         let headers = frame.len() >= 15 && frame[..15].eq_ignore_ascii_case(b"content-length:");
         if !headers || !self.shared.has_pending_calls() {
             return None;
