@@ -127,3 +127,24 @@ fn a_tcp_call_to_an_http_server_says_so() {
         text(&out)
     );
 }
+
+/// A JSON-RPC server that is not MCP: one plain sentence; the /mcp hint only
+/// for HTTP, where MCP has a path of its own (a WebSocket serves any path).
+#[test]
+fn a_server_that_is_not_mcp_is_named_plainly() {
+    let served = Served::start(&["--http", "127.0.0.1:0"]);
+    let ws = served.targets[1].clone();
+    assert!(ws.starts_with("ws://"), "{ws}");
+    let out = jrpc(&["mcp", "list", &ws]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not an MCP endpoint: it does not know MCP's initialize"),
+        "{err}"
+    );
+    assert!(!err.contains("/mcp"), "no /mcp hint for a WebSocket: {err}");
+    assert!(!err.contains("answered initialize with the peer"), "{err}");
+    let out = jrpc(&["mcp", "list", &served.targets[0]]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/mcp"), "the /mcp hint for HTTP: {err}");
+}

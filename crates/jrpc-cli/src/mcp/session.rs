@@ -231,16 +231,22 @@ pub(super) fn not_mcp_here(e: McpClientError, url: &str) -> Failure {
         return failure(e);
     }
     let trimmed = url.trim_end_matches('/');
-    let hint = if trimmed.ends_with("/mcp") {
+    // Only HTTP serves MCP at a path of its own; a WebSocket (or TCP)
+    // server is the same server on every path.
+    let http = trimmed.starts_with("http://") || trimmed.starts_with("https://");
+    let hint = if !http || trimmed.ends_with("/mcp") {
         String::new()
     } else {
         format!(
             "; MCP servers serve Streamable HTTP at a path of their own, most often /mcp: try {trimmed}/mcp"
         )
     };
-    Failure::Transport(anyhow::anyhow!(
-        "not an MCP endpoint: it answered initialize with {e}{hint}"
-    ))
+    let answer = match (e.rpc(), http_status) {
+        (Some(rpc), _) => format!("it does not know MCP's initialize ({rpc})"),
+        (None, Some(status)) => format!("it answered HTTP {status}"),
+        (None, None) => e.to_string(),
+    };
+    Failure::Transport(anyhow::anyhow!("not an MCP endpoint: {answer}{hint}"))
 }
 
 pub(super) fn end_bar() {

@@ -6,9 +6,11 @@ use jrpc::{CallError, Error};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpClientError {
-    /// The server could not be reached or started.
+    /// The server could not be reached or started. (The I/O error is in the
+    /// message, not also its source: a report that prints the chain would
+    /// say it twice.)
     #[error("cannot reach the server: {0}")]
-    Connect(#[from] std::io::Error),
+    Connect(std::io::Error),
     /// The server answered `initialize` with a protocol revision this
     /// client does not speak.
     #[error("the server speaks protocol {0}, which this client does not")]
@@ -59,5 +61,11 @@ impl McpClientError {
             McpClientError::ResourceNotFound { error, .. } => Some(error),
             _ => None,
         }
+    }
+}
+
+impl From<std::io::Error> for McpClientError {
+    fn from(e: std::io::Error) -> Self {
+        McpClientError::Connect(e)
     }
 }
