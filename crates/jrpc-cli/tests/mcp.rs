@@ -296,10 +296,27 @@ fn the_mcp_client_commands_over_stdio() {
     let (code, out, _) = mcp_client(&["call", "fail"]);
     assert_eq!(code, Some(1));
     assert!(!out.is_empty());
-    let (code, _, err) = mcp_client(&["call", "nope"]);
-    assert_eq!(code, Some(1));
-    assert!(err.contains("-32602"), "{err}");
-    assert!(err.contains(r#"no tool "nope"; it has: add, echo"#), "{err}");
+    // An unknown tool, prompt or resource: one sentence each, of one shape,
+    // listing what the server has (issue 44); exit 1.
+    for (args, sentence) in [
+        (
+            &["call", "nope"][..],
+            r#"jrpc: the server has no tool "nope"; it has: add, echo, "#,
+        ),
+        (
+            &["prompt", "nope"][..],
+            r#"jrpc: the server has no prompt "nope"; it has: greet"#,
+        ),
+        (
+            &["read", "demo://nope"][..],
+            r#"jrpc: the server has no resource "demo://nope"; it has: demo://greeting, demo://counter, demo://echo/{text}"#,
+        ),
+    ] {
+        let (code, _, err) = mcp_client(args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(err.starts_with(sentence), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one sentence: {err}");
+    }
     // Progress is shown on stderr, not stdout.
     let (code, out, err) = mcp_client(&["call", "sleep", "ms=250"]);
     assert_eq!((code, out.as_str()), (Some(0), "slept 250\n"));
@@ -329,10 +346,13 @@ fn the_mcp_client_commands_over_stdio() {
 
     let (code, out, _) = mcp_client(&["read", "demo://echo/abc"]);
     assert_eq!((code, out.as_str()), (Some(0), "abc\n"));
-    // Not found: -32002 in 2025-11-25, -32602 in 2026-07-28.
-    let (code, _, err) = mcp_client(&["read", "demo://nothing"]);
-    assert_eq!(code, Some(1));
-    assert!(err.contains("-32002") || err.contains("-32602"), "{err}");
+    // Not found (-32002 in 2025-11-25, -32602 in 2026-07-28): said so, in
+    // both eras.
+    for era in ["2026-07-28", "legacy"] {
+        let (code, _, err) = mcp_client(&["read", "demo://nothing", "--protocol-version", era]);
+        assert_eq!(code, Some(1), "{era}: {err}");
+        assert!(err.contains(r#"the server has no resource "demo://nothing""#), "{era}: {err}");
+    }
     let (code, out, _) = mcp_client(&["prompt", "greet", "name=Ada"]);
     assert_eq!(code, Some(0));
     assert!(out.starts_with("user: ") && out.contains("Ada"), "{out}");

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use jrpc_mcp::client::{McpClient, McpClientError};
 
 use super::args::CallToolArgs;
-use super::session::{connect, content_text, end_bar, failure, finish, key_values, target, usage};
+use super::session::{connect, content_text, end_bar, failure, finish, key_values, target, unknown, usage};
 use crate::call::{exit, Failure};
 
 pub(super) async fn call(args: CallToolArgs) -> ExitCode {
@@ -63,14 +63,6 @@ async fn unknown_tool(client: &McpClient, tool: &str, e: McpClientError) -> Fail
     if tools.iter().any(|t| t.name == tool) {
         return failure(e);
     }
-    let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    eprintln!(
-        "jrpc: the server has no tool {tool:?}; it has: {}",
-        if known.is_empty() {
-            "none".to_owned()
-        } else {
-            known.join(", ")
-        }
-    );
-    failure(e)
+    let known: Vec<String> = tools.into_iter().map(|t| t.name).collect();
+    unknown("tool", tool, &known)
 }

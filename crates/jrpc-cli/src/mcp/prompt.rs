@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use super::args::PromptArgs;
-use super::session::{connect, content_text, failure, finish, key_values, target, usage};
+use super::session::{connect, content_text, failure, finish, key_values, target, unknown, usage};
 use crate::call::Failure;
 
 pub(super) async fn prompt(args: PromptArgs) -> ExitCode {
@@ -21,7 +21,10 @@ async fn prompt_inner(args: PromptArgs) -> Result<ExitCode, Failure> {
         .map(|(k, v)| (k, v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())))
         .collect();
     let client = connect(url, &args.client).await?;
-    let prompt = client.get_prompt(name, arguments).await.map_err(failure)?;
+    let prompt = match client.get_prompt(name, arguments).await {
+        Ok(prompt) => prompt,
+        Err(e) => return Err(unknown_prompt(&client, name, e).await),
+    };
     for message in &prompt.messages {
         let role = serde_json::to_value(message.role)
             .ok()
@@ -31,4 +34,22 @@ async fn prompt_inner(args: PromptArgs) -> Result<ExitCode, Failure> {
     }
     client.close().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A prompt the server does not have: which ones it has.
+async fn unknown_prompt(
+    client: &jrpc_mcp::client::McpClient,
+    name: &str,
+    e: jrpc_mcp::client::McpClientError,
+) -> Failure {
+    if !e.rpc().is_some_and(|rpc| rpc.code() == -32602) {
+        return failure(e);
+    }
+    match client.list_prompts().await {
+        Ok(prompts) if !prompts.iter().any(|p| p.name == name) => {
+            let known: Vec<String> = prompts.into_iter().map(|p| p.name).collect();
+            unknown("prompt", name, &known)
+        }
+        _ => failure(e),
+    }
 }

@@ -292,3 +292,16 @@ pub(super) fn key_values(
     }
     Ok(map)
 }
+
+/// A name the server does not have (a tool, a prompt, a resource): one
+/// sentence of the same shape for each, listing what it has; exit 1, as
+/// for the error it answered.
+pub(super) fn unknown(kind: &str, name: &str, known: &[String]) -> Failure {
+    let known = if known.is_empty() {
+        "none".to_owned()
+    } else {
+        known.join(", ")
+    };
+    eprintln!("jrpc: the server has no {kind} {name:?}; it has: {known}");
+    Failure::ErrorShown
+}
