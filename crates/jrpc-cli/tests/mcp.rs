@@ -351,7 +351,10 @@ fn the_mcp_client_commands_over_stdio() {
     for era in ["2026-07-28", "legacy"] {
         let (code, _, err) = mcp_client(&["read", "demo://nothing", "--protocol-version", era]);
         assert_eq!(code, Some(1), "{era}: {err}");
-        assert!(err.contains(r#"the server has no resource "demo://nothing""#), "{era}: {err}");
+        assert!(
+            err.contains(r#"the server has no resource "demo://nothing""#),
+            "{era}: {err}"
+        );
     }
     let (code, out, _) = mcp_client(&["prompt", "greet", "name=Ada"]);
     assert_eq!(code, Some(0));
@@ -624,4 +627,64 @@ fn mcp_serve_http_answers_health_checks() {
         sigterm(&child);
         let _ = wait_bounded(&mut child, Duration::from_secs(20));
     }
+}
+
+/// `jrpc mcp serve ARGS` and its first `count` stderr lines; the rest of
+/// stderr is drained (the server's stderr must not fill up or close).
+fn serve_lines(args: &[&str], count: usize) -> (std::process::Child, Vec<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args(["mcp", "serve"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut lines = Vec::new();
+    while lines.len() < count {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "stderr ended: {lines:?}"
+        );
+        lines.push(line.trim_end().to_owned());
+    }
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    (child, lines)
+}
+
+/// `jrpc mcp serve` prints ready-to-paste commands, as `jrpc serve` does,
+/// and says when OAuth is required (issue 44); the call runs as printed.
+#[test]
+fn mcp_serve_prints_commands_that_run_as_printed() {
+    let (mut child, lines) = serve_lines(&["--http", "127.0.0.1:0"], 4);
+    let url = lines[0].rsplit(' ').next().unwrap().to_owned();
+    assert_eq!(lines[1], "jrpc: try it:", "{lines:?}");
+    assert!(lines[2].ends_with(&format!(" mcp list {url}")), "{lines:?}");
+    let call: Vec<&str> = lines[3].split_whitespace().collect();
+    assert_eq!(
+        call[1..],
+        ["mcp", "call", url.as_str(), "add", "a=2", "b=40"],
+        "{lines:?}"
+    );
+    let out = Command::new(call[0]).args(&call[1..]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "42\n", "{out:?}");
+    sigterm(&child);
+    let _ = wait_bounded(&mut child, Duration::from_secs(20));
+
+    let (mut child, lines) = serve_lines(
+        &["--http", "127.0.0.1:0", "--oauth-issuer", "http://127.0.0.1:1"],
+        3,
+    );
+    assert!(
+        lines[1].starts_with("jrpc: OAuth required: access tokens from http://127.0.0.1:1"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].ends_with(&format!(" mcp login {}", lines[0].rsplit(' ').next().unwrap())),
+        "{lines:?}"
+    );
+    sigterm(&child);
+    let _ = wait_bounded(&mut child, Duration::from_secs(20));
 }

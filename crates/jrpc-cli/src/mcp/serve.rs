@@ -18,7 +18,11 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
     } else {
         jrpc_mcp::demo::server()
     };
-    let listening = |serving: &jrpc::server::Serving| note!("jrpc: MCP at {}", serving.local_addr());
+    let conformance = serve.conformance;
+    let listening = |serving: &jrpc::server::Serving| {
+        note!("jrpc: MCP at {}", serving.local_addr());
+        suggest(serving.local_addr(), conformance, None);
+    };
     let transport = &serve.transport;
     let max_frame_len = jrpc::message::Limits::DEFAULT_MAX_FRAME_LEN;
     if let Some(addr) = &transport.tcp {
@@ -60,8 +64,11 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
                 .serve_http(addr.as_str(), options)
                 .await
                 .with_context(|| format!("listening on --http {addr}"))?;
+            let issuer = serve.oauth_issuer.clone();
             serve_until_stopped(serving, |serving| {
-                note!("jrpc: MCP (Streamable HTTP) at {}/mcp", serving.local_addr())
+                let url = format!("{}/mcp", serving.local_addr());
+                note!("jrpc: MCP (Streamable HTTP) at {url}");
+                suggest(&url, conformance, issuer.as_deref());
             })
             .await
         }
@@ -109,4 +116,19 @@ async fn serve_until_stopped(
     }
     serving.shutdown().await;
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Ready-to-paste commands for the server at `target`, as `jrpc serve`
+/// prints them; and, when tokens are required, where they come from.
+fn suggest(target: &str, conformance: bool, oauth_issuer: Option<&str>) {
+    let program = crate::invoked::program();
+    if let Some(issuer) = oauth_issuer {
+        note!("jrpc: OAuth required: access tokens from {issuer}; log in with:");
+        note!("  {program} mcp login {target}");
+    }
+    note!("jrpc: try it:");
+    note!("  {program} mcp list {target}");
+    if !conformance {
+        note!("  {program} mcp call {target} add a=2 b=40");
+    }
 }
