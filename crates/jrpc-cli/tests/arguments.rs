@@ -148,3 +148,84 @@ fn a_server_that_is_not_mcp_is_named_plainly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/mcp"), "the /mcp hint for HTTP: {err}");
 }
+
+/// `jrpc mcp ... -- jrpc mcp serve --stdio` with `args`, pinned to `era`.
+fn mcp_stdio(args: &[&str], era: &str) -> Output {
+    Command::new(JRPC)
+        .arg("mcp")
+        .args(args)
+        .args(["--protocol-version", era, "--", JRPC, "mcp", "serve", "--stdio"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `--roots DIR...` declares roots, which the server lists (issue 44).
+#[test]
+fn the_client_offers_roots() {
+    let base = std::env::temp_dir().join(format!("jrpc-roots-{}", std::process::id()));
+    let spaced = base.join("two words");
+    std::fs::create_dir_all(&spaced).unwrap();
+    let base = std::fs::canonicalize(&base).unwrap();
+    for era in ["2026-07-28", "legacy"] {
+        let out = mcp_stdio(
+            &[
+                "call",
+                "list_roots",
+                "--roots",
+                base.to_str().unwrap(),
+                spaced.to_str().unwrap(),
+            ],
+            era,
+        );
+        assert!(out.status.success(), "{era}: {}", text(&out));
+        let listed = String::from_utf8_lossy(&out.stdout);
+        let expected = format!(
+            "file://{}\nfile://{}/two%20words\n",
+            base.display(),
+            base.display()
+        );
+        assert_eq!(listed, expected, "{era}: {}", text(&out));
+    }
+    let out = mcp_stdio(&["call", "list_roots", "--roots", "/no/such/dir"], "legacy");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// A sampling request goes to `--sampling-command` (its params on stdin,
+/// its output the answer, a non-zero exit a refusal); without one, a
+/// sentence says how to give one (issue 44).
+#[test]
+fn sampling_goes_to_the_sampling_command() {
+    for era in ["2026-07-28", "legacy"] {
+        let answer = r#"grep -q '"hi there"' && echo "a model's answer""#;
+        let out = mcp_stdio(
+            &["call", "sample", "prompt=hi there", "--sampling-command", answer],
+            era,
+        );
+        assert!(out.status.success(), "{era}: {}", text(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "a model's answer",
+            "{era}: {}",
+            text(&out)
+        );
+        let out = mcp_stdio(
+            &["call", "sample", "prompt=hi", "--sampling-command", "exit 3"],
+            era,
+        );
+        assert!(!out.status.success(), "{era}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("declined"),
+            "{era}: {}",
+            text(&out)
+        );
+        let out = mcp_stdio(&["call", "sample", "prompt=hi"], era);
+        assert!(!out.status.success(), "{era}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--sampling-command"),
+            "{era}: {}",
+            text(&out)
+        );
+    }
+}

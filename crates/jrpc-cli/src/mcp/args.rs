@@ -112,6 +112,19 @@ pub(super) struct Client {
     #[command(flatten)]
     pub(super) oauth: OAuthArgs,
 
+    /// Directories to offer the server as roots (its `roots/list`; the
+    /// demo's `list_roots` tool prints them). Give them after the other
+    /// words: --roots DIR DIR...
+    #[arg(long = "roots", value_name = "DIR", num_args = 1..)]
+    pub(super) roots: Vec<std::path::PathBuf>,
+
+    /// When the server asks for a sampling (an LLM completion), run CMD (with
+    /// `sh -c`): the request's params as JSON on its stdin; what it prints
+    /// is the model's answer; a non-zero exit declines. Without it, a
+    /// sampling request is declined.
+    #[arg(long, value_name = "CMD")]
+    pub(super) sampling_command: Option<String>,
+
     /// A server to spawn and talk to over its stdin/stdout.
     #[arg(last = true, value_name = "COMMAND")]
     pub(super) command: Vec<String>,

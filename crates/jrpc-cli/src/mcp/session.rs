@@ -168,12 +168,13 @@ pub(super) async fn connect_as(
                 .await
                 .unwrap_or_else(|_| super::input::declined()))
         })
-        .sampling(|_| async {
-            eprintln!(
-                "jrpc: the server asks for a sampling (an LLM completion); declined: jrpc mcp has no model"
-            );
-            Err(jrpc::Error::new(-1, "Sampling declined").with_data("jrpc mcp has no model to sample with"))
+        .sampling({
+            let command = client.sampling_command.clone();
+            move |params| sample(command.clone(), params)
         });
+    if !client.roots.is_empty() {
+        builder = builder.roots(roots(&client.roots)?);
+    }
     // An Authorization header of the user's own turns OAuth off.
     let mut own_authorization = false;
     for header in &client.headers {
@@ -304,4 +305,82 @@ pub(super) fn unknown(kind: &str, name: &str, known: &[String]) -> Failure {
     };
     eprintln!("jrpc: the server has no {kind} {name:?}; it has: {known}");
     Failure::ErrorShown
+}
+
+/// The roots `--roots` names: each directory as a `file://` URI (absolute,
+/// its bytes percent-encoded where a URI needs it), named by its last part.
+fn roots(dirs: &[std::path::PathBuf]) -> Result<Vec<jrpc_mcp::types::Root>, Failure> {
+    use std::os::unix::ffi::OsStrExt as _;
+    dirs.iter()
+        .map(|dir| {
+            let path =
+                std::fs::canonicalize(dir).map_err(|e| usage(format!("--roots {}: {e}", dir.display())))?;
+            let mut uri = String::from("file://");
+            for &byte in path.as_os_str().as_bytes() {
+                match byte {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                        uri.push(byte as char)
+                    }
+                    _ => uri.push_str(&format!("%{byte:02X}")),
+                }
+            }
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            Ok(jrpc_mcp::types::Root {
+                uri,
+                name,
+                meta: None,
+            })
+        })
+        .collect()
+}
+
+/// Answers the server's sampling request: through `--sampling-command`
+/// when given (the params as JSON on its stdin, its output the answer, a
+/// non-zero exit a refusal), else declined with a sentence that says how.
+async fn sample(
+    command: Option<String>,
+    params: jrpc_mcp::types::CreateMessageParams,
+) -> Result<jrpc_mcp::types::CreateMessageResult, jrpc::Error> {
+    use jrpc_mcp::types::{CreateMessageResult, OneOrMany, Role, SamplingContent};
+    use tokio::io::AsyncWriteExt as _;
+    let declined = |why: String| {
+        eprintln!("jrpc: the server asks for a sampling (an LLM completion); declined: {why}");
+        jrpc::Error::new(-1, "Sampling declined").with_data(why.as_str())
+    };
+    let Some(command) = command else {
+        return Err(declined(
+            "jrpc mcp has no model (--sampling-command CMD hands the request to a program)".into(),
+        ));
+    };
+    let request = serde_json::to_vec(&params).map_err(|e| declined(e.to_string()))?;
+    let mut child = tokio::process::Command::new("sh")
+        .args(["-c", &command])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| declined(format!("--sampling-command {command:?}: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A program that does not read its input is its own business.
+        let _ = stdin.write_all(&request).await;
+    }
+    let output = child
+        .wait_with_output()
+        .await
+        .map_err(|e| declined(format!("--sampling-command {command:?}: {e}")))?;
+    if !output.status.success() {
+        return Err(declined(format!(
+            "--sampling-command {command:?} exited with {}",
+            output.status
+        )));
+    }
+    let text = String::from_utf8_lossy(&output.stdout).trim_end().to_owned();
+    Ok(CreateMessageResult {
+        role: Role::Assistant,
+        content: OneOrMany::One(SamplingContent::text(text)),
+        model: command,
+        stop_reason: Some("endTurn".to_owned()),
+        meta: None,
+    })
 }
