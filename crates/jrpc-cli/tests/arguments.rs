@@ -229,3 +229,51 @@ fn sampling_goes_to_the_sampling_command() {
         );
     }
 }
+
+/// `jrpc mcp request [TARGET] METHOD [PARAMS|K=V...]`: any method, its result
+/// as JSON, exit codes as for `jrpc mcp call` (issue 44).
+#[test]
+fn any_method_is_one_request_away() {
+    for era in ["2026-07-28", "legacy"] {
+        let out = mcp_stdio(&["request", "tools/list"], era);
+        assert!(out.status.success(), "{era}: {}", text(&out));
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            result["tools"].as_array().is_some_and(|t| !t.is_empty()),
+            "{era}: {result}"
+        );
+        let out = mcp_stdio(
+            &[
+                "request",
+                "prompts/get",
+                r#"{"name": "greet", "arguments": {"name": "Ada"}}"#,
+            ],
+            era,
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Ada"),
+            "{era}: {}",
+            text(&out)
+        );
+        let out = mcp_stdio(&["request", "resources/read", "uri=demo://greeting"], era);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("hello"),
+            "{era}: {}",
+            text(&out)
+        );
+        let out = mcp_stdio(&["request", "no/such/method"], era);
+        assert_eq!(out.status.code(), Some(1), "{era}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("-32601"),
+            "{era}: {}",
+            text(&out)
+        );
+    }
+    let out = mcp_stdio(&["request", "ping"], "legacy");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "{}",
+        "{}",
+        text(&out)
+    );
+}

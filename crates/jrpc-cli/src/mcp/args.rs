@@ -20,6 +20,9 @@ pub(super) enum McpCommand {
     List(ListArgs),
     /// Call a tool and print its text (exit 1 when it fails).
     Call(CallToolArgs),
+    /// Send any request by its method (ping, completion/complete,
+    /// logging/setLevel, an extension's) and print its result as JSON.
+    Request(RequestArgs),
     /// Read a resource and print its contents.
     Read(ReadArgs),
     /// Get a prompt and print its messages.
@@ -162,6 +165,16 @@ pub(super) struct CallToolArgs {
 }
 
 #[derive(Debug, Args)]
+pub(super) struct RequestArgs {
+    /// [TARGET] METHOD and its params: one JSON object, or k=v words (v is
+    /// JSON when it parses, else a string).
+    #[arg(value_name = "[TARGET] METHOD [PARAMS|K=V...]", allow_negative_numbers = true)]
+    pub(super) words: Vec<String>,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+#[derive(Debug, Args)]
 pub(super) struct WatchArgs {
     /// [TARGET] and what to watch: tools, prompts, resources (their lists)
     /// and resource URIs (their updates); all three lists when omitted.
@@ -283,6 +296,7 @@ impl McpArgs {
             McpCommand::Serve(_) | McpCommand::Login(_) | McpCommand::Logout(_) => return false,
             McpCommand::List(a) => &a.client,
             McpCommand::Call(a) => &a.client,
+            McpCommand::Request(a) => &a.client,
             McpCommand::Read(a) => &a.client,
             McpCommand::Prompt(a) => &a.client,
             McpCommand::Watch(a) => &a.client,

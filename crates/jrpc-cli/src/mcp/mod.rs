@@ -8,6 +8,7 @@ mod list;
 mod login;
 mod prompt;
 mod read;
+mod request;
 mod serve;
 mod session;
 mod watch;
@@ -21,6 +22,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
         McpCommand::List(list) => return Ok(list::list(list).await),
         McpCommand::Call(call) => return Ok(call::call(call).await),
         McpCommand::Read(read) => return Ok(read::read(read).await),
+        McpCommand::Request(request) => return Ok(request::request(request).await),
         McpCommand::Prompt(prompt) => return Ok(prompt::prompt(prompt).await),
         McpCommand::Watch(watch) => return Ok(watch::watch(watch).await),
         McpCommand::Login(login) => return Ok(login::login(login).await),

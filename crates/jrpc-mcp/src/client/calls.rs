@@ -165,6 +165,26 @@ impl McpClient {
         }
     }
 
+    /// Any request, by its method name (`ping`, `completion/complete`,
+    /// `logging/setLevel`, an extension's): the era's envelope and headers
+    /// are added as for every other request, a modern server's
+    /// `input_required` is answered with the callbacks, and the result
+    /// comes back as JSON.
+    ///
+    /// ```no_run
+    /// # async fn run(client: jrpc_mcp::client::McpClient) -> Result<(), jrpc_mcp::client::McpClientError> {
+    /// let pong = client.send_request("ping", serde_json::json!({})).await?;
+    /// # let _ = pong;
+    /// # Ok(()) }
+    /// ```
+    pub async fn send_request(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, McpClientError> {
+        self.request_with_rounds(method, params, false).await
+    }
+
     /// A request whose result decodes into `R`.
     pub(super) async fn request<R: DeserializeOwned>(
         &self,
