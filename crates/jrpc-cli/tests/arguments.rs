@@ -277,3 +277,34 @@ fn any_method_is_one_request_away() {
         text(&out)
     );
 }
+
+/// `jrpc mcp call ... echo text=42` sends the string "42": k=v words are
+/// read by the tool's input schema (issue 44), in both eras; numbers stay
+/// numbers where the schema says so.
+#[test]
+fn tool_arguments_follow_the_input_schema() {
+    for era in ["2026-07-28", "legacy"] {
+        let out = mcp_stdio(&["call", "echo", "text=42"], era);
+        assert!(out.status.success(), "{era}: {}", text(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "42\n",
+            "{era}: {}",
+            text(&out)
+        );
+        let out = mcp_stdio(&["call", "echo", "text=true"], era);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "true\n",
+            "{era}: {}",
+            text(&out)
+        );
+        let out = mcp_stdio(&["call", "add", "a=2", "b=40"], era);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "42\n",
+            "{era}: {}",
+            text(&out)
+        );
+    }
+}

@@ -18,13 +18,34 @@ async fn call_inner(args: CallToolArgs) -> Result<ExitCode, Failure> {
         return Err(usage("which tool? jrpc mcp call [TARGET] TOOL [K=V]..."));
     };
     let mut arguments = key_values(rest, true)?;
-    if let Some(json) = args.json.as_deref().filter(|j| !j.is_empty()) {
-        match serde_json::from_str(json) {
-            Ok(serde_json::Value::Object(object)) => arguments.extend(object),
+    let json = match args.json.as_deref().filter(|j| !j.is_empty()) {
+        Some(json) => match serde_json::from_str(json) {
+            Ok(serde_json::Value::Object(object)) => Some(object),
             _ => return Err(usage("--json takes a JSON object of arguments")),
+        },
+        None => None,
+    };
+    let client = connect(url, &args.client).await?;
+    // k=v words are read by the tool's input schema: a value it says is a
+    // string stays as written (`text=42` is "42"), as `jrpc call` reads
+    // words by an OpenRPC document. The list is asked for once, and only
+    // when a word parsed as something else.
+    if arguments.values().any(|v| !v.is_string()) {
+        if let Ok(tools) = client.list_tools().await {
+            if let Some(schema) = tools.iter().find(|t| t.name == *tool).map(|t| &t.input_schema) {
+                let written = key_values(rest, false)?;
+                for (key, value) in arguments.iter_mut() {
+                    if wants_string(schema, key, value) {
+                        if let Some(text) = written.get(key) {
+                            *value = text.clone();
+                        }
+                    }
+                }
+            }
         }
     }
-    let client = connect(url, &args.client).await?;
+    // --json's arguments are JSON as given.
+    arguments.extend(json.unwrap_or_default());
     let result = client.call_tool(tool, arguments).await;
     end_bar();
     let result = match result {
@@ -65,4 +86,62 @@ async fn unknown_tool(client: &McpClient, tool: &str, e: McpClientError) -> Fail
     }
     let known: Vec<String> = tools.into_iter().map(|t| t.name).collect();
     unknown("tool", tool, &known)
+}
+
+/// Whether `schema` (a tool's input schema) wants a string for `key` where
+/// the word's value parsed as something else.
+fn wants_string(schema: &jrpc_mcp::types::JsonObject, key: &str, value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => return false,
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    let accepts = |t: &str| t == kind || (t == "number" && kind == "integer");
+    match schema
+        .get("properties")
+        .and_then(|p| p.get(key))
+        .and_then(|p| p.get("type"))
+    {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(types)) => {
+            let types: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+            types.contains(&"string") && !types.iter().any(|t| accepts(t))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wants_string;
+    use serde_json::json;
+
+    #[test]
+    fn values_are_read_by_the_schema() {
+        let schema = json!({"properties": {
+            "text": {"type": "string"},
+            "n": {"type": "number"},
+            "either": {"type": ["string", "integer"]},
+            "free": {}
+        }});
+        let schema = schema.as_object().unwrap();
+        let cases = [
+            ("text", json!(42), true),
+            ("text", json!(true), true),
+            ("text", json!("42"), false),
+            ("n", json!(42), false),
+            ("either", json!(42), false),
+            ("either", json!(4.5), true),
+            ("free", json!(42), false),
+            ("missing", json!(42), false),
+        ];
+        for (key, value, expected) in cases {
+            assert_eq!(wants_string(schema, key, &value), expected, "{key} {value}");
+        }
+    }
 }
