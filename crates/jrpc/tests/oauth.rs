@@ -204,6 +204,7 @@ async fn resource(issuer: &Issuer, cooldown: Duration) -> (Serving, String) {
 struct Answer {
     status: StatusCode,
     challenge: Option<String>,
+    retry_after: Option<String>,
     body: Value,
 }
 
@@ -224,15 +225,14 @@ async fn post(url: &str, auth: Option<&str>, path_and_query: &str, method: &str)
     .expect("an answer in time")
     .expect("an HTTP answer");
     let status = response.status();
-    let challenge = response
-        .headers()
-        .get("www-authenticate")
-        .map(|v| v.to_str().unwrap().to_owned());
+    let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
+    let (challenge, retry_after) = (header("www-authenticate"), header("retry-after"));
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     Answer {
         status,
         challenge,
+        retry_after,
         body,
     }
 }
@@ -476,7 +476,10 @@ async fn keys_rotate_and_an_unreachable_issuer_fails_closed() {
     }
     assert!(accepted, "a newly published key was not accepted within 5 s");
 
-    // A resource server whose issuer never answers refuses everything.
+    // A resource server whose issuer never answers lets nothing through,
+    // and says it cannot check tokens now (503, Retry-After), not that a
+    // good token is invalid: a client told that would log in again, in a
+    // loop (issue 44).
     let down = Issuer::start(json!({"keys": [old.jwk("old")]})).await;
     down.publish(None);
     let (_serving, url) = resource(&down, Duration::from_millis(200)).await;
@@ -485,8 +488,13 @@ async fn keys_rotate_and_an_unreachable_issuer_fails_closed() {
         &claims(&down.url, &url, "rpc"),
     );
     let answer = post(&url, Some(&bearer(&token)), "/", "whoami").await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.retry_after.as_deref(), Some("5"));
+    assert!(answer.challenge.is_none(), "no challenge: nothing is wrong with the token");
+    assert_eq!(answer.body["error"]["code"], -32007, "{}", answer.body);
+    // A malformed token is still invalid: nothing to fetch keys for.
+    let answer = post(&url, Some("Bearer not.a.jwt"), "/", "whoami").await;
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
-    assert!(answer.challenge.unwrap().contains(r#"error="invalid_token""#));
 }
 
 #[tokio::test]
@@ -579,7 +587,9 @@ async fn opaque_tokens_are_checked_by_introspection() {
         let answer = post(&url, Some(&bearer(token)), "/", "whoami").await;
         assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{token}");
     }
-    // The wrong client secret: the endpoint refuses, and so does the server.
+    // The wrong client secret: the endpoint refuses the resource server, so
+    // it cannot check tokens: nothing gets through, and it says so (503,
+    // not a client's token called invalid).
     let wrong = IntrospectionVerifier::new(format!("{issuer}/introspect"), "rs", "guess").audience(&url);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let other = format!("http://{}/", listener.local_addr().unwrap());
@@ -587,5 +597,5 @@ async fn opaque_tokens_are_checked_by_introspection() {
         .bearer(BearerAuth::new(wrong))
         .serve_tcp(listener);
     let answer = post(&other, Some("Bearer opaque-good"), "/", "whoami").await;
-    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
 }

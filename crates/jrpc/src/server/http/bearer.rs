@@ -68,7 +68,15 @@ pub(crate) enum Refused {
     Scope(String),
     /// A token somewhere it must not be.
     Request(&'static str),
+    /// Tokens cannot be checked now (the issuer's keys cannot be fetched):
+    /// `503` with `Retry-After`, not `401` — a client told its good token
+    /// is invalid would log in again, in a loop.
+    Unavailable,
 }
+
+/// How long a client waits before asking again while tokens cannot be
+/// checked.
+const RETRY_UNAVAILABLE_SECS: u64 = 5;
 
 impl BearerAuth {
     /// Tokens checked by `verifier`.
@@ -137,12 +145,15 @@ impl BearerAuth {
     }
 
     async fn verified(&self, token: &str) -> Result<AccessToken, Refused> {
-        let token = self.verifier.verify(token).await.map_err(|e| {
-            match &e {
-                TokenError::Unavailable(_) => tracing::warn!("bearer token refused: {e}"),
-                _ => tracing::debug!("bearer token refused: {e}"),
+        let token = self.verifier.verify(token).await.map_err(|e| match &e {
+            TokenError::Unavailable(_) => {
+                tracing::warn!("bearer token not checked: {e}");
+                Refused::Unavailable
             }
-            Refused::Invalid
+            _ => {
+                tracing::debug!("bearer token refused: {e}");
+                Refused::Invalid
+            }
         })?;
         if self.required.iter().any(|s| !token.has_scope(s)) {
             return Err(Refused::Scope(self.required.join(" ")));
@@ -171,6 +182,16 @@ impl BearerAuth {
             Refused::Scope(needed) => self.insufficient_scope(needed, "the token lacks a scope this needs"),
             Refused::Request(why) => {
                 self.respond(StatusCode::BAD_REQUEST, Some("invalid_request"), None, why)
+            }
+            Refused::Unavailable => {
+                // No challenge: nothing about the token is wrong.
+                let error = Error::new(codes::SERVER_BUSY, "Service unavailable")
+                    .with_data("tokens cannot be checked now: the authorization server's keys cannot be fetched");
+                let mut response: Response<B> = error_response(StatusCode::SERVICE_UNAVAILABLE, error);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_UNAVAILABLE_SECS));
+                response
             }
         }
     }
