@@ -326,6 +326,8 @@ impl ServeArgs {
         let verifier = jrpc::auth::JwtVerifier::builder(issuer.as_str())
             .audience(audience)
             .build();
+        // Learn at start, not on the first token, whether the issuer answers.
+        verifier.warm_up();
         let bearer =
             jrpc::server::http::BearerAuth::new(verifier).require_scopes(self.oauth_scope.iter().cloned());
         Ok(Some(match rate {

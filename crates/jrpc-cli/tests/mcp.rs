@@ -140,7 +140,13 @@ fn spawn_serve(args: &[&str]) -> (std::process::Child, String) {
         .expect("spawn jrpc");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    // The first `jrpc:` line (a log line may come first).
+    while line.is_empty() || !line.starts_with("jrpc: ") {
+        line.clear();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+    }
     (child, line)
 }
 
@@ -648,7 +654,10 @@ fn serve_lines(args: &[&str], count: usize) -> (std::process::Child, Vec<String>
             stderr.read_line(&mut line).unwrap() > 0,
             "stderr ended: {lines:?}"
         );
-        lines.push(line.trim_end().to_owned());
+        // Log lines (timestamped, a WARN) may come between.
+        if !line.contains(" WARN ") {
+            lines.push(line.trim_end().to_owned());
+        }
     }
     std::thread::spawn(move || for _ in stderr.lines() {});
     (child, lines)

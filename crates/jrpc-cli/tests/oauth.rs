@@ -373,3 +373,28 @@ fn refused_tokens_spend_the_rate_limit_budget() {
         "{statuses:?}"
     );
 }
+
+/// An authorization server that cannot be reached is said at start (its
+/// URL and why), before any token comes, and tried again (issue 44).
+#[test]
+fn an_unreachable_issuer_is_said_at_start() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    let served = Served::start(&["--http", "127.0.0.1:0", "--oauth-issuer", &issuer]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut said = 0;
+    while said < 2 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = served
+            .log
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no warning about {issuer} within 30 s"));
+        if line.contains("cannot be fetched") && line.contains(&issuer) {
+            said += 1;
+        }
+    }
+}

@@ -225,7 +225,12 @@ async fn post(url: &str, auth: Option<&str>, path_and_query: &str, method: &str)
     .expect("an answer in time")
     .expect("an HTTP answer");
     let status = response.status();
-    let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
     let (challenge, retry_after) = (header("www-authenticate"), header("retry-after"));
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
@@ -490,7 +495,10 @@ async fn keys_rotate_and_an_unreachable_issuer_fails_closed() {
     let answer = post(&url, Some(&bearer(&token)), "/", "whoami").await;
     assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(answer.retry_after.as_deref(), Some("5"));
-    assert!(answer.challenge.is_none(), "no challenge: nothing is wrong with the token");
+    assert!(
+        answer.challenge.is_none(),
+        "no challenge: nothing is wrong with the token"
+    );
     assert_eq!(answer.body["error"]["code"], -32007, "{}", answer.body);
     // A malformed token is still invalid: nothing to fetch keys for.
     let answer = post(&url, Some("Bearer not.a.jwt"), "/", "whoami").await;

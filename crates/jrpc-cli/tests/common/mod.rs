@@ -117,7 +117,14 @@ pub fn mcp_serve_on(flag: &str, addr: &str, args: &[&str]) -> (Stopped, String) 
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    // The first `jrpc:` line (a log line may come first).
+    while line.is_empty() || !line.starts_with("jrpc: ") {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "jrpc mcp serve exited early"
+        );
+    }
     let target = line.trim().rsplit(' ').next().unwrap_or_default().to_owned();
     assert!(!target.is_empty(), "{flag}: no target in {line:?}");
     (Stopped(child), target)

@@ -129,10 +129,13 @@ impl OAuth {
         let metadata_url = metadata_url(&resource)?;
         let audience = self.audience.clone().unwrap_or_else(|| resource.clone());
         let (verifier, authorization_servers): (Arc<dyn TokenVerifier>, _) = match &self.source {
-            Source::Issuer(issuer) => (
-                Arc::new(JwtVerifier::builder(issuer.as_str()).audience(audience).build()),
-                vec![issuer.clone()],
-            ),
+            Source::Issuer(issuer) => {
+                let verifier = JwtVerifier::builder(issuer.as_str()).audience(audience).build();
+                // The issuer's keys fetched at start (within a runtime), so
+                // that an unreachable authorization server is said at once.
+                verifier.warm_up();
+                (Arc::new(verifier), vec![issuer.clone()])
+            }
             Source::Verifier {
                 verifier,
                 authorization_servers,

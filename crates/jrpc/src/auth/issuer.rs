@@ -76,14 +76,8 @@ impl IssuerKeys {
         let recent = attempt.is_some_and(|at| at.elapsed() < self.cooldown);
         if !recent {
             *attempt = Some(Instant::now());
-            match self.fetch().await {
-                Ok(keys) => {
-                    *write(&self.fetched) = Some(Fetched {
-                        keys: Arc::new(keys),
-                        at: Instant::now(),
-                    });
-                }
-                Err(e) => tracing::warn!(issuer = %self.issuer, "fetching the issuer's keys: {e}"),
+            if let Err(e) = self.fetch_and_keep().await {
+                tracing::warn!(issuer = %self.issuer, "fetching the issuer's keys: {e}");
             }
         }
         // What there is: a kid still unknown is refused by the caller.
@@ -91,6 +85,53 @@ impl IssuerKeys {
             .as_ref()
             .map(|f| Arc::clone(&f.keys))
             .ok_or_else(|| format!("no keys from {} yet", self.issuer))
+    }
+
+    /// Fetches the key set and keeps it.
+    async fn fetch_and_keep(&self) -> Result<(), String> {
+        let keys = self.fetch().await?;
+        *write(&self.fetched) = Some(Fetched {
+            keys: Arc::new(keys),
+            at: Instant::now(),
+        });
+        Ok(())
+    }
+
+    /// Fetches the metadata and keys now, in the background, rather than
+    /// on the first token; when they cannot be had, says so (naming the
+    /// issuer and why) and tries again with backoff until they come or the
+    /// keys are dropped. Outside a tokio runtime, does nothing (the first
+    /// token fetches them).
+    pub(crate) fn warm_up(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let keys = Arc::downgrade(self);
+        runtime.spawn(async move {
+            // A moment first: a server's own start-up lines (where it
+            // listens) come before what this says.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let mut delay = Duration::from_secs(1);
+            loop {
+                let Some(source) = keys.upgrade() else { return };
+                let outcome = {
+                    let mut attempt = source.attempt.lock().await;
+                    *attempt = Some(Instant::now());
+                    source.fetch_and_keep().await
+                };
+                match outcome {
+                    Ok(()) => return,
+                    Err(e) => tracing::warn!(
+                        issuer = %source.issuer,
+                        "the authorization server's keys cannot be fetched ({e}); until they are, \
+                         tokens are answered 503; trying again in {delay:?}"
+                    ),
+                }
+                drop(source);
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(60));
+            }
+        });
     }
 
     /// The cached set, when it is fresh and has `kid`.

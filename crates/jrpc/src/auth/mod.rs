@@ -95,6 +95,20 @@ impl JwtVerifier {
         &self.audience
     }
 
+    /// Fetches the issuer's metadata and keys soon (half a second from now),
+    /// in the background, instead of on the first token: a server learns at
+    /// start (a warning
+    /// naming the issuer and the error) when its authorization server
+    /// cannot be reached, and keeps trying with backoff (1 s, doubling, up
+    /// to a minute) until the keys come. Meanwhile tokens are answered
+    /// `503` by the bearer layer. Call it within a tokio runtime (outside
+    /// one it does nothing); keys given with `keys` need no fetching.
+    pub fn warm_up(&self) {
+        if let Keys::Issuer(source) = &self.keys {
+            source.warm_up();
+        }
+    }
+
     async fn check(&self, token: &str) -> Result<AccessToken, TokenError> {
         let parsed = jwt::parse(token).map_err(|e| TokenError::Invalid(e.to_string()))?;
         let (issuer, keys) = match &self.keys {

@@ -185,8 +185,9 @@ impl BearerAuth {
             }
             Refused::Unavailable => {
                 // No challenge: nothing about the token is wrong.
-                let error = Error::new(codes::SERVER_BUSY, "Service unavailable")
-                    .with_data("tokens cannot be checked now: the authorization server's keys cannot be fetched");
+                let error = Error::new(codes::SERVER_BUSY, "Service unavailable").with_data(
+                    "tokens cannot be checked now: the authorization server's keys cannot be fetched",
+                );
                 let mut response: Response<B> = error_response(StatusCode::SERVICE_UNAVAILABLE, error);
                 response
                     .headers_mut()
