@@ -438,7 +438,7 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             requests: part.ok + part.errors.total(),
             ok: part.ok,
             latency_us: latency_of(&part.latencies),
-            errors: part.errors,
+            errors: part.errors.clone(),
         });
         from = to;
     }
@@ -580,7 +580,7 @@ fn make_report(
         requests_per_second: requests as f64 / secs,
         items_per_second: requests as f64 * items_per_request / secs,
         latency_us: latency_of(&whole.latencies),
-        errors: *errors,
+        errors: errors.clone(),
         retried: 0,
         retries: 0,
         phases: Vec::new(),
@@ -603,11 +603,11 @@ fn compare(args: &BenchArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Usage(e.context(format!("--compare {}", path.display()))))?;
         runs.extend(read);
     }
-    let page = bench_report::html(&runs);
+    // A page where asked for; else a table to read in the terminal.
     match &args.report {
-        Some(path) => std::fs::write(path, page)
+        Some(path) => std::fs::write(path, bench_report::html(&runs))
             .map_err(|e| Failure::Usage(anyhow!("--report {}: {e}", path.display())))?,
-        None => print!("{page}"),
+        None => print!("{}", bench_report::text_table(&runs)),
     }
     Ok(())
 }
@@ -660,6 +660,9 @@ fn print_report(args: &BenchArgs, report: &bench_report::Report) {
         errors.http,
         errors.other
     );
+    if !errors.http_status.is_empty() {
+        println!("              {}", errors.by_status());
+    }
     if args.connect.retries > 0 {
         println!(
             "  retried     {} {noun} took more than one attempt ({} retries in all)",

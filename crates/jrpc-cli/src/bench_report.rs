@@ -87,14 +87,17 @@ impl Latency {
 /// The labels of [`Latency::all`].
 const PERCENTILES: [&str; 8] = ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"];
 
-/// Errors by kind.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+/// Errors by kind, and the HTTP refusals by status.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Errors {
     pub(crate) rpc: u64,
     pub(crate) timeout: u64,
     pub(crate) transport: u64,
     pub(crate) http: u64,
     pub(crate) other: u64,
+    /// The `http` errors by status (`429`: rate limited, `503`: busy...).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub(crate) http_status: std::collections::BTreeMap<u16, u64>,
 }
 
 impl Errors {
@@ -105,7 +108,12 @@ impl Errors {
             CallError::Rpc(_) => self.rpc += 1,
             CallError::Timeout(_) => self.timeout += 1,
             CallError::Closed(_) | CallError::Io(_) => self.transport += 1,
-            e if e.transport_error::<jrpc::client::HttpError>().is_some() => self.http += 1,
+            e if e.transport_error::<jrpc::client::HttpError>().is_some() => {
+                self.http += 1;
+                if let Some(refusal) = e.transport_error::<jrpc::client::HttpError>() {
+                    *self.http_status.entry(refusal.status).or_default() += 1;
+                }
+            }
             _ => self.other += 1,
         }
     }
@@ -117,6 +125,19 @@ impl Errors {
         self.transport += other.transport;
         self.http += other.http;
         self.other += other.other;
+        for (status, n) in &other.http_status {
+            *self.http_status.entry(*status).or_default() += n;
+        }
+    }
+
+    /// The HTTP refusals by status, as a line: `http 429: 12 034, http 503: 5`.
+    pub(crate) fn by_status(&self) -> String {
+        let shown: Vec<String> = self
+            .http_status
+            .iter()
+            .map(|(status, n)| format!("http {status}: {}", grouped(*n)))
+            .collect();
+        shown.join(", ")
     }
 
     pub(crate) fn total(&self) -> u64 {
@@ -132,6 +153,19 @@ impl Errors {
             ("other", self.other),
         ]
     }
+}
+
+/// `12034` as `12 034`: digits in groups of three.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// One second of a run.
@@ -273,13 +307,7 @@ impl Plot {
 
     /// Run `run`'s line through `points`, with a dot on each when `dots`.
     fn line(&mut self, run: usize, points: &[(f64, f64)], dots: bool) {
-        let joined: Vec<String> = points.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
-        let _ = write!(
-            self.svg,
-            r#"<polyline class="run" fill="none" stroke="{}" stroke-width="2" points="{}"/>"#,
-            colour(run),
-            joined.join(" ")
-        );
+        self.polyline(run, points, "run", "");
         for (x, y) in points.iter().filter(|_| dots) {
             let _ = write!(
                 self.svg,
@@ -289,21 +317,38 @@ impl Plot {
         }
     }
 
+    /// Run `run`'s second line (its errors), dashed, through `points`.
+    fn dashed_line(&mut self, run: usize, points: &[(f64, f64)]) {
+        self.polyline(run, points, "errors", r#" stroke-dasharray="6 4""#);
+    }
+
+    fn polyline(&mut self, run: usize, points: &[(f64, f64)], class: &str, style: &str) {
+        let joined: Vec<String> = points.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
+        let _ = write!(
+            self.svg,
+            r#"<polyline class="{class}" fill="none" stroke="{}" stroke-width="2"{style} points="{}"/>"#,
+            colour(run),
+            joined.join(" ")
+        );
+    }
+
     fn end(mut self) -> String {
         self.svg.push_str("</svg>");
         self.svg
     }
 }
 
-/// A run's requests per second in each second, at the middle of it.
-fn rates(run: &Report) -> Vec<(f64, f64)> {
+/// A run's requests (or, `errors`, its errors) per second in each second,
+/// at the middle of it.
+fn rates(run: &Report, errors: bool) -> Vec<(f64, f64)> {
     let mut previous = 0.0;
     run.timeline
         .iter()
         .map(|s| {
+            let count = if errors { s.errors } else { s.requests };
             let point = (
                 (previous + s.second) / 2.0,
-                s.requests as f64 / (s.second - previous).max(1e-3),
+                count as f64 / (s.second - previous).max(1e-3),
             );
             previous = s.second;
             point
@@ -311,14 +356,23 @@ fn rates(run: &Report) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Requests per second over time, one line per run.
+/// Requests per second over time, one line per run, and each run's errors
+/// per second dashed beside it (a run whose requests were mostly refused
+/// does not look healthy).
 fn throughput_svg(runs: &[Report]) -> String {
     let longest = runs
         .iter()
         .flat_map(|r| r.timeline.last().map(|s| s.second))
         .fold(1.0_f64, f64::max);
-    let rates: Vec<Vec<(f64, f64)>> = runs.iter().map(rates).collect();
-    let highest = rates.iter().flatten().map(|(_, v)| *v).fold(1.0_f64, f64::max) * 1.1;
+    let requests: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| rates(r, false)).collect();
+    let errors: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| rates(r, true)).collect();
+    let highest = requests
+        .iter()
+        .chain(&errors)
+        .flatten()
+        .map(|(_, v)| *v)
+        .fold(1.0_f64, f64::max)
+        * 1.1;
     let x = |t: f64| LEFT + t / longest * (WIDTH - LEFT - RIGHT);
     let y = |v: f64| HEIGHT - BOTTOM - v / highest * (HEIGHT - TOP - BOTTOM);
     let mut plot = Plot::new("throughput", "requests per second over time");
@@ -334,9 +388,15 @@ fn throughput_svg(runs: &[Report]) -> String {
         plot.x_tick(x(t), &shown);
     }
     plot.x_label("seconds into the run");
-    for (i, run) in rates.iter().enumerate() {
+    for (i, run) in requests.iter().enumerate() {
         let points: Vec<(f64, f64)> = run.iter().map(|(t, v)| (x(*t), y(*v))).collect();
         plot.line(i, &points, false);
+    }
+    for (i, run) in errors.iter().enumerate() {
+        if run.iter().any(|(_, v)| *v > 0.0) {
+            let points: Vec<(f64, f64)> = run.iter().map(|(t, v)| (x(*t), y(*v))).collect();
+            plot.dashed_line(i, &points);
+        }
     }
     plot.end()
 }
@@ -383,6 +443,87 @@ fn latency_svg(runs: &[Report]) -> String {
     plot.end()
 }
 
+/// How `value` differs from `base`, the first run's: `+3.2 %`, `-10.0 %`.
+fn change(base: f64, value: f64) -> String {
+    if base == 0.0 {
+        return if value == 0.0 {
+            "±0 %".to_owned()
+        } else {
+            "new".to_owned()
+        };
+    }
+    let percent = (value - base) / base * 100.0;
+    if percent.abs() < 0.05 {
+        "±0 %".to_owned()
+    } else {
+        format!("{percent:+.1} %")
+    }
+}
+
+/// Runs side by side as a text table, each figure with its change from the
+/// first run: what `--compare` prints without `--report`.
+pub(crate) fn text_table(runs: &[Report]) -> String {
+    let mut rows = vec![[
+        "run".to_owned(),
+        "requests/s".to_owned(),
+        "change".to_owned(),
+        "p50".to_owned(),
+        "change".to_owned(),
+        "p99".to_owned(),
+        "change".to_owned(),
+        "errors".to_owned(),
+        "change".to_owned(),
+    ]];
+    let first = runs.first();
+    for (i, run) in runs.iter().enumerate() {
+        let versus = |pick: fn(&Report) -> f64| match (i, first) {
+            (0, _) | (_, None) => String::new(),
+            (_, Some(first)) => change(pick(first), pick(run)),
+        };
+        rows.push([
+            format!("{} {}", i + 1, run.target),
+            human(run.requests_per_second),
+            versus(|r| r.requests_per_second),
+            latency_text(run.latency_us.p50),
+            versus(|r| r.latency_us.p50 as f64),
+            latency_text(run.latency_us.p99),
+            versus(|r| r.latency_us.p99 as f64),
+            run.errors.total().to_string(),
+            versus(|r| r.errors.total() as f64),
+        ]);
+    }
+    let widths: Vec<usize> = (0..9)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| match c {
+                0 => format!("{cell:<w$}", w = widths[c]),
+                _ => format!("{cell:>w$}", w = widths[c]),
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    for (i, run) in runs.iter().enumerate() {
+        if !run.errors.http_status.is_empty() {
+            let _ = writeln!(out, "run {}: {}", i + 1, run.errors.by_status());
+        }
+    }
+    out
+}
+
+/// A figure of run `i`, and after the first run its change from the first.
+fn with_change(runs: &[Report], i: usize, shown: String, pick: fn(&Report) -> f64) -> String {
+    match (i, runs.first()) {
+        (0, _) | (_, None) => shown,
+        (_, Some(first)) => format!("{shown} ({})", change(pick(first), pick(&runs[i]))),
+    }
+}
+
 /// The page for one run, or several side by side.
 pub(crate) fn html(runs: &[Report]) -> String {
     let title = match runs {
@@ -412,14 +553,14 @@ pub(crate) fn html(runs: &[Report]) -> String {
             run.in_flight,
             run.seconds,
             run.requests,
-            human(run.requests_per_second),
-            latency_text(run.latency_us.p50),
-            latency_text(run.latency_us.p99),
-            run.errors.total(),
+            with_change(runs, i, human(run.requests_per_second), |r| r.requests_per_second),
+            with_change(runs, i, latency_text(run.latency_us.p50), |r| r.latency_us.p50 as f64),
+            with_change(runs, i, latency_text(run.latency_us.p99), |r| r.latency_us.p99 as f64),
+            with_change(runs, i, run.errors.total().to_string(), |r| r.errors.total() as f64),
             run.retried,
         );
     }
-    page.push_str("</table>\n<h2>Requests per second, each second</h2>\n");
+    page.push_str("</table>\n<h2>Requests per second, each second</h2>\n<p>Solid: requests per second; dashed: errors per second.</p>\n");
     page.push_str(&throughput_svg(runs));
     page.push_str("\n<h2>Latency percentiles</h2>\n");
     page.push_str(&latency_svg(runs));
@@ -453,6 +594,18 @@ pub(crate) fn html(runs: &[Report]) -> String {
         let _ = writeln!(page, "<td>{}</td></tr>", run.errors.total());
     }
     page.push_str("</table>\n");
+    if runs.iter().any(|r| !r.errors.http_status.is_empty()) {
+        page.push_str("<h2>HTTP refusals by status</h2>\n<table id=\"http-status\"><tr><th class=\"l\">run</th><th class=\"l\">statuses</th></tr>\n");
+        for (i, run) in runs.iter().enumerate() {
+            let _ = writeln!(
+                page,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+                i + 1,
+                escape(&run.errors.by_status())
+            );
+        }
+        page.push_str("</table>\n");
+    }
     // The data, for `jrpc bench --compare`; never run by the browser.
     let data = serde_json::to_string(runs).unwrap_or_else(|_| "[]".to_owned());
     let _ = writeln!(page, "{DATA_OPEN}{}{DATA_CLOSE}", data.replace("</", "<\\/"));
@@ -528,6 +681,47 @@ mod tests {
                 },
             ],
         }
+    }
+
+    #[test]
+    fn errors_are_drawn_beside_requests_and_refusals_counted_by_status() {
+        let mut refused = run(1000);
+        refused.errors.http = 12_039;
+        refused.errors.http_status.insert(429, 12_034);
+        refused.errors.http_status.insert(503, 5);
+        let page = html(std::slice::from_ref(&refused));
+        // The errors' dashed line, beside the requests' solid one.
+        assert!(page.contains(r#"<polyline class="errors""#), "no errors line");
+        assert!(page.contains("http 429: 12 034, http 503: 5"), "no statuses");
+        // A run without errors draws no errors line.
+        let mut clean = run(1000);
+        clean.timeline.iter_mut().for_each(|s| s.errors = 0);
+        assert!(!html(&[clean]).contains(r#"class="errors""#));
+        // Statuses add up across tallies.
+        let mut total = Errors::default();
+        total.add(&refused.errors);
+        total.add(&refused.errors);
+        assert_eq!(total.by_status(), "http 429: 24 068, http 503: 10");
+    }
+
+    #[test]
+    fn a_comparison_says_each_figures_change() {
+        let (a, mut b) = (run(1000), run(1100));
+        b.latency_us.p99 = 450;
+        let table = text_table(&[a.clone(), b.clone()]);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(
+            lines[0].starts_with("run") && lines[0].contains("change"),
+            "{table}"
+        );
+        assert!(!lines[1].contains('%'), "the first run is the base: {table}");
+        assert!(lines[2].contains("+10.0 %"), "requests/s up 10 %: {table}");
+        assert!(lines[2].contains("-50.0 %"), "p99 halved: {table}");
+        assert!(!table.contains("<html"), "text, not a page");
+        // The page says it too.
+        assert!(html(&[a, b]).contains("(+10.0 %)"));
+        assert_eq!(change(0.0, 0.0), "±0 %");
+        assert_eq!(change(0.0, 3.0), "new");
     }
 
     #[test]
