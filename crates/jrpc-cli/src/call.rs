@@ -120,7 +120,7 @@ fn json_word(word: &str) -> anyhow::Result<Box<RawValue>> {
         Err(e) if word.trim_start().starts_with(['{', '[']) => {
             let as_string = serde_json::to_string(word)?;
             bail!(
-                "{word:?} starts like JSON but is not JSON ({e}); fix it, or to send it as a string write it as one: '{as_string}'"
+                "{word:?} starts like JSON but is not JSON ({e}); fix it, or send it as a string, written as JSON: {as_string}"
             )
         }
         Err(_) => Ok(serde_json::value::to_raw_value(word)?),

@@ -412,7 +412,7 @@ impl Failure {
             {
                 let authority = target.trim_start_matches("tcp://").trim_end_matches('/');
                 Failure::Transport(anyhow!(
-                    "calling {target}: it is an HTTP server; call it as one: jrpc call http://{authority} METHOD [PARAM]..."
+                    "calling {target}: it is an HTTP server: use http://{authority} instead (jrpc call http://{authority} METHOD [PARAM]...)"
                 ))
             }
             Failure::Transport(e) => Failure::Transport(e.context(format!("calling {target}"))),

@@ -30,8 +30,12 @@ fn a_word_that_starts_like_json_and_is_not_is_refused() {
             err.contains("starts like JSON but is not JSON"),
             "{broken}: {err}"
         );
-        // The hint is a command that works: the word as a JSON string.
-        assert!(err.contains("to send it as a string"), "{broken}: {err}");
+        // The hint: the word as a JSON string, which goes through (below).
+        let as_string = serde_json::to_string(broken).unwrap();
+        assert!(
+            err.contains(&format!("send it as a string, written as JSON: {as_string}")),
+            "{broken}: {err}"
+        );
         // Named values follow the same rule.
         let out = jrpc(&["call", target, "echo", &format!("text={broken}")]);
         assert_eq!(out.status.code(), Some(2), "text={broken}: {}", text(&out));
@@ -116,7 +120,7 @@ fn a_tcp_call_to_an_http_server_says_so() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("it is an HTTP server"), "{err}");
-    let suggested = format!("jrpc call http://{authority} ");
+    let suggested = format!("use http://{authority} instead (jrpc call http://{authority} ");
     assert!(err.contains(&suggested), "{err}");
     // The suggestion works.
     let out = jrpc(&["call", &format!("http://{authority}"), "subtract", "42", "23"]);

@@ -379,7 +379,8 @@ async fn sample(
     Ok(CreateMessageResult {
         role: Role::Assistant,
         content: OneOrMany::One(SamplingContent::text(text)),
-        model: command,
+        // Not the command line: it may hold a secret (KEY=... llm).
+        model: "jrpc-sampling-command".to_owned(),
         stop_reason: Some("endTurn".to_owned()),
         meta: None,
     })

@@ -116,6 +116,10 @@ impl IssuerKeys {
                 let Some(source) = keys.upgrade() else { return };
                 let outcome = {
                     let mut attempt = source.attempt.lock().await;
+                    // A token's lookup may have fetched them meanwhile.
+                    if source.current(None).is_some() {
+                        return;
+                    }
                     *attempt = Some(Instant::now());
                     source.fetch_and_keep().await
                 };
