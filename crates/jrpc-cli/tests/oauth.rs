@@ -398,3 +398,47 @@ fn an_unreachable_issuer_is_said_at_start() {
         }
     }
 }
+
+/// While tokens cannot be checked the MCP endpoint answers 503, and
+/// `jrpc mcp call` exits 3 (a transport failure) in both eras, as
+/// `jrpc call` does for an HTTP refusal.
+#[test]
+fn a_server_that_cannot_check_tokens_is_a_transport_failure() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (_server, url) = mcp_serve(&["--oauth-issuer", &format!("http://127.0.0.1:{port}")]);
+    // A well-formed JWT (its keys are what cannot be fetched).
+    let part = |json: &str| URL_SAFE_NO_PAD.encode(json);
+    let jwt = format!(
+        "{}.{}.{}",
+        part(r#"{"alg":"EdDSA","kid":"k"}"#),
+        part(r#"{"sub":"a"}"#),
+        part("sig")
+    );
+    for era in [&[][..], &["--protocol-version", "legacy"][..]] {
+        let out = Command::new(JRPC)
+            .args([
+                "mcp",
+                "call",
+                &url,
+                "add",
+                "a=1",
+                "b=2",
+                "--no-input",
+                "--bearer",
+                &jwt,
+            ])
+            .args(era)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{era:?}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("503"),
+            "{era:?}: {}",
+            text(&out)
+        );
+    }
+}

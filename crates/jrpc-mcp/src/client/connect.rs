@@ -164,7 +164,7 @@ impl McpClientBuilder {
             #[cfg(feature = "http-client")]
             if error
                 .transport_error::<modern_http::HttpStatusError>()
-                .is_some_and(|refusal| matches!(refusal.status, 401 | 403))
+                .is_some_and(|refusal| matches!(refusal.status, 401 | 403 | 429 | 503))
             {
                 return Err(Probed::Failed(error.into()));
             }

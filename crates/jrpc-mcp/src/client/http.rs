@@ -202,10 +202,11 @@ impl HttpSession {
                     .await
                     .map(|b| b.to_bytes())
                     .unwrap_or_default();
-                // A refused token (401, 403) is the HTTP layer's refusal:
+                // A refused token (401, 403) or a server that cannot serve
+                // now (429, 503) is the HTTP layer's refusal:
                 // the call fails as a transport failure, as for every other
                 // HTTP client of jrpc, not as an error of the method.
-                if let (Some(id), true) = (&id, matches!(status.as_u16(), 401 | 403)) {
+                if let (Some(id), true) = (&id, matches!(status.as_u16(), 401 | 403 | 429 | 503)) {
                     let shown = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
                     let reason = format!(
                         "HTTP {status}{}",

@@ -219,10 +219,11 @@ impl ModernHttp {
             .await
             .map_err(|e| CallError::Io(Arc::new(std::io::Error::other(e))))?
             .to_bytes();
-        // A refused token (401, 403) is the HTTP layer's refusal, whatever
-        // its body says: as for every other HTTP client of jrpc, not an
-        // error of the method.
-        let refused = matches!(status.as_u16(), 401 | 403);
+        // A refused token (401, 403) or a server that cannot serve now
+        // (429, 503) is the HTTP layer's refusal, whatever its body says:
+        // as for every other HTTP client of jrpc, not an error of the
+        // method. (A 400 with a JSON-RPC error is the method's answer.)
+        let refused = matches!(status.as_u16(), 401 | 403 | 429 | 503);
         if let Some(outcome) = read_message(id, &bytes, notify).filter(|_| !refused) {
             if status.is_success() || outcome.is_err() {
                 return outcome;
