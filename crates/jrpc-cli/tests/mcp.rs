@@ -130,24 +130,8 @@ fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> std::proces
 /// `jrpc mcp serve ARGS...`: the child and the first line it writes on
 /// stderr (where it listens).
 fn spawn_serve(args: &[&str]) -> (std::process::Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jrpc"))
-        .args(["mcp", "serve"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn jrpc");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    // The first `jrpc:` line (a log line may come first).
-    while line.is_empty() || !line.starts_with("jrpc: ") {
-        line.clear();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-    }
-    (child, line)
+    let (child, mut lines) = serve_lines(args, 1);
+    (child, lines.remove(0))
 }
 
 /// `jrpc mcp serve --http 127.0.0.1:0 EXTRA...`: the child, its URL and
