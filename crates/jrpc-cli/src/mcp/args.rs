@@ -261,6 +261,17 @@ pub(super) struct ServeArgs {
     #[arg(long)]
     pub(super) json_response: bool,
 
+    /// Share state with the other replicas of this server through NATS
+    /// JetStream at URL (nats://HOST:PORT, or a cluster's seeds
+    /// comma-separated: nats://A:4222,B:4222): tasks (made through one
+    /// replica, read, answered and cancelled through any), change
+    /// notifications (a bump through one reaches listeners on all), the
+    /// requestState key and the demo's counter. When no seed answers at
+    /// start: exit 3; later losses are reconnected. Behind a load balancer,
+    /// with --http.
+    #[arg(long, value_name = "URL")]
+    pub(super) shared_state: Option<String>,
+
     /// With --http: require OAuth access tokens (JWTs) issued by the
     /// authorization server at URL. The protected resource metadata at
     /// /.well-known/oauth-protected-resource/mcp names it; a token must

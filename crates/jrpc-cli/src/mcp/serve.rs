@@ -6,6 +6,30 @@ use jrpc::codec::Framing;
 
 use super::args::ServeArgs;
 
+/// The demo with state shared through NATS JetStream at `url`, as the fleet
+/// `jrpc-demo` (every replica of the demo shares it).
+#[cfg(feature = "nats")]
+async fn shared_state(
+    url: &str,
+    builder: jrpc_mcp::server::McpServerBuilder,
+) -> anyhow::Result<jrpc_mcp::McpServer> {
+    let url = url.trim();
+    if !url.starts_with("nats://") {
+        anyhow::bail!("expected nats://HOST:PORT[,HOST:PORT...]");
+    }
+    let state = jrpc_mcp::server::NatsState::connect(url, "jrpc-demo").await?;
+    tracing::info!(%url, "sharing state through NATS JetStream");
+    Ok(builder.shared_state(state).build())
+}
+
+#[cfg(not(feature = "nats"))]
+async fn shared_state(
+    _url: &str,
+    _builder: jrpc_mcp::server::McpServerBuilder,
+) -> anyhow::Result<jrpc_mcp::McpServer> {
+    anyhow::bail!("this jrpc was built without the nats feature")
+}
+
 /// Serves until stdin ends (`--stdio`) or until SIGTERM or Ctrl-C.
 pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     if serve.oauth_issuer.is_some() && serve.transport.http.is_none() {
@@ -13,10 +37,20 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
         eprintln!("jrpc: --oauth-issuer (and every --oauth-* flag) needs --http: the other transports carry no tokens");
         return Ok(std::process::ExitCode::from(2));
     }
-    let server = if serve.conformance {
-        jrpc_mcp::demo::conformance_server()
+    let builder = if serve.conformance {
+        jrpc_mcp::demo::conformance_builder()
     } else {
-        jrpc_mcp::demo::server()
+        jrpc_mcp::demo::builder()
+    };
+    let server = match &serve.shared_state {
+        None => builder.build(),
+        Some(url) => match shared_state(url, builder).await {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("jrpc: --shared-state {url}: {e:#}");
+                return Ok(std::process::ExitCode::from(3));
+            }
+        },
     };
     let conformance = serve.conformance;
     let listening = |serving: &jrpc::server::Serving| {

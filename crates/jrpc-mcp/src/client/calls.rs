@@ -99,7 +99,7 @@ impl McpClient {
     /// Sends one request and returns its raw result: to a legacy server
     /// straight to the wire; to a modern one through
     /// [`send_modern`](Self::send_modern).
-    async fn send(
+    pub(super) async fn send(
         &self,
         method: &str,
         params: &serde_json::Value,
@@ -317,7 +317,19 @@ impl McpClient {
     ) -> Result<CallToolResult, McpClientError> {
         let arguments =
             serde_json::to_value(arguments).map_err(|e| CallError::Encode(e.to_string().into()))?;
+        if self.declares_tasks() {
+            return self.call_tool_to_end(name, arguments).await;
+        }
         let params = serde_json::json!({ "name": name, "arguments": arguments });
+        self.request_with_rounds("tools/call", params, true).await
+    }
+
+    /// `tools/call` with `params`, its rounds of input answered: the
+    /// result as JSON (a task, when the server made one).
+    pub(super) async fn tool_request(
+        &self,
+        params: serde_json::Value,
+    ) -> Result<serde_json::Value, McpClientError> {
         self.request_with_rounds("tools/call", params, true).await
     }
 
@@ -526,6 +538,6 @@ impl McpClient {
     }
 }
 
-fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, McpClientError> {
+pub(super) fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, McpClientError> {
     Ok(serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))?)
 }

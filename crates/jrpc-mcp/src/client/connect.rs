@@ -274,6 +274,7 @@ impl McpClientBuilder {
             server,
             progress: self.on_progress.is_some(),
             next_token: std::sync::atomic::AtomicI64::new(1),
+            tasks: self.tasks,
             closing,
         }
     }

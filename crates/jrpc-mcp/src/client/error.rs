@@ -31,6 +31,18 @@ pub enum McpClientError {
     #[cfg(feature = "oauth")]
     #[error("authorization: {0}")]
     Authorization(super::oauth::OAuthError),
+    /// A task was cancelled (or ended without a result) before it
+    /// finished; a task that failed is the [`Call`](Self::Call) error it
+    /// failed with.
+    #[error("task {id} {status}{}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    TaskEnded {
+        /// The task.
+        id: String,
+        /// How it ended (`cancelled`).
+        status: String,
+        /// What the server said.
+        message: Option<String>,
+    },
     /// `resources/read` of a resource the server does not have (`-32002`,
     /// or `-32602` as some servers say it).
     #[error("no resource {uri}: {error}")]

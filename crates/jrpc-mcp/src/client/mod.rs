@@ -59,6 +59,7 @@ mod modern_http;
 pub mod oauth;
 #[cfg(feature = "http-client")]
 mod sse;
+mod tasks;
 mod wire;
 
 use callbacks::{BoxFuture, Elicitor, Listener, Sampler};
@@ -67,6 +68,7 @@ pub use error::McpClientError;
 pub use listen::{Change, Subscription};
 #[cfg(feature = "http-client")]
 pub use modern_http::HttpStatusError;
+pub use tasks::Started;
 
 use era::ServerFacts;
 use wire::Wire;
@@ -102,6 +104,8 @@ pub struct McpClientBuilder {
     /// How to log in to a server over HTTP that asks for it.
     #[cfg(feature = "oauth")]
     oauth: Option<oauth::OAuthClient>,
+    /// Whether requests declare the tasks extension.
+    tasks: bool,
 }
 
 impl McpClient {
@@ -124,6 +128,7 @@ impl McpClient {
             listeners: Arc::default(),
             #[cfg(feature = "oauth")]
             oauth: None,
+            tasks: false,
         }
     }
 }
@@ -234,6 +239,15 @@ impl McpClientBuilder {
         self
     }
 
+    /// Declare the tasks extension (`io.modelcontextprotocol/tasks`, on a
+    /// 2026-07-28 server): a tool that may run as a task then answers with
+    /// one, [`McpClient::call_tool`] waits for its end, and
+    /// [`McpClient::start_tool`] hands it over. Off by default.
+    pub fn tasks(mut self, on: bool) -> Self {
+        self.tasks = on;
+        self
+    }
+
     fn capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
             roots: self.roots.as_ref().map(|_| RootsCapability {
@@ -245,7 +259,9 @@ impl McpClientBuilder {
                 url: None,
             }),
             experimental: None,
-            extensions: None,
+            extensions: self
+                .tasks
+                .then(|| [(crate::types::TASKS_EXTENSION.to_owned(), JsonObject::new())].into()),
         }
     }
 
@@ -344,6 +360,8 @@ pub struct McpClient {
     /// Whether calls carry progress tokens (a progress listener is set).
     progress: bool,
     next_token: std::sync::atomic::AtomicI64,
+    /// Whether requests declare the tasks extension.
+    tasks: bool,
     closing: Option<Closing>,
 }
 

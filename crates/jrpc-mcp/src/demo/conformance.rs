@@ -12,7 +12,7 @@ use std::time::Duration;
 use jrpc::Error;
 
 use super::{builder, ElicitArgs, SampleArgs};
-use crate::server::{McpContext, McpServer, NoArgs, ToolError};
+use crate::server::{McpContext, McpServer, McpServerBuilder, NoArgs, ToolError};
 use crate::types::{
     CallToolResult, Completion, ContentBlock, CreateMessageParams, EmbeddedResource, LoggingLevel, Prompt,
     PromptMessage, Resource, ResourceContents, ResourceTemplate, Role, Tool,
@@ -45,6 +45,12 @@ fn audio(data: &str, mime: &str) -> ContentBlock {
 /// (`@modelcontextprotocol/conformance`) besides: the tools, resources and
 /// prompts its server scenarios call (`jrpc mcp serve --conformance`).
 pub fn conformance_server() -> McpServer {
+    conformance_builder().build()
+}
+
+/// The builder of [`conformance_server`], to give it state shared by
+/// replicas before building it.
+pub fn conformance_builder() -> McpServerBuilder {
     let builder = builder().resource_subscriptions(true).list_changed(true);
     modern::fixtures(builder)
         .tool("test_simple_text", "Returns simple text", |_: NoArgs, _cx| async {
@@ -234,5 +240,4 @@ pub fn conformance_server() -> McpServer {
             };
             Ok(Completion::of(known.iter().filter(|v| v.starts_with(&typed)).copied()))
         })
-        .build()
 }

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `add` | `{a: number, b: number}` | text `"<sum>"`, `structuredContent {"result": <sum>}`, with an output schema |
 //! | `echo` | `{text: string}` | the text (and a debug log message) |
-//! | `sleep` | `{ms: integer}` | waits, reporting progress at least every 100 ms when asked; `"slept <ms>"` |
+//! | `sleep` | `{ms: integer}` | waits, reporting progress at least every 100 ms when asked; `"slept <ms>"`; a task (`io.modelcontextprotocol/tasks`) when the client declares the extension |
 //! | `sample` | `{prompt: string}` | asks the client to sample; its text |
 //! | `elicit` | `{message: string}` | asks the user for a `name`: `"hello <name>"`, `"declined"` or `"cancelled"` |
 //! | `list_roots` | `{}` | the client's root URIs, one per line |
@@ -18,9 +18,12 @@
 //! Resources: `demo://greeting` (`"hello"`), `demo://counter` (the count,
 //! from `0`; subscribe to it, legacy, or listen for it, modern) and the
 //! template `demo://echo/{text}`. Prompt: `greet` with a required `name`.
+//!
+//! The counter lives in the server's [shared state](crate::server::shared)
+//! (record `demo.counter`, changed by compare-and-set): with state shared
+//! by replicas, every replica counts the same — the example of how an
+//! application keeps its own state in a fleet.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use jrpc::Error;
@@ -28,7 +31,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
-use crate::server::{McpContext, McpServer, McpServerBuilder, NoArgs, Structured, ToolError};
+use crate::server::shared::{self, SharedState, Space};
+use crate::server::{
+    McpContext, McpServer, McpServerBuilder, NoArgs, Structured, TaskSettings, TaskSupport, ToolError,
+};
 use crate::types::{
     CreateMessageParams, ElicitAction, JsonObject, LoggingLevel, Prompt, PromptMessage, Resource,
     ResourceContents, ResourceTemplate, Role,
@@ -94,6 +100,9 @@ async fn sleep(args: SleepArgs, cx: McpContext) -> Result<String, ToolError> {
     if args.ms > MAX_SLEEP_MS {
         return Err(ToolError::new(format!("ms may be at most {MAX_SLEEP_MS}")));
     }
+    // A task for a client that declares the extension; the request's own
+    // answer otherwise.
+    cx.run_as_task().await;
     let total = Duration::from_millis(args.ms);
     let start = tokio::time::Instant::now();
     let deadline = start + total;
@@ -126,19 +135,50 @@ fn name_form() -> JsonObject {
 
 mod conformance;
 
-pub use conformance::conformance_server;
+pub use conformance::{conformance_builder, conformance_server};
 
 /// The URI of the demo's counter.
 const COUNTER: &str = "demo://counter";
+
+/// The counter's record in the shared state.
+const COUNTER_KEY: &str = "demo.counter";
 
 /// The demo server.
 pub fn server() -> McpServer {
     builder().build()
 }
 
-fn builder() -> McpServerBuilder {
-    let count = Arc::new(AtomicU64::new(0));
-    let bumped = Arc::clone(&count);
+/// The counter's value.
+async fn count(state: &dyn SharedState) -> Result<u64, Error> {
+    let entry = state
+        .get(Space::Server, COUNTER_KEY)
+        .await
+        .map_err(|e| Error::internal_error().with_data(&e.to_string()))?;
+    Ok(entry.map_or(0, |e| parse_count(&e.value)))
+}
+
+fn parse_count(bytes: &[u8]) -> u64 {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Adds 1 to the counter, by compare-and-set: its new value.
+async fn bump(state: &dyn SharedState) -> Result<u64, ToolError> {
+    let mut value = 0;
+    shared::modify(state, Space::Server, COUNTER_KEY, |current| {
+        value = current.map_or(0, |bytes| parse_count(bytes)) + 1;
+        Some(bytes::Bytes::from(value.to_string()))
+    })
+    .await
+    .map_err(|e| ToolError::new(format!("the counter cannot be changed now: {e}")))?;
+    Ok(value)
+}
+
+/// The demo server's builder: to add to it, or to give it state shared by
+/// replicas ([`McpServerBuilder::shared_state`]) before building it.
+pub fn builder() -> McpServerBuilder {
     McpServer::builder("jrpc-demo", env!("CARGO_PKG_VERSION"))
         .title("jrpc demo MCP server")
         .instructions(
@@ -157,9 +197,11 @@ fn builder() -> McpServerBuilder {
         })
         .tool(
             "sleep",
-            "Sleeps for ms milliseconds, reporting progress; can be cancelled",
+            "Sleeps for ms milliseconds, reporting progress; can be cancelled; a task when the client supports them",
             sleep,
         )
+        .tasks(TaskSettings::default())
+        .task_support("sleep", TaskSupport::Optional)
         .tool(
             "sample",
             "Asks the client's model to answer a prompt",
@@ -192,13 +234,10 @@ fn builder() -> McpServerBuilder {
         .tool("fail", "Always fails (a result with isError)", |_: NoArgs, _cx| async move {
             Err::<String, _>(ToolError::new("this tool always fails"))
         })
-        .tool("bump", "Adds 1 to the counter at demo://counter; its new value", move |_: NoArgs, cx: McpContext| {
-            let count = Arc::clone(&bumped);
-            async move {
-                let value = count.fetch_add(1, Ordering::SeqCst) + 1;
-                cx.changes().resource_updated(COUNTER);
-                Ok::<_, ToolError>(value.to_string())
-            }
+        .tool("bump", "Adds 1 to the counter at demo://counter; its new value", |_: NoArgs, cx: McpContext| async move {
+            let value = bump(&**cx.shared_state()).await?;
+            cx.changes().resource_updated(COUNTER);
+            Ok::<_, ToolError>(value.to_string())
         })
         .resource(
             Resource::new("demo://greeting", "greeting")
@@ -210,9 +249,9 @@ fn builder() -> McpServerBuilder {
             Resource::new(COUNTER, "counter")
                 .description("How many times bump was called")
                 .mime_type("text/plain"),
-            move |uri, _cx| {
-                let value = count.load(Ordering::SeqCst);
-                async move { Ok::<_, Error>(ResourceContents::text(uri, Some("text/plain"), value.to_string())) }
+            |uri, cx: McpContext| async move {
+                let value = count(&**cx.shared_state()).await?;
+                Ok::<_, Error>(ResourceContents::text(uri, Some("text/plain"), value.to_string()))
             },
         )
         .resource_template(

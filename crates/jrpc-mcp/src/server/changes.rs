@@ -4,9 +4,10 @@
 //! modern `subscriptions/listen` streams as the notifications they asked
 //! for.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use tokio::sync::broadcast;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, mpsc};
 
 /// One change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +47,9 @@ impl Change {
 #[derive(Clone)]
 pub struct Changes {
     sender: broadcast::Sender<Change>,
+    /// Where changes go to reach the other replicas, when the server's
+    /// state is shared.
+    replicas: Arc<OnceLock<mpsc::UnboundedSender<Change>>>,
 }
 
 impl std::fmt::Debug for Changes {
@@ -62,7 +66,14 @@ impl Changes {
     pub(crate) fn new(capacity: usize) -> Self {
         Changes {
             sender: broadcast::channel(capacity.max(1)).0,
+            replicas: Arc::default(),
         }
+    }
+
+    /// From now on, changes announced here also go to `replicas` (task
+    /// changes excepted: replicas hear of those through the tasks' records).
+    pub(crate) fn share(&self, replicas: mpsc::UnboundedSender<Change>) {
+        let _ = self.replicas.set(replicas);
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
@@ -70,6 +81,17 @@ impl Changes {
     }
 
     fn send(&self, change: Change) {
+        if let Some(replicas) = self.replicas.get() {
+            if !matches!(change, Change::Task(_)) {
+                let _ = replicas.send(change.clone());
+            }
+        }
+        self.send_here(change);
+    }
+
+    /// Tells this replica's listeners only (a change another replica
+    /// announced).
+    pub(crate) fn send_here(&self, change: Change) {
         // No listener is not an error: nobody is interested yet.
         let _ = self.sender.send(change);
     }
@@ -95,6 +117,87 @@ impl Changes {
     }
 
     pub(crate) fn task_changed(&self, id: &str) {
-        self.send(Change::Task(id.into()));
+        self.send_here(Change::Task(id.into()));
+    }
+}
+
+/// A change as replicas tell each other of it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+enum Wire {
+    ToolsListChanged,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated { uri: String },
+}
+
+impl Change {
+    /// The change as a message to other replicas (task changes travel as
+    /// records instead).
+    pub(crate) fn encode(&self) -> Option<Vec<u8>> {
+        let wire = match self {
+            Change::ToolsListChanged => Wire::ToolsListChanged,
+            Change::PromptsListChanged => Wire::PromptsListChanged,
+            Change::ResourcesListChanged => Wire::ResourcesListChanged,
+            Change::ResourceUpdated(uri) => Wire::ResourceUpdated { uri: uri.to_string() },
+            Change::Task(_) => return None,
+        };
+        serde_json::to_vec(&wire).ok()
+    }
+
+    /// A change another replica told of; `None` for anything else.
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Change> {
+        Some(match serde_json::from_slice(bytes).ok()? {
+            Wire::ToolsListChanged => Change::ToolsListChanged,
+            Wire::PromptsListChanged => Change::PromptsListChanged,
+            Wire::ResourcesListChanged => Change::ResourcesListChanged,
+            Wire::ResourceUpdated { uri } => Change::ResourceUpdated(uri.into()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_travel_between_replicas_intact() {
+        for change in [
+            Change::ToolsListChanged,
+            Change::PromptsListChanged,
+            Change::ResourcesListChanged,
+            Change::ResourceUpdated("demo://counter".into()),
+        ] {
+            let bytes = change.encode().unwrap();
+            assert_eq!(Change::decode(&bytes), Some(change));
+        }
+        assert_eq!(Change::Task("t".into()).encode(), None);
+        assert_eq!(Change::decode(b"{\"change\":\"unknown\"}"), None);
+        assert_eq!(Change::decode(b"not json"), None);
+    }
+
+    #[tokio::test]
+    async fn shared_changes_go_to_replicas_but_task_changes_do_not() {
+        let changes = Changes::new(8);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        changes.share(tx);
+        let mut here = changes.subscribe();
+        changes.resource_updated("demo://counter");
+        changes.task_changed("t");
+        changes.send_here(Change::ToolsListChanged);
+        assert_eq!(
+            rx.recv().await,
+            Some(Change::ResourceUpdated("demo://counter".into()))
+        );
+        assert!(
+            rx.try_recv().is_err(),
+            "a task change or a change heard stays here"
+        );
+        assert_eq!(
+            here.recv().await.unwrap(),
+            Change::ResourceUpdated("demo://counter".into())
+        );
+        assert_eq!(here.recv().await.unwrap(), Change::Task("t".into()));
+        assert_eq!(here.recv().await.unwrap(), Change::ToolsListChanged);
     }
 }

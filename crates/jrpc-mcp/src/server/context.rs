@@ -111,6 +111,7 @@ struct Inner {
     client_timeout: Duration,
     logger: Option<Arc<str>>,
     changes: Changes,
+    shared: Arc<dyn super::shared::SharedState>,
     identity: Option<jrpc::router::Identity>,
     scopes: Option<jrpc::context::Scopes>,
 }
@@ -124,6 +125,7 @@ pub(crate) struct ContextParts {
     pub(crate) client_timeout: Duration,
     pub(crate) logger: Option<Arc<str>>,
     pub(crate) changes: Changes,
+    pub(crate) shared: Arc<dyn super::shared::SharedState>,
 }
 
 impl McpContext {
@@ -141,6 +143,7 @@ impl McpContext {
                 client_timeout: parts.client_timeout,
                 logger: parts.logger,
                 changes: parts.changes,
+                shared: parts.shared,
                 identity: ctx.identity().cloned(),
                 scopes: ctx.get::<jrpc::context::Scopes>().cloned(),
             }),
@@ -229,6 +232,13 @@ impl McpContext {
     /// listening.
     pub fn changes(&self) -> &Changes {
         &self.inner.changes
+    }
+
+    /// What the server shares with its replicas: where a handler keeps
+    /// records every replica must see (see
+    /// [`McpServer::shared_state`](super::McpServer::shared_state)).
+    pub fn shared_state(&self) -> &Arc<dyn super::shared::SharedState> {
+        &self.inner.shared
     }
 
     /// Reports progress: a `notifications/progress` to the client when the
@@ -570,7 +580,7 @@ impl Input<'_> {
             Asked::Later(answer) => {
                 let value = answer
                     .await
-                    .map_err(|_| CallError::Closed("the task ended".into()))?;
+                    .ok_or_else(|| CallError::Closed("the task ended".into()))?;
                 serde_json::from_value(value)
                     .map(Some)
                     .map_err(|e| ClientRequestError::Call(CallError::Decode(Arc::new(e))))

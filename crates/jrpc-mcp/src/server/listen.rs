@@ -212,9 +212,8 @@ impl McpServer {
                 let Some(store) = &self.inner.tasks else {
                     return true;
                 };
-                match store.find(id, owner) {
-                    Ok(task) => {
-                        let mut task = task.snapshot(ResultType::Complete);
+                match store.get(id, owner).await {
+                    Ok(mut task) => {
                         task.result_type = None;
                         sink.send(method, task).await
                     }

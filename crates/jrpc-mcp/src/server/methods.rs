@@ -175,11 +175,14 @@ fn methods(server: &McpServer) -> Router {
     }
     if catalog.tasks.is_some() {
         route!(router, server, "tasks/get", |s, p: TaskParams, ctx| s
-            .task_get(p, &ctx));
+            .task_get(p, &ctx)
+            .await);
         route!(router, server, "tasks/update", |s, p: TaskUpdateParams, ctx| s
-            .task_update(p, &ctx));
+            .task_update(p, &ctx)
+            .await);
         route!(router, server, "tasks/cancel", |s, p: TaskParams, ctx| s
-            .task_cancel(p, &ctx));
+            .task_cancel(p, &ctx)
+            .await);
     }
     router
 }
@@ -376,20 +379,21 @@ impl McpServer {
         Ok(store)
     }
 
-    fn task_get(&self, p: TaskParams, ctx: &RequestContext) -> Result<crate::types::Task, Error> {
-        let mut task = self.task_store(ctx)?.get(&p.task_id, owner(ctx))?;
+    async fn task_get(&self, p: TaskParams, ctx: &RequestContext) -> Result<crate::types::Task, Error> {
+        let mut task = self.task_store(ctx)?.get(&p.task_id, owner(ctx)).await?;
         super::shape::stamp(&mut task.meta, self.inner.identity.value());
         Ok(task)
     }
 
-    fn task_update(&self, p: TaskUpdateParams, ctx: &RequestContext) -> Result<Empty, Error> {
+    async fn task_update(&self, p: TaskUpdateParams, ctx: &RequestContext) -> Result<Empty, Error> {
         self.task_store(ctx)?
-            .update(&p.task_id, owner(ctx), p.input_responses)?;
+            .update(&p.task_id, owner(ctx), p.input_responses)
+            .await?;
         Ok(self.modern_empty())
     }
 
-    fn task_cancel(&self, p: TaskParams, ctx: &RequestContext) -> Result<Empty, Error> {
-        self.task_store(ctx)?.cancel(&p.task_id, owner(ctx))?;
+    async fn task_cancel(&self, p: TaskParams, ctx: &RequestContext) -> Result<Empty, Error> {
+        self.task_store(ctx)?.cancel(&p.task_id, owner(ctx)).await?;
         Ok(self.modern_empty())
     }
 

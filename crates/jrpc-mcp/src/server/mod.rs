@@ -46,12 +46,14 @@ mod ids;
 mod listen;
 mod methods;
 pub(crate) mod outlet;
+mod replicas;
 mod request_state;
 pub(crate) mod round_params;
 mod run;
 pub(crate) mod serve;
 mod session;
 mod shape;
+pub mod shared;
 mod tasks;
 mod tools;
 pub mod uri_template;
@@ -85,6 +87,9 @@ use request_state::StateKey;
 #[cfg(feature = "http")]
 pub(crate) use run::BoxFuture;
 use session::Session;
+pub use shared::{InMemory, SharedState};
+#[cfg(feature = "nats")]
+pub use shared::{NatsState, NatsStateBuilder};
 pub use tasks::{TaskSettings, TaskSupport};
 use tools::ToolEntry;
 pub use tools::{NoArgs, Structured, ToolError, ToolOutput};
@@ -124,6 +129,11 @@ struct Catalog {
     changes: Changes,
     /// A permit per open `subscriptions/listen`.
     listens: Arc<tokio::sync::Semaphore>,
+    /// What the server shares with its replicas (its own memory unless
+    /// told otherwise).
+    shared: Arc<dyn SharedState>,
+    /// Keeps the server among its replicas while it lives.
+    _replicas: Option<tokio_util::sync::DropGuard>,
 }
 
 /// What the builder collects before the server exists.
@@ -132,6 +142,9 @@ struct Plan {
     tasks: Option<TaskSettings>,
     task_support: Vec<(String, TaskSupport)>,
     max_subscriptions: usize,
+    /// Whether `request_state_secret` was set (it wins over the shared
+    /// state's key).
+    own_secret: bool,
 }
 
 impl McpServer {
@@ -184,12 +197,23 @@ impl McpServer {
                     tasks: None,
                     changes: Changes::new(256),
                     listens: Arc::new(tokio::sync::Semaphore::new(0)),
+                    shared: Arc::new(InMemory::new()),
+                    _replicas: None,
                 },
                 tasks: None,
                 task_support: Vec::new(),
                 max_subscriptions: Self::DEFAULT_MAX_SUBSCRIPTIONS,
+                own_secret: false,
             },
         }
+    }
+
+    /// What the server shares with its replicas (see
+    /// [`McpServerBuilder::shared_state`]): where an application keeps its
+    /// own records so that every replica sees them, in
+    /// [`Space::Server`](shared::Space::Server) by compare-and-set.
+    pub fn shared_state(&self) -> &Arc<dyn SharedState> {
+        &self.inner.shared
     }
 
     /// Who the server says it is.
@@ -603,6 +627,31 @@ impl McpServerBuilder {
             "a request-state secret needs at least 32 bytes"
         );
         self.plan.catalog.state_key = StateKey::from_secret(secret);
+        self.plan.own_secret = true;
+        self
+    }
+
+    /// Where the server keeps what its replicas share — tasks, change
+    /// notifications, the `requestState` key, the application's own
+    /// records ([`McpServer::shared_state`]): by default this process's
+    /// memory ([`InMemory`]); [`NatsState`] (feature `nats`) for replicas
+    /// behind a load balancer. Build the server inside a tokio runtime when
+    /// the state is shared: it starts listening to the other replicas.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "nats")]
+    /// # async fn run() -> std::io::Result<()> {
+    /// use jrpc_mcp::server::{McpServer, NatsState, TaskSettings};
+    ///
+    /// let shared = NatsState::connect("nats://127.0.0.1:4222", "notes").await?;
+    /// let server = McpServer::builder("notes", "1.0")
+    ///     .tasks(TaskSettings::default())
+    ///     .shared_state(shared)
+    ///     .build();
+    /// # Ok(()) }
+    /// ```
+    pub fn shared_state(mut self, state: impl SharedState) -> Self {
+        self.plan.catalog.shared = Arc::new(state);
         self
     }
 
@@ -663,6 +712,7 @@ impl McpServerBuilder {
             tasks,
             task_support,
             max_subscriptions,
+            own_secret,
         } = self.plan;
         catalog.identity = shape::Identity::new(&catalog.info);
         catalog.logger = Arc::from(catalog.info.name.as_str());
@@ -672,8 +722,27 @@ impl McpServerBuilder {
             .enumerate()
             .map(|(i, entry)| (entry.tool.name.clone(), i))
             .collect();
-        catalog.tasks =
-            tasks.map(|settings| Arc::new(tasks::TaskStore::new(settings, catalog.changes.clone())));
+        let replica = ids::random_id();
+        catalog.tasks = tasks.map(|settings| {
+            tasks::TaskStore::new(
+                settings,
+                Arc::clone(&catalog.shared),
+                catalog.changes.clone(),
+                replica,
+            )
+        });
+        if !own_secret {
+            if let Some(secret) = catalog.shared.request_state_secret() {
+                catalog.state_key = StateKey::from_secret(&secret);
+            }
+        }
+        if catalog.shared.is_shared() {
+            catalog._replicas = replicas::join(
+                &catalog.shared,
+                &catalog.changes,
+                catalog.tasks.as_ref().map(Arc::downgrade),
+            );
+        }
         catalog.listens = Arc::new(tokio::sync::Semaphore::new(
             max_subscriptions.min(tokio::sync::Semaphore::MAX_PERMITS),
         ));

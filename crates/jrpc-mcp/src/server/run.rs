@@ -27,7 +27,6 @@ use std::task::{Poll, Waker};
 use jrpc::message::codes::INVALID_PARAMS;
 use jrpc::Error;
 use serde_json::Value;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::request_state::Carried;
@@ -117,7 +116,7 @@ pub(crate) enum Asked {
     Stop,
     /// As a task: the answer comes from `tasks/update` (nothing, when the
     /// task ends first).
-    Later(oneshot::Receiver<Value>),
+    Later(BoxFuture<Option<Value>>),
     /// As a task, for a capability the client did not declare.
     Unsupported,
 }
@@ -348,14 +347,15 @@ pub(crate) async fn run<T: Send + 'static>(
     };
     let task = launch
         .store
-        .create(launch.owner.as_deref(), launch.cancel.clone())?;
+        .create(launch.owner.as_deref(), launch.cancel.clone())
+        .await?;
     control.become_task(Arc::clone(&task));
     let running = Arc::clone(&task);
     let finish = launch.finish;
     let cancel = launch.cancel;
     tokio::spawn(async move {
         tokio::select! {
-            out = work => running.finish(finish(out)),
+            out = work => running.finish(finish(out)).await,
             () = cancel.cancelled() => {}
         }
     });

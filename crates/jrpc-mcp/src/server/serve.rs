@@ -159,6 +159,7 @@ impl McpServer {
                 client_timeout: self.inner.client_timeout,
                 logger: Some(Arc::clone(&self.inner.logger)),
                 changes: self.inner.changes.clone(),
+                shared: Arc::clone(&self.inner.shared),
             },
         );
         let launch = match (&self.inner.tasks, &era) {
@@ -187,7 +188,7 @@ impl McpServer {
             }
             Ran::Task(task) => {
                 guard.finished = true;
-                let mut created = task.snapshot(ResultType::Task);
+                let mut created = task.made(ResultType::Task);
                 super::shape::stamp(&mut created.meta, self.inner.identity.value());
                 Ok(Answer::Task(created))
             }

@@ -170,6 +170,21 @@ async fn connect(
         .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, format!("{url}: {e}")))
 }
 
+/// Connects a NATS client to `url` (one seed, or several comma-separated)
+/// as jrpc's own NATS transports do: a clear error when no seed answers,
+/// then reconnecting on its own, to any node of the cluster (100 ms
+/// doubling to 5 s, forever), with a log line each way. For other layers
+/// that keep their own state in NATS (MCP's shared state).
+pub async fn connect_client(url: &str, name: &'static str) -> io::Result<Client> {
+    connect(url.trim_end_matches('/'), name, || {}).await
+}
+
+/// How long to wait before trying again after `failures` failures in a
+/// row: 100 ms doubling to 5 s.
+pub fn reconnect_wait(failures: u32) -> Duration {
+    super::message::reconnect_wait(failures)
+}
+
 fn io_error(e: impl std::error::Error + Send + Sync + 'static) -> io::Error {
     io::Error::new(io::ErrorKind::BrokenPipe, e)
 }

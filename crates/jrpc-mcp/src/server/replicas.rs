@@ -1,0 +1,81 @@
+//! A server among replicas: what it does with state it shares with other
+//! processes — its change announcements go to the others, theirs reach its
+//! listeners, and their writes to task records reach its task store (the
+//! runner of a task answered or cancelled elsewhere, `notifications/tasks`
+//! on its listen streams).
+
+use std::sync::{Arc, Weak};
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::changes::{Change, Changes};
+use super::shared::{Event, SharedState, Space};
+use super::tasks::TaskStore;
+
+/// Joins the server to its replicas, until the guard it returns is dropped
+/// (with the server); `None` outside a tokio runtime, where nothing can run.
+pub(crate) fn join(
+    state: &Arc<dyn SharedState>,
+    changes: &Changes,
+    tasks: Option<Weak<TaskStore>>,
+) -> Option<DropGuard> {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("shared state: the server was built outside a tokio runtime; its replicas will not hear of each other");
+        return None;
+    };
+    let stop = CancellationToken::new();
+    let (outbound, mut announced) = mpsc::unbounded_channel::<Change>();
+    changes.share(outbound);
+    let publisher = Arc::clone(state);
+    runtime.spawn(async move {
+        while let Some(change) = announced.recv().await {
+            let Some(message) = change.encode() else {
+                continue;
+            };
+            let message = bytes::Bytes::from(message);
+            // A few tries: a node lost now is usually replaced within
+            // seconds by the client's reconnection.
+            for attempt in 0..5u32 {
+                match publisher.publish(message.clone()).await {
+                    Ok(()) => break,
+                    Err(e) if attempt == 4 => {
+                        tracing::warn!(error = %e, method = change.method(), "shared state: a change could not reach the other replicas")
+                    }
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await,
+                }
+            }
+        }
+    });
+    let mut events = state.events();
+    let changes = changes.clone();
+    let stopped = stop.clone();
+    runtime.spawn(async move {
+        loop {
+            let event = tokio::select! {
+                event = events.next() => event,
+                () = stopped.cancelled() => return,
+            };
+            match event {
+                None => return,
+                Some(Event::Message(message)) => {
+                    if let Some(change) = Change::decode(&message) {
+                        changes.send_here(change);
+                    }
+                }
+                Some(Event::Record {
+                    space: Space::Tasks,
+                    key,
+                    entry,
+                }) => {
+                    if let Some(store) = tasks.as_ref().and_then(Weak::upgrade) {
+                        store.heard(&key, &entry.value);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    });
+    Some(stop.drop_guard())
+}
