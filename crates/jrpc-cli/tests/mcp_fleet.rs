@@ -180,11 +180,23 @@ async fn a_change_through_one_replica_reaches_listeners_on_the_others() {
         ..Default::default()
     };
     let mut on_a = a.listen(filter.clone()).await.unwrap();
-    let mut on_b = b.listen(filter).await.unwrap();
+    let mut on_b = b.listen(filter.clone()).await.unwrap();
+    // A 2025-11-25 session on B, subscribed with resources/subscribe.
+    let legacy = McpClient::builder("fleet-test", "1")
+        .protocol(jrpc_mcp::client::ProtocolChoice::Legacy)
+        .connect_http(&url_b)
+        .await
+        .unwrap();
+    assert!(!legacy.is_modern());
+    let mut on_legacy = legacy.listen(filter).await.unwrap();
     let before: u64 = read_counter(&a).await;
     let bumped = c.call_tool("bump", json!({})).await.unwrap();
     assert_eq!(bumped.joined_text(), (before + 1).to_string());
-    for (name, listening) in [("A", &mut on_a), ("B", &mut on_b)] {
+    for (name, listening) in [
+        ("A", &mut on_a),
+        ("B", &mut on_b),
+        ("a legacy session on B", &mut on_legacy),
+    ] {
         let change = tokio::time::timeout(Duration::from_secs(5), listening.next())
             .await
             .unwrap_or_else(|_| panic!("{name} heard of the bump through C"))
@@ -310,4 +322,47 @@ fn no_nats_at_start_is_a_transport_failure() {
     assert_eq!(out.status.code(), Some(3), "{}", common::text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--shared-state"), "{stderr}");
+}
+
+fn jrpc(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(common::JRPC)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_starts_a_task_on_one_replica_and_finds_it_on_another() {
+    let nats = Nats::start();
+    let (_a, url_a) = replica(&nats, &[]);
+    let (_b, url_b) = replica(&nats, &[]);
+    // Waited for: the result, as a plain call prints it.
+    let (code, out, err) = jrpc(&["mcp", "call", "--task", &url_a, "sleep", "ms=100"]);
+    assert_eq!((code, out.trim()), (Some(0), "slept 100"), "{err}");
+    assert!(err.contains("jrpc: task ") && err.contains(" working"), "{err}");
+    // Detached: the id on stdout, found through B.
+    let (code, out, err) = jrpc(&["mcp", "call", "--task", "--detach", &url_a, "sleep", "ms=60000"]);
+    assert_eq!(code, Some(0), "{err}");
+    let id = out.trim().to_owned();
+    assert_eq!(id.len(), 32, "{out}");
+    let (code, out, err) = jrpc(&["mcp", "task", "get", &url_b, &id]);
+    assert_eq!(code, Some(0), "{err}");
+    let task: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(task["status"], "working");
+    let (code, _, err) = jrpc(&["mcp", "task", "cancel", &url_b, &id]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("cancelled"), "{err}");
+    let (code, _, err) = jrpc(&["mcp", "task", "wait", &url_a, &id]);
+    assert_eq!(code, Some(1), "a cancelled task is not a success: {err}");
+    assert!(err.contains("cancelled"), "{err}");
+    let (code, _, err) = jrpc(&["mcp", "task", "get", &url_b, "0123"]);
+    assert_eq!(code, Some(1), "an unknown task is the server's error: {err}");
+    let (code, _, err) = jrpc(&["mcp", "task", "get", &url_b]);
+    assert_eq!(code, Some(2), "no id is a usage error: {err}");
 }

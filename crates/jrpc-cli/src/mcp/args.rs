@@ -27,6 +27,9 @@ pub(super) enum McpCommand {
     Read(ReadArgs),
     /// Get a prompt and print its messages.
     Prompt(PromptArgs),
+    /// Read, wait for or cancel a task (the tasks extension of 2026-07-28)
+    /// by its id: `jrpc mcp task get|wait|cancel [TARGET] ID`.
+    Task(TaskArgs),
     /// Print the server's change notifications as they come (tool, prompt
     /// or resource lists; updates of resources by URI) until Ctrl-C or the
     /// server ends the stream.
@@ -131,6 +134,11 @@ pub(super) struct Client {
     /// A server to spawn and talk to over its stdin/stdout.
     #[arg(last = true, value_name = "COMMAND")]
     pub(super) command: Vec<String>,
+
+    /// Whether requests declare the tasks extension (`call --task`,
+    /// `task`).
+    #[arg(skip)]
+    pub(super) tasks: bool,
 }
 
 fn parse_protocol(text: &str) -> Result<jrpc_mcp::client::ProtocolChoice, String> {
@@ -160,6 +168,44 @@ pub(super) struct CallToolArgs {
     /// result (or the whole result) as JSON.
     #[arg(long, value_name = "ARGS", num_args = 0..=1, default_missing_value = "")]
     pub(super) json: Option<String>,
+    /// Let the tool run as a task (a 2026-07-28 server with the tasks
+    /// extension): its id goes to stderr as soon as it starts, then jrpc
+    /// waits for its end (polling; answering its questions as a call
+    /// does) and prints its result. Ctrl-C leaves the task running: `jrpc
+    /// mcp task get|wait|cancel TARGET ID` finds it again.
+    #[arg(long)]
+    pub(super) task: bool,
+    /// With --task: print the task's id on stdout and return at once.
+    #[arg(long, requires = "task")]
+    pub(super) detach: bool,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+/// `jrpc mcp task ...`.
+#[derive(Debug, Args)]
+pub(super) struct TaskArgs {
+    #[command(subcommand)]
+    pub(super) action: TaskAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum TaskAction {
+    /// Print the task as the server shows it now (JSON): status, the
+    /// questions it waits for, its result or error.
+    Get(TaskIdArgs),
+    /// Wait for the task's end, answering its questions, and print its
+    /// result (exit 1 when it failed or was cancelled).
+    Wait(TaskIdArgs),
+    /// Cancel the task, on whichever replica runs it.
+    Cancel(TaskIdArgs),
+}
+
+#[derive(Debug, Args)]
+pub(super) struct TaskIdArgs {
+    /// [TARGET] and the task's id.
+    #[arg(value_name = "[TARGET] ID")]
+    pub(super) words: Vec<String>,
     #[command(flatten)]
     pub(super) client: Client,
 }
@@ -311,6 +357,9 @@ impl McpArgs {
             McpCommand::Read(a) => &a.client,
             McpCommand::Prompt(a) => &a.client,
             McpCommand::Watch(a) => &a.client,
+            McpCommand::Task(a) => match &a.action {
+                TaskAction::Get(a) | TaskAction::Wait(a) | TaskAction::Cancel(a) => &a.client,
+            },
         };
         client.verbose
     }

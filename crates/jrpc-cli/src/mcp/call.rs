@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use jrpc_mcp::client::{McpClient, McpClientError};
+use jrpc_mcp::client::{task_result, McpClient, McpClientError, Started};
 
 use super::args::CallToolArgs;
 use super::session::{connect, content_text, end_bar, failure, finish, key_values, target, unknown, usage};
@@ -12,7 +12,8 @@ pub(super) async fn call(args: CallToolArgs) -> ExitCode {
     finish(call_inner(args).await)
 }
 
-async fn call_inner(args: CallToolArgs) -> Result<ExitCode, Failure> {
+async fn call_inner(mut args: CallToolArgs) -> Result<ExitCode, Failure> {
+    args.client.tasks = args.task;
     let (url, words) = target(args.words, &args.client)?;
     let Some((tool, rest)) = words.split_first() else {
         return Err(usage("which tool? jrpc mcp call [TARGET] TOOL [K=V]..."));
@@ -46,11 +47,42 @@ async fn call_inner(args: CallToolArgs) -> Result<ExitCode, Failure> {
     }
     // --json's arguments are JSON as given.
     arguments.extend(json.unwrap_or_default());
-    let result = client.call_tool(tool, arguments).await;
-    end_bar();
-    let result = match result {
-        Ok(result) => result,
-        Err(e) => return Err(unknown_tool(&client, tool, e).await),
+    let result = if args.task {
+        match client.start_tool(tool, arguments).await {
+            Ok(Started::Complete(result)) => {
+                end_bar();
+                if args.detach {
+                    eprintln!("jrpc: {tool} answered at once (the server made no task)");
+                }
+                result
+            }
+            Ok(Started::Task(task)) => {
+                end_bar();
+                eprintln!(
+                    "jrpc: task {} {}",
+                    task.task_id,
+                    super::task::status_word(task.status)
+                );
+                if args.detach {
+                    println!("{}", task.task_id);
+                    client.close().await;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                let ended = client.wait_task(&task.task_id).await.map_err(failure)?;
+                task_result(ended).map_err(failure)?
+            }
+            Err(e) => {
+                end_bar();
+                return Err(unknown_tool(&client, tool, e).await);
+            }
+        }
+    } else {
+        let result = client.call_tool(tool, arguments).await;
+        end_bar();
+        match result {
+            Ok(result) => result,
+            Err(e) => return Err(unknown_tool(&client, tool, e).await),
+        }
     };
     if args.json.is_some() {
         let shown = match &result.structured_content {

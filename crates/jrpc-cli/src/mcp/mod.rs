@@ -11,6 +11,7 @@ mod read;
 mod request;
 mod serve;
 mod session;
+mod task;
 mod watch;
 
 pub use args::McpArgs;
@@ -25,6 +26,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
         McpCommand::Request(request) => return Ok(request::request(request).await),
         McpCommand::Prompt(prompt) => return Ok(prompt::prompt(prompt).await),
         McpCommand::Watch(watch) => return Ok(watch::watch(watch).await),
+        McpCommand::Task(task) => return Ok(task::task(task).await),
         McpCommand::Login(login) => return Ok(login::login(login).await),
         McpCommand::Logout(logout) => return Ok(login::logout(logout).await),
     };

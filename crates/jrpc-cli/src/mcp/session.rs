@@ -23,6 +23,11 @@ pub(super) fn failure(e: McpClientError) -> Failure {
     match e {
         McpClientError::Call(e) => Failure::from(e),
         McpClientError::ResourceNotFound { error, .. } => Failure::Rpc(error),
+        // The task's own end (cancelled), as a failed call is: exit 1.
+        ended @ McpClientError::TaskEnded { .. } => {
+            eprintln!("jrpc: {ended}");
+            Failure::ErrorShown
+        }
         other => Failure::Transport(other.into()),
     }
 }
@@ -156,6 +161,7 @@ pub(super) async fn connect_as(
     let no_input = client.no_input;
     let mut builder = builder
         .protocol(client.protocol_version.clone().unwrap_or_default())
+        .tasks(client.tasks)
         .elicitation(move |params| async move {
             if no_input {
                 eprintln!(

@@ -68,7 +68,7 @@ pub use error::McpClientError;
 pub use listen::{Change, Subscription};
 #[cfg(feature = "http-client")]
 pub use modern_http::HttpStatusError;
-pub use tasks::Started;
+pub use tasks::{task_result, Started};
 
 use era::ServerFacts;
 use wire::Wire;

@@ -14,7 +14,6 @@ use crate::types::{CallToolResult, InputResponses, Task, TaskStatus};
 
 /// What a tool call started ([`McpClient::start_tool`]).
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub enum Started {
     /// The tool answered in its request.
     Complete(CallToolResult),
@@ -42,7 +41,6 @@ impl McpClient {
     ///         let ended = client.wait_task(&task.task_id).await?;
     ///         println!("{:?}", ended.status);
     ///     }
-    ///     _ => {}
     /// }
     /// # Ok(()) }
     /// ```
@@ -127,9 +125,10 @@ impl McpClient {
     }
 }
 
-/// The tool result a task ended with: its result, the error it failed
-/// with, or that it was cancelled.
-fn task_result(task: Task) -> Result<CallToolResult, McpClientError> {
+/// The tool result a task of `tools/call` ended with: its result, the
+/// error it failed with (a [`Call`](McpClientError::Call) error), or that
+/// it was cancelled ([`TaskEnded`](McpClientError::TaskEnded)).
+pub fn task_result(task: Task) -> Result<CallToolResult, McpClientError> {
     match task.status {
         TaskStatus::Completed => {
             let result = Value::Object(task.result.unwrap_or_default());

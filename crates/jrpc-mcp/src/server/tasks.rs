@@ -850,6 +850,76 @@ mod tests {
         assert_eq!(store.get("nope", None).await.unwrap_err().code(), INVALID_PARAMS);
     }
 
+    /// One process's memory that keeps records of at most 2 KiB.
+    #[derive(Debug, Default)]
+    struct Small(InMemory);
+
+    impl SharedState for Small {
+        fn get<'a>(
+            &'a self,
+            space: Space,
+            key: &'a str,
+        ) -> crate::server::shared::StateFuture<'a, Option<crate::server::shared::Entry>> {
+            self.0.get(space, key)
+        }
+        fn create<'a>(
+            &'a self,
+            space: Space,
+            key: &'a str,
+            value: Bytes,
+        ) -> crate::server::shared::StateFuture<'a, Option<u64>> {
+            self.0.create(space, key, value)
+        }
+        fn update<'a>(
+            &'a self,
+            space: Space,
+            key: &'a str,
+            value: Bytes,
+            revision: u64,
+        ) -> crate::server::shared::StateFuture<'a, Option<u64>> {
+            self.0.update(space, key, value, revision)
+        }
+        fn delete<'a>(&'a self, space: Space, key: &'a str) -> crate::server::shared::StateFuture<'a, ()> {
+            self.0.delete(space, key)
+        }
+        fn publish(&self, message: Bytes) -> crate::server::shared::StateFuture<'_, ()> {
+            self.0.publish(message)
+        }
+        fn events(&self) -> futures_util::stream::BoxStream<'static, crate::server::shared::Event> {
+            self.0.events()
+        }
+        fn is_shared(&self) -> bool {
+            false
+        }
+        fn max_record(&self) -> usize {
+            2048
+        }
+    }
+
+    #[tokio::test]
+    async fn a_result_larger_than_the_store_keeps_fails_the_task_saying_so() {
+        let store = TaskStore::new(
+            TaskSettings::default(),
+            Arc::new(Small::default()),
+            super::super::changes::Changes::new(16),
+            "r1".into(),
+        );
+        let task = store.create(None, CancellationToken::new()).await.unwrap();
+        let mut big = JsonObject::new();
+        big.insert("text".into(), Value::String("x".repeat(10_000)));
+        task.finish(Ok(big)).await;
+        let got = store
+            .get(&task.made(ResultType::Task).task_id, None)
+            .await
+            .unwrap();
+        assert_eq!(got.status, TaskStatus::Failed);
+        let data = got.error.unwrap()["data"].as_str().unwrap().to_owned();
+        assert!(
+            data.contains("more than the shared state keeps (2048 bytes)"),
+            "{data}"
+        );
+    }
+
     fn record() -> TaskRecord {
         TaskRecord {
             owner: None,
