@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::McpClientError;
 use super::listen::{Registered, Subscription};
+use super::repeat;
 use super::wire::{Headers, Wire};
 use super::{era, McpClient};
 use crate::headers::{self, ParamHeader};
@@ -139,12 +140,35 @@ impl McpClient {
         let params = self.with_meta(params, progress);
         let version = &self.server.version;
         let mut retried = false;
+        // One budget for every reason to send again, within the call's time.
+        let started = tokio::time::Instant::now();
+        let mut attempts = 0;
         loop {
+            attempts += 1;
             let headers = self.headers(method, &params);
-            let error = match self.wire.call(version, method, &params, &headers).await {
+            let left = self.timeout.saturating_sub(started.elapsed());
+            let within = (attempts > 1).then_some(left);
+            let error = match self
+                .wire
+                .call_within(version, method, &params, &headers, within)
+                .await
+            {
                 Ok(raw) => return Ok(raw),
                 Err(error) => error,
             };
+            if attempts < repeat::MAX_ATTEMPTS
+                && self.wire.can_repeat()
+                && repeat::worth_repeating(&error)
+                && self.safe_to_repeat(method, &params).await
+            {
+                let wait = repeat::backoff(attempts);
+                if started.elapsed() + wait < self.timeout {
+                    tracing::debug!(method, attempt = attempts, error = %error, "sending a request safe to repeat again");
+                    self.repeats.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
+            }
             let code = error.rpc().map(jrpc::Error::code);
             let again = match code {
                 Some(codes::UNSUPPORTED_PROTOCOL_VERSION) => {
@@ -158,11 +182,38 @@ impl McpClient {
                 }
                 _ => false,
             };
-            if !again || retried {
+            if !again || retried || attempts >= repeat::MAX_ATTEMPTS {
                 return Err(error.into());
             }
             retried = true;
         }
+    }
+
+    /// Whether the request may be sent again after a loss: by its method,
+    /// and for `tools/call` by the tool's annotations (the tool list read
+    /// once, the first time it is needed).
+    async fn safe_to_repeat(&self, method: &str, params: &serde_json::Value) -> bool {
+        if let Some(safe) = repeat::safe_method(method) {
+            return safe;
+        }
+        let Some(name) = params.get("name").and_then(|n| n.as_str()) else {
+            return false;
+        };
+        let known = |client: &Self| {
+            client
+                .repeatable_tools
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|tools| tools.contains(name))
+        };
+        if let Some(safe) = known(self) {
+            return safe;
+        }
+        if self.list_tools().await.is_err() {
+            return false;
+        }
+        known(self).unwrap_or(false)
     }
 
     /// Any request, by its method name (`ping`, `completion/complete`,
@@ -290,7 +341,7 @@ impl McpClient {
             return Ok(tools);
         }
         let mut known: std::collections::HashMap<String, Vec<ParamHeader>> = Default::default();
-        let tools = tools
+        let tools: Vec<Tool> = tools
             .into_iter()
             .filter(|tool| match headers::param_headers(&tool.input_schema) {
                 Ok(params) => {
@@ -304,6 +355,12 @@ impl McpClient {
             })
             .collect();
         *self.tool_headers.lock().unwrap_or_else(|p| p.into_inner()) = known;
+        let repeatable = tools
+            .iter()
+            .filter(|tool| super::repeat::safe_tool(tool))
+            .map(|tool| tool.name.clone())
+            .collect();
+        *self.repeatable_tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(repeatable);
         Ok(tools)
     }
 

@@ -275,6 +275,9 @@ impl McpClientBuilder {
             progress: self.on_progress.is_some(),
             next_token: std::sync::atomic::AtomicI64::new(1),
             tasks: self.tasks,
+            repeatable_tools: std::sync::Mutex::default(),
+            repeats: std::sync::atomic::AtomicU64::new(0),
+            timeout: self.timeout,
             closing,
         }
     }

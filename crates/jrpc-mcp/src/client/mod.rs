@@ -57,6 +57,7 @@ mod listen;
 mod modern_http;
 #[cfg(feature = "oauth")]
 pub mod oauth;
+mod repeat;
 #[cfg(feature = "http-client")]
 mod sse;
 mod tasks;
@@ -362,6 +363,13 @@ pub struct McpClient {
     next_token: std::sync::atomic::AtomicI64,
     /// Whether requests declare the tasks extension.
     tasks: bool,
+    /// The tools whose calls are safe to repeat (read-only or idempotent),
+    /// once the tool list has been read.
+    repeatable_tools: std::sync::Mutex<Option<std::collections::HashSet<String>>>,
+    /// Requests sent again after a loss.
+    repeats: std::sync::atomic::AtomicU64,
+    /// How long a call may take, all its attempts together.
+    timeout: Duration,
     closing: Option<Closing>,
 }
 
@@ -378,6 +386,14 @@ impl McpClient {
     /// Who the server says it is.
     pub fn server_info(&self) -> &Implementation {
         &self.server.info
+    }
+
+    /// How many requests this client sent again after a lost connection
+    /// or a proxy's `502`/`503`/`504` (only requests safe to repeat are:
+    /// lists, reads, `server/discover`, `tasks/get`, and calls of tools
+    /// annotated read-only or idempotent).
+    pub fn repeats(&self) -> u64 {
+        self.repeats.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// What the server offers.

@@ -112,6 +112,28 @@ impl ModernHttp {
         .await
     }
 
+    /// [`call`](Self::call) within `timeout` instead of the client's.
+    pub(crate) async fn call_within(
+        &self,
+        version: &str,
+        method: &str,
+        params: &serde_json::Value,
+        name: Option<&str>,
+        param_headers: &[(String, String)],
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, CallError> {
+        self.call_with(
+            version,
+            method,
+            params,
+            name,
+            param_headers,
+            &*self.notify,
+            timeout,
+        )
+        .await
+    }
+
     /// [`call`](Self::call), the notifications of the request's stream
     /// handed to `notify` (a subscription's own). The call (its attempts,
     /// its answer's stream) takes at most `timeout` (the client's call

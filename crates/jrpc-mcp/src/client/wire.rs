@@ -37,16 +37,53 @@ impl Wire {
         params: &serde_json::Value,
         headers: &Headers,
     ) -> Result<Box<serde_json::value::RawValue>, CallError> {
+        self.call_within(version, method, params, headers, None).await
+    }
+
+    /// [`call`](Self::call), over HTTP within `timeout` (what is left of
+    /// the call's time) instead of the client's call timeout.
+    pub(super) async fn call_within(
+        &self,
+        version: &str,
+        method: &str,
+        params: &serde_json::Value,
+        headers: &Headers,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Box<serde_json::value::RawValue>, CallError> {
         match self {
             Wire::Peer(client) => {
-                let _ = (version, headers);
+                let _ = (version, headers, timeout);
                 client.call(method, params).await
             }
             #[cfg(feature = "http-client")]
-            Wire::Http(http) => {
-                http.call(version, method, params, headers.name.as_deref(), &headers.params)
+            Wire::Http(http) => match timeout {
+                None => {
+                    http.call(version, method, params, headers.name.as_deref(), &headers.params)
+                        .await
+                }
+                Some(timeout) => {
+                    http.call_within(
+                        version,
+                        method,
+                        params,
+                        headers.name.as_deref(),
+                        &headers.params,
+                        timeout,
+                    )
                     .await
-            }
+                }
+            },
+        }
+    }
+
+    /// Whether a lost request may be sent again on this wire: over HTTP
+    /// (each request its own; a load balancer sends the next to a live
+    /// replica), not over a connection that is gone for good.
+    pub(super) fn can_repeat(&self) -> bool {
+        match self {
+            Wire::Peer(_) => false,
+            #[cfg(feature = "http-client")]
+            Wire::Http(_) => true,
         }
     }
 

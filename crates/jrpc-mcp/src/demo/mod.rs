@@ -6,8 +6,8 @@
 //!
 //! | tool | arguments | result |
 //! |---|---|---|
-//! | `add` | `{a: number, b: number}` | text `"<sum>"`, `structuredContent {"result": <sum>}`, with an output schema |
-//! | `echo` | `{text: string}` | the text (and a debug log message) |
+//! | `add` | `{a: number, b: number}` | text `"<sum>"`, `structuredContent {"result": <sum>}`, with an output schema; read-only |
+//! | `echo` | `{text: string}` | the text (and a debug log message); read-only |
 //! | `sleep` | `{ms: integer}` | waits, reporting progress at least every 100 ms when asked; `"slept <ms>"`; a task (`io.modelcontextprotocol/tasks`) when the client declares the extension |
 //! | `sample` | `{prompt: string}` | asks the client to sample; its text |
 //! | `elicit` | `{message: string}` | asks the user for a `name`: `"hello <name>"`, `"declined"` or `"cancelled"` |
@@ -37,7 +37,7 @@ use crate::server::{
 };
 use crate::types::{
     CreateMessageParams, ElicitAction, JsonObject, LoggingLevel, Prompt, PromptMessage, Resource,
-    ResourceContents, ResourceTemplate, Role,
+    ResourceContents, ResourceTemplate, Role, Tool, ToolAnnotations,
 };
 
 /// The longest `sleep` accepted: 10 minutes.
@@ -148,6 +148,14 @@ pub fn server() -> McpServer {
     builder().build()
 }
 
+/// Changes nothing: a call lost with its connection may be sent again.
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations {
+        read_only_hint: Some(true),
+        ..Default::default()
+    }
+}
+
 /// The counter's value.
 async fn count(state: &dyn SharedState) -> Result<u64, Error> {
     let entry = state
@@ -186,15 +194,21 @@ pub fn builder() -> McpServerBuilder {
              sample/elicit/list_roots ask the client, fail always fails, bump counts demo://counter up.",
         )
         .resource_subscriptions(true)
-        .tool("add", "Adds two numbers", |args: AddArgs, _cx| async move {
-            let sum = add(&args.a, &args.b)?;
-            Ok(Structured::new(Sum { result: sum.clone() }).text(sum.to_string()))
-        })
-        .tool("echo", "Returns the text it is given", |args: EchoArgs, cx: McpContext| async move {
-            cx.log(LoggingLevel::Debug, serde_json::json!({ "tool": "echo", "text": args.text }))
-                .await;
-            Ok(args.text)
-        })
+        .tool_with(
+            Tool::new("add").description("Adds two numbers").annotations(read_only()),
+            |args: AddArgs, _cx| async move {
+                let sum = add(&args.a, &args.b)?;
+                Ok(Structured::new(Sum { result: sum.clone() }).text(sum.to_string()))
+            },
+        )
+        .tool_with(
+            Tool::new("echo").description("Returns the text it is given").annotations(read_only()),
+            |args: EchoArgs, cx: McpContext| async move {
+                cx.log(LoggingLevel::Debug, serde_json::json!({ "tool": "echo", "text": args.text }))
+                    .await;
+                Ok(args.text)
+            },
+        )
         .tool(
             "sleep",
             "Sleeps for ms milliseconds, reporting progress; can be cancelled; a task when the client supports them",
