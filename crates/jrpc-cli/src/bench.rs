@@ -150,9 +150,10 @@ struct Shared {
     retries: Arc<RetryTally>,
 }
 
-/// Calls tried again, counted by the retry policy's hook.
+/// Calls tried again, counted by the retry policy's hook (or, for MCP, by
+/// each call's own count of repeats).
 #[derive(Default)]
-struct RetryTally {
+pub(crate) struct RetryTally {
     /// Calls that needed more than one attempt.
     retried: AtomicU64,
     /// Attempts after the first, in all.
@@ -166,6 +167,45 @@ impl RetryTally {
         }
         self.retries.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// A call that was sent `again` more times than once.
+    pub(crate) fn count_call(&self, again: u64) {
+        if again > 0 {
+            self.retried.fetch_add(1, Ordering::Relaxed);
+            self.retries.fetch_add(again, Ordering::Relaxed);
+        }
+    }
+
+    fn reset(&self) {
+        self.retried.store(0, Ordering::Relaxed);
+        self.retries.store(0, Ordering::Relaxed);
+    }
+}
+
+/// One request of a load run, as a worker makes it: its outcome.
+pub(crate) type Caller = Arc<
+    dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), CallError>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// How a load run goes: its bounds, its pace and where it is split.
+pub(crate) struct Load {
+    pub(crate) duration: Duration,
+    pub(crate) requests: Option<u64>,
+    pub(crate) rate: Option<f64>,
+    pub(crate) marks: Vec<Duration>,
+}
+
+/// What a load run measured.
+pub(crate) struct Measured {
+    elapsed: Duration,
+    whole: Tally,
+    parts: Vec<Tally>,
+    seconds: Vec<bench_report::Second>,
+    retried: u64,
+    retries: u64,
+    marks: Vec<Duration>,
 }
 
 impl Shared {
@@ -224,14 +264,7 @@ struct Worker {
     parts: Vec<Tally>,
 }
 
-async fn work(
-    client: Client,
-    shared: Arc<Shared>,
-    method: Arc<str>,
-    params: Arc<Option<Box<RawValue>>>,
-    batch: Option<usize>,
-    timeout: Duration,
-) -> Worker {
+async fn work(caller: Caller, shared: Arc<Shared>) -> Worker {
     let parts = if shared.marks.is_empty() {
         0
     } else {
@@ -242,29 +275,7 @@ async fn work(
         parts: (0..parts).map(|_| Tally::new()).collect(),
     };
     while let Some(due) = shared.next().await {
-        let outcome = match batch {
-            None => client.call_raw(&method, &*params, timeout).await.map(drop),
-            Some(k) => {
-                let mut b = client.batch();
-                let calls: Vec<_> = (0..k)
-                    .map(|_| b.call::<Box<RawValue>>(&method, &*params))
-                    .collect();
-                match b.send().await {
-                    Err(e) => Err(e),
-                    Ok(()) => {
-                        let mut first_error = Ok(());
-                        for call in calls {
-                            if let Err(e) = call.await {
-                                if first_error.is_ok() {
-                                    first_error = Err(e);
-                                }
-                            }
-                        }
-                        first_error
-                    }
-                }
-            }
-        };
+        let outcome = caller().await;
         let micros = u64::try_from(due.elapsed().as_micros())
             .unwrap_or(u64::MAX)
             .max(1);
@@ -281,6 +292,40 @@ async fn work(
         shared.done.fetch_add(1, Ordering::Relaxed);
     }
     worker
+}
+
+/// A JSON-RPC request of `jrpc bench`: one call, or a batch of `batch`.
+fn json_rpc_caller(
+    client: Client,
+    method: Arc<str>,
+    params: Arc<Option<Box<RawValue>>>,
+    batch: Option<usize>,
+    timeout: Duration,
+) -> Caller {
+    Arc::new(move || {
+        let (client, method, params) = (client.clone(), Arc::clone(&method), Arc::clone(&params));
+        Box::pin(async move {
+            match batch {
+                None => client.call_raw(&method, &*params, timeout).await.map(drop),
+                Some(k) => {
+                    let mut b = client.batch();
+                    let calls: Vec<_> = (0..k)
+                        .map(|_| b.call::<Box<RawValue>>(&method, &*params))
+                        .collect();
+                    b.send().await?;
+                    let mut first_error = Ok(());
+                    for call in calls {
+                        if let Err(e) = call.await {
+                            if first_error.is_ok() {
+                                first_error = Err(e);
+                            }
+                        }
+                    }
+                    first_error
+                }
+            }
+        })
+    })
 }
 
 pub async fn run(args: BenchArgs) -> ExitCode {
@@ -338,39 +383,71 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
         .call_raw(&method, &*params, args.connect.dial.timeout)
         .await?;
     // The check's retries are not the run's.
-    retries.retried.store(0, Ordering::Relaxed);
-    retries.retries.store(0, Ordering::Relaxed);
+    retries.reset();
 
+    let mut callers = Vec::new();
+    for client in &clients {
+        for _ in 0..args.in_flight {
+            callers.push(json_rpc_caller(
+                client.clone(),
+                Arc::clone(&method),
+                Arc::clone(&params),
+                args.batch,
+                args.connect.dial.timeout,
+            ));
+        }
+    }
+    let load = Load {
+        duration: args.duration,
+        requests: args.requests,
+        rate: args.rate,
+        marks,
+    };
+    let measured = drive(&load, callers, retries).await;
+    let report = make_report(&args, &target, &method, &measured);
+    print_report(&args, &report);
+    if let Some(path) = &args.report {
+        std::fs::write(path, bench_report::html(std::slice::from_ref(&report)))
+            .map_err(|e| Failure::Usage(anyhow!("--report {}: {e}", path.display())))?;
+    }
+    // Closed before the runtime ends, so transports with threads of their
+    // own (the AMQP client's) stop cleanly; bounded, the report is out.
+    let mut closing = tokio::task::JoinSet::new();
+    for client in clients {
+        closing.spawn(client.close());
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(2), closing.join_all()).await;
+    Ok(())
+}
+
+/// Runs a load: each caller in a worker of its own, closed loop (or on
+/// the `--rate` schedule), until the duration passes or the requests are
+/// made; what it measured, by second and by part.
+pub(crate) async fn drive(load: &Load, callers: Vec<Caller>, retries: Arc<RetryTally>) -> Measured {
+    let mut marks = load.marks.clone();
+    marks.sort();
+    marks.dedup();
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
         started: Instant::now(),
         issued: AtomicU64::new(0),
         done: AtomicU64::new(0),
         failed: AtomicU64::new(0),
-        limit: args.requests.unwrap_or(u64::MAX),
-        interval: args.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
+        limit: load.requests.unwrap_or(u64::MAX),
+        interval: load.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
         marks,
         retries,
     });
-    let mut tasks = Vec::new();
-    for client in &clients {
-        for _ in 0..args.in_flight {
-            tasks.push(tokio::spawn(work(
-                client.clone(),
-                Arc::clone(&shared),
-                Arc::clone(&method),
-                Arc::clone(&params),
-                args.batch,
-                args.connect.dial.timeout,
-            )));
-        }
-    }
+    let tasks = callers
+        .into_iter()
+        .map(|caller| tokio::spawn(work(caller, Arc::clone(&shared))))
+        .collect();
     let progress = std::io::stderr()
         .is_terminal()
         .then(|| tokio::spawn(progress(Arc::clone(&shared))));
     let sampled = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sampling = tokio::spawn(timeline(Arc::clone(&shared), Arc::clone(&sampled)));
-    let deadline = tokio::time::sleep(args.duration);
+    let deadline = tokio::time::sleep(load.duration);
     tokio::pin!(deadline);
     let mut all = futures_join(tasks);
     let workers = tokio::select! {
@@ -426,35 +503,15 @@ async fn bench(args: BenchArgs) -> Result<(), Failure> {
             sum.add(part);
         }
     }
-    let mut report = make_report(&args, &target, &method, elapsed, &whole, seconds);
-    report.retried = retried;
-    report.retries = shared.retries.retries.load(Ordering::Relaxed);
-    let mut from = Duration::ZERO;
-    for (i, part) in parts.iter().enumerate() {
-        let to = shared.marks.get(i).copied().unwrap_or(elapsed).min(elapsed);
-        report.phases.push(bench_report::Phase {
-            from: from.as_secs_f64(),
-            to: to.as_secs_f64(),
-            requests: part.ok + part.errors.total(),
-            ok: part.ok,
-            latency_us: latency_of(&part.latencies),
-            errors: part.errors.clone(),
-        });
-        from = to;
+    Measured {
+        elapsed,
+        whole,
+        parts,
+        seconds,
+        retried,
+        retries: shared.retries.retries.load(Ordering::Relaxed),
+        marks: shared.marks.clone(),
     }
-    print_report(&args, &report);
-    if let Some(path) = &args.report {
-        std::fs::write(path, bench_report::html(std::slice::from_ref(&report)))
-            .map_err(|e| Failure::Usage(anyhow!("--report {}: {e}", path.display())))?;
-    }
-    // Closed before the runtime ends, so transports with threads of their
-    // own (the AMQP client's) stop cleanly; bounded, the report is out.
-    let mut closing = tokio::task::JoinSet::new();
-    for client in clients {
-        closing.spawn(client.close());
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(2), closing.join_all()).await;
-    Ok(())
 }
 
 /// Awaits every task; a task that panicked counts as nothing done.
@@ -548,43 +605,74 @@ fn latency_of(latencies: &Histogram<u64>) -> bench_report::Latency {
     }
 }
 
-fn make_report(
-    args: &BenchArgs,
-    target: &Target,
-    method: &str,
-    elapsed: Duration,
-    whole: &Tally,
-    timeline: Vec<bench_report::Second>,
-) -> bench_report::Report {
-    let (ok, errors) = (whole.ok, &whole.errors);
-    let requests = ok + errors.total();
-    let secs = elapsed.as_secs_f64();
-    let items_per_request = args.batch.unwrap_or(1) as f64;
-    bench_report::Report {
-        command_line: command_line(),
-        target: target.to_string(),
-        method: method.to_owned(),
-        connections: args.connections,
-        in_flight: args.in_flight,
-        batch: args.batch,
-        auto_batch: args.auto_batch.map(|a| {
-            serde_json::json!({
-                "max_entries": a.max_entries(),
-                "linger_ms": a.linger_window().as_secs_f64() * 1000.0,
-            })
-        }),
-        rate: args.rate,
-        seconds: secs,
-        requests,
-        ok,
-        requests_per_second: requests as f64 / secs,
-        items_per_second: requests as f64 * items_per_request / secs,
-        latency_us: latency_of(&whole.latencies),
-        errors: errors.clone(),
-        retried: 0,
-        retries: 0,
-        phases: Vec::new(),
-        timeline,
+fn make_report(args: &BenchArgs, target: &Target, method: &str, measured: &Measured) -> bench_report::Report {
+    let mut report = measured.report(target.to_string(), method, args.connections, args.in_flight);
+    report.batch = args.batch;
+    report.auto_batch = args.auto_batch.map(|a| {
+        serde_json::json!({
+            "max_entries": a.max_entries(),
+            "linger_ms": a.linger_window().as_secs_f64() * 1000.0,
+        })
+    });
+    report.rate = args.rate;
+    report.items_per_second = report.requests_per_second * args.batch.unwrap_or(1) as f64;
+    report
+}
+
+impl Measured {
+    /// The run's report: its totals, percentiles, errors, retries, timeline
+    /// and parts, for `target` and `method` with `connections` x
+    /// `in_flight` workers.
+    pub(crate) fn report(
+        &self,
+        target: String,
+        method: &str,
+        connections: usize,
+        in_flight: usize,
+    ) -> bench_report::Report {
+        let (ok, errors) = (self.whole.ok, &self.whole.errors);
+        let requests = ok + errors.total();
+        let secs = self.elapsed.as_secs_f64();
+        let mut phases = Vec::new();
+        let mut from = Duration::ZERO;
+        for (i, part) in self.parts.iter().enumerate() {
+            let to = self
+                .marks
+                .get(i)
+                .copied()
+                .unwrap_or(self.elapsed)
+                .min(self.elapsed);
+            phases.push(bench_report::Phase {
+                from: from.as_secs_f64(),
+                to: to.as_secs_f64(),
+                requests: part.ok + part.errors.total(),
+                ok: part.ok,
+                latency_us: latency_of(&part.latencies),
+                errors: part.errors.clone(),
+            });
+            from = to;
+        }
+        bench_report::Report {
+            command_line: command_line(),
+            target,
+            method: method.to_owned(),
+            connections,
+            in_flight,
+            batch: None,
+            auto_batch: None,
+            rate: None,
+            seconds: secs,
+            requests,
+            ok,
+            requests_per_second: requests as f64 / secs,
+            items_per_second: requests as f64 / secs,
+            latency_us: latency_of(&self.whole.latencies),
+            errors: errors.clone(),
+            retried: self.retried,
+            retries: self.retries,
+            phases,
+            timeline: self.seconds.clone(),
+        }
     }
 }
 
@@ -613,13 +701,46 @@ fn compare(args: &BenchArgs) -> Result<(), Failure> {
 }
 
 fn print_report(args: &BenchArgs, report: &bench_report::Report) {
-    if args.json {
+    print_run(
+        report,
+        &Shown {
+            json: args.json,
+            batch: args.batch,
+            auto_batch: args.auto_batch,
+            retried: args.connect.retries > 0,
+            report: args.report.as_deref(),
+            noun: if args.auto_batch.is_some() {
+                "calls"
+            } else {
+                "requests"
+            },
+        },
+    );
+}
+
+/// How a run's results are printed.
+pub(crate) struct Shown<'a> {
+    /// As JSON (one line), not as text.
+    pub(crate) json: bool,
+    pub(crate) batch: Option<usize>,
+    pub(crate) auto_batch: Option<AutoBatch>,
+    /// Whether calls may be tried again (then how many were is shown).
+    pub(crate) retried: bool,
+    /// Where the page went (`--report`).
+    pub(crate) report: Option<&'a std::path::Path>,
+    /// What is counted: requests, or calls.
+    pub(crate) noun: &'a str,
+}
+
+/// Prints a run's results: JSON, or a few lines of text.
+pub(crate) fn print_run(report: &bench_report::Report, shown: &Shown<'_>) {
+    if shown.json {
         println!("{}", serde_json::to_string(report).unwrap_or_default());
         return;
     }
     let (requests, secs, errors) = (report.requests, report.seconds, &report.errors);
     let ms = |us: u64| us as f64 / 1000.0;
-    let shape = match (args.batch, args.auto_batch) {
+    let shape = match (shown.batch, shown.auto_batch) {
         (Some(k), _) => format!(", batches of {k}"),
         (None, Some(a)) => format!(
             ", automatic batches of up to {} calls ({:?} linger)",
@@ -628,18 +749,17 @@ fn print_report(args: &BenchArgs, report: &bench_report::Report) {
         ),
         (None, None) => String::new(),
     };
-    // With automatic batching each request counted is a call.
-    let noun = if args.auto_batch.is_some() {
-        "calls"
-    } else {
-        "requests"
-    };
+    let noun = shown.noun;
     println!(
         "{requests} {noun} in {secs:.2}s over {} connection(s) x {} in flight{shape}",
-        args.connections, args.in_flight,
+        report.connections, report.in_flight,
     );
-    println!("  requests/s  {:>12.0}", report.requests_per_second);
-    if args.batch.is_some() || args.auto_batch.is_some() {
+    println!(
+        "  {:<11} {:>12.0}",
+        format!("{noun}/s"),
+        report.requests_per_second
+    );
+    if shown.batch.is_some() || shown.auto_batch.is_some() {
         println!("  items/s     {:>12.0}", report.items_per_second);
     }
     let l = &report.latency_us;
@@ -663,7 +783,7 @@ fn print_report(args: &BenchArgs, report: &bench_report::Report) {
     if !errors.http_status.is_empty() {
         println!("              {}", errors.by_status());
     }
-    if args.connect.retries > 0 {
+    if shown.retried {
         println!(
             "  retried     {} {noun} took more than one attempt ({} retries in all)",
             report.retried, report.retries
@@ -683,7 +803,7 @@ fn print_report(args: &BenchArgs, report: &bench_report::Report) {
             phase.errors.total()
         );
     }
-    if let Some(path) = &args.report {
+    if let Some(path) = shown.report {
         println!("  report      {}", path.display());
     }
 }

@@ -1,5 +1,7 @@
 //! End to end: spawn `jrpc mcp serve --stdio` and talk MCP to it over pipes.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -680,4 +682,43 @@ fn mcp_serve_prints_commands_that_run_as_printed() {
     );
     sigterm(&child);
     let _ = wait_bounded(&mut child, Duration::from_secs(20));
+}
+
+/// `jrpc mcp bench`: calls of one tool, measured as `jrpc bench` measures
+/// JSON-RPC; a tool that fails is refused before the run.
+#[test]
+fn mcp_bench_measures_calls_of_a_tool() {
+    let (_server, url) = common::mcp_serve(&[]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args(["mcp", "bench", &url, "bump", "-c", "2", "-n", "40", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["method"], "tools/call bump");
+    assert_eq!(report["requests"], 40);
+    assert_eq!(report["ok"], 40);
+    assert_eq!(report["retried"], 0);
+    assert_eq!(report["connections"], 2);
+    // Every call ran once (the check before the run too): 41 bumps.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args(["mcp", "read", &url, "demo://counter"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "41",
+        "{}",
+        common::text(&out)
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jrpc"))
+        .args(["mcp", "bench", &url, "fail", "-n", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("fail fails before the run"),
+        "{}",
+        common::text(&out)
+    );
 }

@@ -27,6 +27,11 @@ pub(super) enum McpCommand {
     Read(ReadArgs),
     /// Get a prompt and print its messages.
     Prompt(PromptArgs),
+    /// Load a server with calls of one tool and measure it, as `jrpc bench`
+    /// does a JSON-RPC method: calls/s, latency percentiles, errors, and
+    /// how many calls were sent again after a lost connection (calls safe
+    /// to repeat only). Each of -c clients makes one call at a time.
+    Bench(McpBenchArgs),
     /// Read, wait for or cancel a task (the tasks extension of 2026-07-28)
     /// by its id: `jrpc mcp task get|wait|cancel [TARGET] ID`.
     Task(TaskArgs),
@@ -178,6 +183,50 @@ pub(super) struct CallToolArgs {
     /// With --task: print the task's id on stdout and return at once.
     #[arg(long, requires = "task")]
     pub(super) detach: bool,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+/// `jrpc mcp bench [TARGET] TOOL [K=V...]`.
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+EXAMPLES:
+  jrpc mcp bench http://127.0.0.1:8000/mcp add a=2 b=40 -c 16 -d 10s
+  jrpc mcp bench http://lb:8000/mcp add a=1 b=2 -c 32 -d 20s --mark 5s,10s --report fleet.html
+  jrpc mcp bench echo text=hi -n 1000 -- jrpc mcp serve --stdio
+
+Calls safe to repeat (tools annotated readOnlyHint or idempotentHint) lost
+with their connection, or refused by a proxy (502, 503, 504), are sent again
+within --timeout; \"retried\" counts them. A call that is not safe to
+repeat is never sent twice: it counts as an error.")]
+pub(super) struct McpBenchArgs {
+    /// [TARGET] TOOL and its arguments as k=v (read by the tool's input
+    /// schema, as `jrpc mcp call` reads them).
+    #[arg(value_name = "[TARGET] TOOL [K=V]", allow_negative_numbers = true)]
+    pub(super) words: Vec<String>,
+    /// Clients, each making one call at a time.
+    #[arg(long, short = 'c', default_value_t = 1, value_name = "N")]
+    pub(super) connections: usize,
+    /// How long to run (the run also stops at --requests).
+    #[arg(long, short = 'd', default_value = "10s", value_parser = crate::call::parse_duration)]
+    pub(super) duration: std::time::Duration,
+    /// Stop after this many calls.
+    #[arg(long, short = 'n', value_name = "N")]
+    pub(super) requests: Option<u64>,
+    /// Open loop: this many calls per second in all, on a schedule.
+    #[arg(long, value_name = "R")]
+    pub(super) rate: Option<f64>,
+    /// Split the results at these times since the start (when a fault is
+    /// injected, say).
+    #[arg(long, value_name = "T[,T...]", value_delimiter = ',', value_parser = crate::call::parse_duration)]
+    pub(super) mark: Vec<std::time::Duration>,
+    /// Print the results as JSON (as `jrpc bench --json`).
+    #[arg(long)]
+    pub(super) json: bool,
+    /// Also write the results as one HTML page (as `jrpc bench --report`;
+    /// `jrpc bench --compare` reads it).
+    #[arg(long, value_name = "FILE.html")]
+    pub(super) report: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub(super) client: Client,
 }
@@ -357,6 +406,7 @@ impl McpArgs {
             McpCommand::Read(a) => &a.client,
             McpCommand::Prompt(a) => &a.client,
             McpCommand::Watch(a) => &a.client,
+            McpCommand::Bench(a) => &a.client,
             McpCommand::Task(a) => match &a.action {
                 TaskAction::Get(a) | TaskAction::Wait(a) | TaskAction::Cancel(a) => &a.client,
             },

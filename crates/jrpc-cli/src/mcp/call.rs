@@ -18,7 +18,6 @@ async fn call_inner(mut args: CallToolArgs) -> Result<ExitCode, Failure> {
     let Some((tool, rest)) = words.split_first() else {
         return Err(usage("which tool? jrpc mcp call [TARGET] TOOL [K=V]..."));
     };
-    let mut arguments = key_values(rest, true)?;
     let json = match args.json.as_deref().filter(|j| !j.is_empty()) {
         Some(json) => match serde_json::from_str(json) {
             Ok(serde_json::Value::Object(object)) => Some(object),
@@ -26,25 +25,10 @@ async fn call_inner(mut args: CallToolArgs) -> Result<ExitCode, Failure> {
         },
         None => None,
     };
+    // Words that cannot be read are said before anything is reached.
+    key_values(rest, true)?;
     let client = connect(url, &args.client).await?;
-    // k=v words are read by the tool's input schema: a value it says is a
-    // string stays as written (`text=42` is "42"), as `jrpc call` reads
-    // words by an OpenRPC document. The list is asked for once, and only
-    // when a word parsed as something else.
-    if arguments.values().any(|v| !v.is_string()) {
-        if let Ok(tools) = client.list_tools().await {
-            if let Some(schema) = tools.iter().find(|t| t.name == *tool).map(|t| &t.input_schema) {
-                let written = key_values(rest, false)?;
-                for (key, value) in arguments.iter_mut() {
-                    if wants_string(schema, key, value) {
-                        if let Some(text) = written.get(key) {
-                            *value = text.clone();
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let mut arguments = tool_arguments(&client, tool, rest).await?;
     // --json's arguments are JSON as given.
     arguments.extend(json.unwrap_or_default());
     let result = if args.task {
@@ -101,6 +85,34 @@ async fn call_inner(mut args: CallToolArgs) -> Result<ExitCode, Failure> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The arguments of a call of `tool` from its `k=v` words, read by the
+/// tool's input schema: a value it says is a string stays as written
+/// (`text=42` is "42"), as `jrpc call` reads words by an OpenRPC document.
+/// The tool list is asked for once, and only when a word parsed as
+/// something else.
+pub(super) async fn tool_arguments(
+    client: &McpClient,
+    tool: &str,
+    words: &[String],
+) -> Result<jrpc_mcp::types::JsonObject, Failure> {
+    let mut arguments = key_values(words, true)?;
+    if arguments.values().any(|v| !v.is_string()) {
+        if let Ok(tools) = client.list_tools().await {
+            if let Some(schema) = tools.iter().find(|t| t.name == *tool).map(|t| &t.input_schema) {
+                let written = key_values(words, false)?;
+                for (key, value) in arguments.iter_mut() {
+                    if wants_string(schema, key, value) {
+                        if let Some(text) = written.get(key) {
+                            *value = text.clone();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(arguments)
 }
 
 /// A call refused because the server has no such tool also says which

@@ -2,6 +2,7 @@
 //! One file a command; what the client commands share is in `session.rs`.
 
 mod args;
+mod bench;
 mod call;
 mod input;
 mod list;
@@ -26,6 +27,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
         McpCommand::Request(request) => return Ok(request::request(request).await),
         McpCommand::Prompt(prompt) => return Ok(prompt::prompt(prompt).await),
         McpCommand::Watch(watch) => return Ok(watch::watch(watch).await),
+        McpCommand::Bench(bench) => return Ok(bench::bench(bench).await),
         McpCommand::Task(task) => return Ok(task::task(task).await),
         McpCommand::Login(login) => return Ok(login::login(login).await),
         McpCommand::Logout(logout) => return Ok(login::logout(logout).await),
