@@ -367,6 +367,12 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     pub(super) shared_state: Option<String>,
 
+    /// With --shared-state: how long a task outlives the last sign of life
+    /// of the replica running it before another replica reports it failed
+    /// (renewed every third of it): 15s by default.
+    #[arg(long, value_name = "DURATION", value_parser = crate::call::parse_duration, requires = "shared_state")]
+    pub(super) task_lease: Option<std::time::Duration>,
+
     /// With --http: require OAuth access tokens (JWTs) issued by the
     /// authorization server at URL. The protected resource metadata at
     /// /.well-known/oauth-protected-resource/mcp names it; a token must

@@ -37,11 +37,16 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
         eprintln!("jrpc: --oauth-issuer (and every --oauth-* flag) needs --http: the other transports carry no tokens");
         return Ok(std::process::ExitCode::from(2));
     }
-    let builder = if serve.conformance {
+    let mut builder = if serve.conformance {
         jrpc_mcp::demo::conformance_builder()
     } else {
         jrpc_mcp::demo::builder()
     };
+    if let Some(lease) = serve.task_lease {
+        let mut settings = jrpc_mcp::server::TaskSettings::default();
+        settings.lease = lease.max(std::time::Duration::from_millis(300));
+        builder = builder.tasks(settings);
+    }
     let server = match &serve.shared_state {
         None => builder.build(),
         Some(url) => match shared_state(url, builder).await {
