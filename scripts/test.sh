@@ -17,6 +17,9 @@
 #                                            (all pinned, under target/)
 #   chromium, fonts-dejavu-core              the playground test drives the
 #                                            page in headless Chromium
+#   haproxy                                  the MCP conformance suite through
+#                                            a load balancer in front of three
+#                                            replicas sharing state
 #   curl                                     the `jrpc mcp login` test's
 #                                            browser ($BROWSER)
 # Then: cargo test --workspace, every example, the OpenRPC validator, the
@@ -58,6 +61,8 @@ command -v npm >/dev/null 2>&1 ||
   need npm "the OpenRPC validator, the MCP conformance suite and the playground's browser driver come from npm"
 command -v chromium >/dev/null 2>&1 ||
   need chromium "the playground test drives the page in headless Chromium"
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] ||
+  need haproxy "the MCP conformance suite runs through HAProxy in front of three replicas sharing state"
 command -v curl >/dev/null 2>&1 ||
   need curl "the jrpc mcp login test follows the authorization redirects with it (its \$BROWSER)"
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] ||
@@ -115,6 +120,8 @@ step "OAuth with real parts: oidc-provider (npm, pinned) as the authorization se
 
 step "MCP conformance: the official suite's server scenarios (npm, pinned) against jrpc mcp serve --http --conformance"
 bash crates/jrpc-mcp/tests/interop/conformance.sh "$target_dir/debug/jrpc"
+step "MCP conformance: the same scenarios through HAProxy in front of three replicas sharing state through NATS JetStream"
+bash crates/jrpc-mcp/tests/interop/conformance_fleet.sh "$target_dir/debug/jrpc"
 step "MCP conformance: the suite's client scenarios (both requirement sets, auth/ included) against examples/mcp_conformance_client.rs"
 bash crates/jrpc-mcp/tests/interop/conformance_client.sh "$target_dir/debug/examples/mcp_conformance_client"
 

@@ -10,27 +10,34 @@
 #   3. the tasks extension's scenarios, one by one.
 #
 #   bash crates/jrpc-mcp/tests/interop/conformance.sh PATH/TO/jrpc
+#   bash crates/jrpc-mcp/tests/interop/conformance.sh --url URL   # an endpoint already serving
+#                                                                 # --conformance (a fleet)
 #
 # Installs Node 22 and the suite (pinned) from the npm registry into
 # target/mcp-conformance; fails when any check fails.
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 
-jrpc=$(realpath "$1")
 source crates/jrpc-mcp/tests/interop/conformance_suite.sh
 
 log=$(mktemp)
 work=$(mktemp -d)
-"$jrpc" mcp serve --http 127.0.0.1:0 --conformance 2>"$log" &
-server=$!
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$log" "$work"' EXIT
-url=
-for _ in $(seq 100); do
-  url=$(sed -n 's/^jrpc: MCP (Streamable HTTP) at \(.*\)$/\1/p' "$log")
-  [ -n "$url" ] && break
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "jrpc mcp serve --http did not start" >&2; cat "$log" >&2; exit 1; }
+if [ "$1" = "--url" ]; then
+  url=$2
+  trap 'rm -rf "$log" "$work"' EXIT
+else
+  jrpc=$(realpath "$1")
+  "$jrpc" mcp serve --http 127.0.0.1:0 --conformance 2>"$log" &
+  server=$!
+  trap 'kill "$server" 2>/dev/null || true; rm -rf "$log" "$work"' EXIT
+  url=
+  for _ in $(seq 100); do
+    url=$(sed -n 's/^jrpc: MCP (Streamable HTTP) at \(.*\)$/\1/p' "$log")
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+  [ -n "$url" ] || { echo "jrpc mcp serve --http did not start" >&2; cat "$log" >&2; exit 1; }
+fi
 
 failed=0
 # Runs the suite with "$@" (in $work, where it writes its results); prints its
