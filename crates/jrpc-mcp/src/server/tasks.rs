@@ -118,11 +118,26 @@ pub(crate) struct TaskRecord {
     runner: String,
     /// The replica that wrote this revision.
     by: String,
+    /// How many times what `tasks/get` shows has changed (a lease renewed
+    /// is no change): listeners hear of a record only when this moved.
+    #[serde(default)]
+    shown: u64,
 }
 
 impl TaskRecord {
     fn is_terminal(&self) -> bool {
         self.status.is_terminal()
+    }
+
+    /// What `tasks/get` shows of it, but its times.
+    fn view(&self) -> (TaskStatus, Option<&str>, Vec<&String>, bool, bool) {
+        (
+            self.status,
+            self.message.as_deref(),
+            self.asked.keys().collect(),
+            self.result.is_some(),
+            self.error.is_some(),
+        )
     }
 
     /// Waits for `request` under `key`.
@@ -425,6 +440,10 @@ pub(crate) struct TaskStore {
     /// Tasks (any replica's) not yet ended, and their leases: the ones to
     /// fail when their runner goes away.
     leases: Mutex<HashMap<String, u64>>,
+    /// What each task not yet ended last showed (its `shown`): a record
+    /// written again with nothing new to show (a lease renewed, heard here
+    /// twice) is not announced.
+    seen: Mutex<HashMap<String, u64>>,
 }
 
 impl TaskStore {
@@ -441,6 +460,7 @@ impl TaskStore {
             replica,
             local: Mutex::default(),
             leases: Mutex::default(),
+            seen: Mutex::default(),
         });
         if store.state.is_shared() {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -508,6 +528,7 @@ impl TaskStore {
             lease: shared.then(|| now + millis(self.settings.lease)),
             runner: self.replica.clone(),
             by: self.replica.clone(),
+            shown: 0,
         };
         let id = super::ids::random_id();
         let created = self
@@ -528,6 +549,10 @@ impl TaskStore {
             waiting: Mutex::default(),
             cancel,
         });
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), 0);
         self.local().insert(id, Arc::clone(&entry));
         if shared {
             tokio::spawn(keep_lease(Arc::downgrade(self), Arc::clone(&entry)));
@@ -547,10 +572,14 @@ impl TaskStore {
         let mut after = None;
         let (_, wrote) = modify(&*self.state, Space::Tasks, id, |bytes| {
             let mut record = TaskRecord::decode(bytes?)?;
+            let before = record.clone();
             let changed = step(&mut record);
             if changed {
-                record.updated = now_ms().max(record.updated);
                 record.by = self.replica.clone();
+                if record.view() != before.view() {
+                    record.updated = now_ms().max(record.updated);
+                    record.shown += 1;
+                }
             }
             let bytes = changed.then(|| record.encode());
             after = Some(record);
@@ -566,9 +595,21 @@ impl TaskStore {
     }
 
     /// A record changed (here, or on another replica): listeners hear of
-    /// it, the runner follows, the lease is watched.
+    /// it when what it shows changed, the runner follows, the lease is
+    /// watched.
     fn changed(&self, id: &str, record: &TaskRecord) {
-        self.changes.task_changed(id);
+        let shown = {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            let before = if record.is_terminal() {
+                seen.remove(id)
+            } else {
+                seen.insert(id.to_owned(), record.shown)
+            };
+            before != Some(record.shown)
+        };
+        if shown {
+            self.changes.task_changed(id);
+        }
         let entry = self.local().get(id).cloned();
         if let Some(entry) = entry {
             entry.reconcile(record);
@@ -937,7 +978,48 @@ mod tests {
             lease: Some(16_000),
             runner: "a".into(),
             by: "a".into(),
+            shown: 0,
         }
+    }
+
+    #[tokio::test]
+    async fn listeners_hear_of_what_tasks_get_shows_not_of_a_renewed_lease() {
+        let changes = super::super::changes::Changes::new(64);
+        let mut heard = changes.subscribe();
+        let store = TaskStore::new(
+            TaskSettings::default(),
+            Arc::new(InMemory::new()),
+            changes,
+            "r1".into(),
+        );
+        let task = store.create(None, CancellationToken::new()).await.unwrap();
+        let id = task.made(ResultType::Task).task_id;
+        let before = store.get(&id, None).await.unwrap().last_updated_at;
+        store.write(&id, |r| r.renew(u64::MAX)).await.unwrap();
+        assert!(heard.try_recv().is_err(), "a renewed lease is no news");
+        assert_eq!(store.get(&id, None).await.unwrap().last_updated_at, before);
+        // Another replica's write of the same record, heard twice: once.
+        let entry = store.state.get(Space::Tasks, &id).await.unwrap().unwrap();
+        let mut record = TaskRecord::decode(&entry.value).unwrap();
+        record.by = "r2".into();
+        record.status = TaskStatus::InputRequired;
+        record.shown += 1;
+        let written = store
+            .state
+            .update(Space::Tasks, &id, record.encode(), entry.revision);
+        written.await.unwrap().unwrap();
+        store.heard(&id, &record.encode());
+        store.heard(&id, &record.encode());
+        assert!(matches!(
+            heard.try_recv(),
+            Ok(super::super::changes::Change::Task(_))
+        ));
+        assert!(heard.try_recv().is_err(), "heard twice, told once");
+        store.cancel(&id, None).await.unwrap();
+        assert!(matches!(
+            heard.try_recv(),
+            Ok(super::super::changes::Change::Task(_))
+        ));
     }
 
     #[test]
