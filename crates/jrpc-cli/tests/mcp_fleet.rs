@@ -366,3 +366,33 @@ fn the_cli_starts_a_task_on_one_replica_and_finds_it_on_another() {
     let (code, _, err) = jrpc(&["mcp", "task", "get", &url_b]);
     assert_eq!(code, Some(2), "no id is a usage error: {err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_status_reaches_listeners_on_another_replica() {
+    let nats = Nats::start();
+    let (_a, url_a) = replica(&nats, &[]);
+    let (_c, url_c) = replica(&nats, &[]);
+    let (a, c) = (client(&url_a).await, client(&url_c).await);
+    let Started::Task(task) = c.start_tool("sleep", json!({"ms": 700})).await.unwrap() else {
+        panic!("sleep is a task");
+    };
+    let filter = SubscriptionFilter {
+        task_ids: Some(vec![task.task_id.clone()]),
+        ..Default::default()
+    };
+    let mut on_a = a.listen(filter).await.unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let change = on_a.next().await.expect("the stream goes on").expect("a change");
+            assert_eq!(change.method, "notifications/tasks");
+            let params = change.params.unwrap_or_default();
+            assert_eq!(params["taskId"], task.task_id.as_str());
+            if params["status"] != "working" {
+                return params["status"].as_str().unwrap_or_default().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("A heard the task made on C end");
+    assert_eq!(status, "completed");
+}

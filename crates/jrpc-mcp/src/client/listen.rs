@@ -57,6 +57,14 @@ pub(super) fn wants(filter: &SubscriptionFilter, method: &str, params: Option<&s
                 _ => false,
             }
         }
+        // A task's status (the tasks extension), by its id.
+        "notifications/tasks" => {
+            let id = params.and_then(|p| p.get("taskId")).and_then(|t| t.as_str());
+            match (id, &filter.task_ids) {
+                (Some(id), Some(ids)) => ids.iter().any(|t| t == id),
+                _ => false,
+            }
+        }
         _ => false,
     }
 }
@@ -262,9 +270,11 @@ mod tests {
         let filter = SubscriptionFilter {
             tools_list_changed: Some(true),
             resource_subscriptions: Some(vec!["demo://counter".into()]),
+            task_ids: Some(vec!["t1".into()]),
             ..SubscriptionFilter::default()
         };
         let updated = |uri: &str| serde_json::json!({"uri": uri});
+        let task = |id: &str| serde_json::json!({"taskId": id, "status": "completed"});
         let cases = [
             ("notifications/tools/list_changed", None, true),
             ("notifications/prompts/list_changed", None, false),
@@ -280,6 +290,8 @@ mod tests {
                 false,
             ),
             ("notifications/resources/updated", None, false),
+            ("notifications/tasks", Some(task("t1")), true),
+            ("notifications/tasks", Some(task("t2")), false),
             ("notifications/message", None, false),
         ];
         for (method, params, expected) in cases {
