@@ -722,3 +722,55 @@ fn mcp_bench_measures_calls_of_a_tool() {
         common::text(&out)
     );
 }
+
+/// `jrpc mcp watch` with nothing the server announces says so (exit 1)
+/// instead of waiting forever for changes that never come.
+#[test]
+fn watch_with_nothing_to_watch_says_so() {
+    let (_server, url) = common::mcp_serve(&[]);
+    let jrpc = env!("CARGO_BIN_EXE_jrpc");
+    let run = |args: &[&str]| {
+        let out = Command::new(jrpc)
+            .args(["mcp", "watch", &url])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for pin in ["2026-07-28", "legacy"] {
+        // The demo announces no list changes, only resource updates.
+        let (code, err) = run(&["--protocol-version", pin]);
+        assert_eq!(code, Some(1), "{pin}: {err}");
+        assert!(
+            err.contains("nothing to watch") && err.contains("demo://counter"),
+            "{pin}: {err}"
+        );
+        let (code, err) = run(&["tools", "--protocol-version", pin]);
+        assert_eq!(code, Some(1), "{pin}: {err}");
+        assert!(
+            err.contains("does not announce changes of its tools list"),
+            "{pin}: {err}"
+        );
+    }
+    // With list changes announced, the lists are watched (until the timeout
+    // of this test's own kill).
+    let (mut conformance, url) = common::mcp_serve(&["--conformance"]);
+    let mut watch = Command::new(jrpc)
+        .args(["mcp", "watch", &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(watch.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("watching tools, prompts, resources"), "{line}");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let _ = conformance.0.kill();
+}

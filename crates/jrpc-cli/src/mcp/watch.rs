@@ -28,6 +28,48 @@ fn watch_filter(words: &[String]) -> jrpc_mcp::types::SubscriptionFilter {
     filter
 }
 
+/// `filter` cut to the lists whose changes the server announces (its
+/// capabilities); a list named but not announced is said on stderr.
+/// Resource URIs are left to the server to refuse. Why there is nothing to
+/// watch, when there is not.
+fn announced(
+    mut filter: jrpc_mcp::types::SubscriptionFilter,
+    capabilities: &jrpc_mcp::types::ServerCapabilities,
+    asked: bool,
+) -> Result<jrpc_mcp::types::SubscriptionFilter, String> {
+    let lists = |c: &Option<jrpc_mcp::types::ListChangedCapability>| {
+        c.as_ref().and_then(|c| c.list_changed) == Some(true)
+    };
+    let offered = [
+        ("tools", lists(&capabilities.tools)),
+        ("prompts", lists(&capabilities.prompts)),
+        (
+            "resources",
+            capabilities.resources.as_ref().and_then(|r| r.list_changed) == Some(true),
+        ),
+    ];
+    for ((name, on), wanted) in offered.iter().zip([
+        &mut filter.tools_list_changed,
+        &mut filter.prompts_list_changed,
+        &mut filter.resources_list_changed,
+    ]) {
+        if *wanted == Some(true) && !on {
+            *wanted = None;
+            if asked {
+                eprintln!("jrpc: the server does not announce changes of its {name} list");
+            }
+        }
+    }
+    if filter.is_empty() {
+        return Err(if asked {
+            "the server announces none of the changes named".into()
+        } else {
+            "the server announces no changes of its tools, prompts or resources lists; name a resource URI to watch its updates (jrpc mcp watch URL demo://counter)".into()
+        });
+    }
+    Ok(filter)
+}
+
 async fn watch_inner(args: WatchArgs) -> Result<ExitCode, Failure> {
     use futures_util::StreamExt;
     let (url, words) = target(args.words, &args.client)?;
@@ -40,7 +82,19 @@ async fn watch_inner(args: WatchArgs) -> Result<ExitCode, Failure> {
         )));
     }
     let client = connect_as(url, &args.client, true).await?;
-    let mut changes = client.listen(watch_filter(&words)).await.map_err(failure)?;
+    let filter = match announced(
+        watch_filter(&words),
+        client.server_capabilities(),
+        !words.is_empty(),
+    ) {
+        Ok(filter) => filter,
+        Err(why) => {
+            client.close().await;
+            eprintln!("jrpc: nothing to watch: {why}");
+            return Ok(ExitCode::from(crate::call::exit::RPC_ERROR));
+        }
+    };
+    let mut changes = client.listen(filter).await.map_err(failure)?;
     // Listening from now on, so that a Ctrl-C between two changes is seen.
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
