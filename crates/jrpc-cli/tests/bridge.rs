@@ -298,26 +298,80 @@ fn notifications_and_errors_pass_through() {
     );
 }
 
-/// Issue 33: a child that answers a request with a null-id error (it
-/// could not read the request) does not leave the client hanging: the
-/// error reaches the client, with the client's own id.
+/// Issue 33, then 44: a child that answers a request with a null-id error
+/// (it could not read the request) does not leave the client hanging: the
+/// error reaches the one call waiting, passed on as the child sent it —
+/// with id null, as the specification has such an error — over HTTP (the
+/// response to that POST) and over TCP.
 #[test]
-fn a_null_id_error_from_the_child_reaches_its_client() {
+fn a_null_id_error_from_the_child_reaches_its_client_with_id_null() {
     let bridge = Bridge::start(&[], &chatty_server());
-    for target in [&bridge.http, &bridge.tcp] {
-        let started = Instant::now();
-        let out = jrpc(&["call", target, "--timeout", "30", "--envelope", "unreadable"]);
-        let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
-        assert_eq!(reply["error"]["code"], json!(-32700), "{reply}");
-        assert!(!reply["id"].is_null(), "the client's id comes back: {reply}");
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "answered, not timed out"
+    let request = r#"{"jsonrpc":"2.0","method":"unreadable","id":41}"#;
+    let started = Instant::now();
+    let over_http = raw_post(&bridge.http, request);
+    let mut tcp = TcpStream::connect(bridge.tcp.trim_start_matches("tcp://")).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    writeln!(tcp, "{request}").unwrap();
+    let mut over_tcp = String::new();
+    BufReader::new(&tcp).read_line(&mut over_tcp).unwrap();
+    for (how, reply) in [("http", over_http), ("tcp", over_tcp)] {
+        let reply: Value =
+            serde_json::from_str(reply.trim()).unwrap_or_else(|e| panic!("{how}: {e}: {reply}"));
+        assert_eq!(reply["error"]["code"], json!(-32700), "{how}: {reply}");
+        assert_eq!(
+            reply["id"],
+            Value::Null,
+            "{how}: passed on as the child sent it: {reply}"
         );
     }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "answered, not timed out"
+    );
     // The bridge goes on serving.
     let sum = jrpc(&["call", &bridge.http, "add", "1", "2"]);
     assert_eq!(String::from_utf8_lossy(&sum.stdout).trim(), "3", "{}", text(&sum));
+}
+
+/// With several calls waiting, a null-id error from the child matches none
+/// of them: it is logged, and the calls end by the bridged-call timeout
+/// (`--call-timeout`), saying so.
+#[test]
+fn a_null_id_error_with_several_calls_waiting_ends_them_by_the_timeout() {
+    let bridge = Bridge::start(&["--call-timeout", "1s"], &chatty_server());
+    let slow = {
+        let http = bridge.http.clone();
+        std::thread::spawn(move || jrpc(&["call", &http, "--timeout", "30", "hang"]))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let out = jrpc(&["call", &bridge.http, "--timeout", "30", "unreadable"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "ended by the bridged-call timeout: {err}"
+    );
+    let hung = slow.join().unwrap();
+    assert_ne!(hung.status.code(), Some(0), "{}", text(&hung));
+    let logged = bridge.stderr.lock().unwrap().join("\n");
+    assert!(logged.contains("none can be told to be it"), "{logged}");
+}
+
+/// An HTTP/1.1 POST of `body` to `url`: the response's body.
+fn raw_post(url: &str, body: &str) -> String {
+    let authority = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        stream,
+        "POST / HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
+    reply.split("\r\n\r\n").nth(1).unwrap_or_default().to_owned()
 }
 
 /// A child that dies is started again with backoff; the call in flight

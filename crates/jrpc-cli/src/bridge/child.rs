@@ -32,7 +32,14 @@ use jrpc::{CallError, ConnectionConfig, Error, Peer, RequestContext, Router};
 use crate::serve::{Methods, ServeArgs};
 
 /// How long a forwarded call waits when `--call-timeout` does not bound it:
-/// in effect forever (a client that gives up or hangs up ends it sooner).
+/// five minutes (a client that gives up or hangs up ends it sooner). A call
+/// the child never answers — one of several waiting when the child answered
+/// a request it could not read, with id null, which none can be matched
+/// to — ends then.
+const BRIDGED_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long the client connection to the child lets a call wait: the
+/// forwarding bounds each call itself.
 const NO_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// Serves `command` as `args` say; a client gets `answer_within` to answer
@@ -107,7 +114,7 @@ pub(super) async fn run(
         .with_context(|| format!("starting {name}"))?;
     let timeout = args
         .call_timeout()
-        .map_or(NO_TIMEOUT, |t| t + Duration::from_secs(1));
+        .map_or(BRIDGED_CALL_TIMEOUT, |t| t + Duration::from_secs(1));
     let methods = {
         let (child, clients, name) = (child.clone(), Arc::clone(&clients), Arc::clone(&name));
         Router::new().fallback(move |method: String, params, ctx| {
@@ -194,6 +201,7 @@ async fn forward(
 fn unanswered(name: &str, error: CallError) -> Error {
     let message = match &error {
         CallError::Closed(_) => "The server exited before it answered; it is being started again",
+        CallError::Timeout(_) => "The server did not answer in time",
         _ => "Internal error",
     };
     Error::new(codes::INTERNAL_ERROR, message).with_data(&format!("jrpc bridge: {name}: {error}"))

@@ -6,7 +6,8 @@ progress (sends a `progress` notification, then answers "done"); secret
 (an error whose data has members named token and password); ask (asks
 its client `client.name` and answers with what it said); unreadable
 (answered as a server answers a request it could not read: a parse error
-with `"id": null`); die (exits with status 3 without answering). Notification `note` [text] is remembered.
+with `"id": null`); hang (never answered); die (exits with status 3
+without answering). Notification `note` [text] is remembered.
 """
 import json
 import os
@@ -61,6 +62,8 @@ def serve(message):
         reply = {"error": {"code": -32000, "message": "denied", "data": {"token": "abc", "password": "xyz"}}}
     elif method == "unreadable":
         send({"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}, "id": None})
+        return
+    elif method == "hang":
         return
     elif method == "die":
         sys.exit(3)

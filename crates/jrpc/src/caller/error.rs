@@ -76,3 +76,23 @@ impl CallError {
         matches!(self, CallError::Closed(_) | CallError::Io(_))
     }
 }
+
+/// What a response tells its caller: the result, or the error — marked as
+/// the answer to a request the peer could not read when its id is null
+/// ([`Error::for_unreadable_request`](crate::Error::for_unreadable_request)),
+/// so that a proxy passing it on keeps the id null.
+pub(crate) fn answered(
+    response: crate::message::ResponseRef<'_>,
+) -> Result<Box<serde_json::value::RawValue>, CallError> {
+    let unreadable = response.id.is_null();
+    response
+        .outcome
+        .map(serde_json::value::RawValue::to_owned)
+        .map_err(|error| {
+            CallError::Rpc(if unreadable {
+                error.for_unreadable_request()
+            } else {
+                error
+            })
+        })
+}

@@ -53,6 +53,7 @@ use tower::Layer;
 
 pub use batch::{Batch, BatchCall};
 pub(crate) use batch::{BatchTarget, BoxFuture, Registered};
+pub(crate) use error::answered;
 pub use error::CallError;
 pub use outcome::Delivery;
 pub(crate) use outcome::{decode, Outcome};

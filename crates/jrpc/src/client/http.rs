@@ -298,7 +298,7 @@ impl HttpTransport {
             Ok(Frame::Single(Incoming::Response(response)))
                 if response.id == Id::from(id) || response.id.is_null() =>
             {
-                response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc)
+                crate::caller::answered(response)
             }
             Ok(Frame::Single(Incoming::Invalid(invalid))) => Err(CallError::Rpc(invalid.error)),
             _ => Err(protocol(format!(
@@ -365,7 +365,7 @@ impl HttpTransport {
                     };
                     if let Some((_, slot)) = waiters.iter_mut().find(|(w, _)| *w == id) {
                         if let Some(tx) = slot.take() {
-                            let _ = tx.send(response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc));
+                            let _ = tx.send(crate::caller::answered(response));
                         }
                     }
                 }

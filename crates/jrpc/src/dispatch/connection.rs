@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -26,7 +25,7 @@ use super::cancel::{Cancellation, Registration};
 use super::ordering::{Notifications, Turnstile};
 use super::outbox::{Outbound, Outbox};
 use super::serve::{self, error_reply, Owned};
-use crate::caller::{CallError, Outcome};
+use crate::caller::Outcome;
 use crate::context::Extensions;
 use crate::message::{self, parse_frame, Error, Frame, Id, Incoming, Response, ResponseRef};
 use crate::router::Router;
@@ -354,7 +353,7 @@ impl Engine {
                 };
                 let barrier = self.notifications.queued;
                 let mut handled = self.notifications.handled.clone();
-                let outcome = response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc);
+                let outcome = crate::caller::answered(response);
                 tokio::spawn(async move {
                     // Ends early if the worker stops (the connection closed).
                     let _ = handled.wait_for(|n| *n >= barrier).await;
@@ -371,7 +370,7 @@ impl Engine {
                 }
                 match calls.waiter_of(&response) {
                     Some(tx) => {
-                        let _ = tx.send(response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc));
+                        let _ = tx.send(crate::caller::answered(response));
                     }
                     None => tracing::debug!(id = %response.id, "response to no pending call"),
                 }

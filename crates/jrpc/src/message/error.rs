@@ -84,6 +84,9 @@ pub struct Error {
     code: i64,
     message: Cow<'static, str>,
     data: Option<Box<RawValue>>,
+    /// It answers a request whose id could not be read: its response
+    /// carries id null, whatever the call's id.
+    unreadable: bool,
 }
 
 impl Error {
@@ -93,7 +96,30 @@ impl Error {
             code,
             message: message.into(),
             data: None,
+            unreadable: false,
         }
+    }
+
+    /// Marks the error as the answer to a request that could not be read
+    /// (it did not parse, say): a server writes its response with id null,
+    /// whatever the call's id, as the specification has it. What a proxy
+    /// does with such an answer from the server behind it: a call through
+    /// jrpc's client whose peer answered with id null fails with an error
+    /// marked so, and a handler returning it passes the id null on.
+    ///
+    /// ```
+    /// let error = jrpc::Error::parse_error().for_unreadable_request();
+    /// assert!(error.is_for_unreadable_request());
+    /// ```
+    pub fn for_unreadable_request(mut self) -> Self {
+        self.unreadable = true;
+        self
+    }
+
+    /// Whether the error answers a request that could not be read (its
+    /// response carries id null).
+    pub fn is_for_unreadable_request(&self) -> bool {
+        self.unreadable
     }
 
     /// Attaches `data`, serialized to JSON. A value that cannot be serialized
@@ -238,6 +264,7 @@ impl<'de> Deserialize<'de> for Error {
         }
         let wire = Wire::deserialize(deserializer)?;
         Ok(Error {
+            unreadable: false,
             code: wire.code,
             message: Cow::Owned(wire.message),
             data: wire.data,
@@ -258,6 +285,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_for_an_unreadable_request_is_answered_with_id_null() {
+        let id = crate::message::Id::from(7u64);
+        for (error, expected) in [
+            (Error::parse_error(), "7"),
+            (Error::parse_error().for_unreadable_request(), "null"),
+        ] {
+            let mut out = Vec::new();
+            crate::message::write::write_error(&mut out, crate::message::Version::V2, &id, &error);
+            let reply: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(reply["id"].to_string(), expected, "{reply}");
+        }
+        // The mark is not part of the error's content.
+        assert_eq!(
+            Error::parse_error(),
+            Error::parse_error().for_unreadable_request()
+        );
+    }
 
     #[test]
     fn writes_members_in_spec_order() {

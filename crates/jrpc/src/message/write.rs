@@ -37,8 +37,14 @@ pub(crate) fn write_result(out: &mut Vec<u8>, version: Version, id: &Id, result:
     result_suffix(out, version, id);
 }
 
-/// Writes a whole error response.
+/// Writes a whole error response; an error answering a request that could
+/// not be read carries id null.
 pub(crate) fn write_error(out: &mut Vec<u8>, version: Version, id: &Id, error: &Error) {
+    let id = if error.is_for_unreadable_request() {
+        &Id::NULL
+    } else {
+        id
+    };
     match version {
         Version::V2 => out.extend_from_slice(br#"{"jsonrpc":"2.0","error":"#),
         Version::V1 => out.extend_from_slice(br#"{"result":null,"error":"#),
