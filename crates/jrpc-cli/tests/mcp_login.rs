@@ -51,6 +51,9 @@ fn authorization_server() -> (String, Log) {
     let issuer = url.clone();
     std::thread::spawn(move || {
         let mut grants: HashMap<String, Grant> = HashMap::new();
+        // Each registered client's scopes: asking for others is refused
+        // (`invalid_scope`), as authorization servers do.
+        let mut registered: HashMap<String, String> = HashMap::new();
         let mut refreshable: HashMap<String, (String, String)> = HashMap::new();
         let mut issued = 0;
         for stream in listener.incoming() {
@@ -69,10 +72,37 @@ fn authorization_server() -> (String, Log) {
             let (status, location, body) = match path {
                 "/.well-known/oauth-authorization-server" => json_reply("200 OK", metadata.clone()),
                 "/jwks" => json_reply("200 OK", jwks.clone()),
-                "/register" => json_reply(
-                    "201 Created",
-                    json!({"client_id": "jrpc-dyn", "token_endpoint_auth_method": "none"}),
-                ),
+                "/register" => {
+                    let document: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                    let scope = document["scope"].as_str().unwrap_or_default().to_owned();
+                    let id = format!("jrpc-dyn-{}", registered.len() + 1);
+                    seen.lock().unwrap().push(format!("registered {scope}"));
+                    registered.insert(id.clone(), scope);
+                    json_reply(
+                        "201 Created",
+                        json!({"client_id": id, "token_endpoint_auth_method": "none"}),
+                    )
+                }
+                "/authorize"
+                    if registered.get(&params["client_id"]).is_some_and(|allowed| {
+                        !params
+                            .get("scope")
+                            .map(String::as_str)
+                            .unwrap_or_default()
+                            .split(' ')
+                            .all(|s| {
+                                s.is_empty() || s == "offline_access" || allowed.split(' ').any(|a| a == s)
+                            })
+                    }) =>
+                {
+                    let back = format!(
+                        "{}?error=invalid_scope&state={}&iss={}",
+                        params["redirect_uri"],
+                        encode(&params["state"]),
+                        encode(&issuer)
+                    );
+                    ("302 Found".to_owned(), Some(back), String::new())
+                }
                 "/authorize" => {
                     let code = format!("code-{}", grants.len());
                     grants.insert(
@@ -291,6 +321,50 @@ fn login_keeps_tokens_that_later_commands_use_and_refresh() {
         String::from_utf8_lossy(&out.stderr).contains("not logged in"),
         "{}",
         text(&out)
+    );
+    let _ = std::fs::remove_dir_all(&state);
+}
+
+/// Issue 44: a tool needing a scope the first login did not ask for. The
+/// client registered for every scope the server advertises, so the step-up
+/// needs no new registration; with no one to ask it names the scope and
+/// the command that logs in for it, and `jrpc mcp login --scope` does.
+#[test]
+fn a_tool_scope_beyond_the_first_login_is_named_and_logged_in_for() {
+    let (issuer, log) = authorization_server();
+    let (_server, url) = mcp_serve(&[
+        "--oauth-issuer",
+        &issuer,
+        "--oauth-scope",
+        "mcp",
+        "--oauth-tool-scope",
+        "bump=mcp:admin",
+    ]);
+    let state = std::env::temp_dir().join(format!("jrpc-mcp-step-up-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let out = jrpc_mcp(&state, &["login", &url]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = jrpc_mcp(&state, &["call", &url, "add", "a=2", "b=3", "--no-input"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let out = jrpc_mcp(&state, &["call", &url, "bump", "--no-input"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs scope") && err.contains("mcp:admin"), "{err}");
+    assert!(err.contains(&format!("jrpc mcp login {url} --scope")), "{err}");
+
+    let out = jrpc_mcp(&state, &["login", &url, "--scope", "mcp:admin"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = jrpc_mcp(&state, &["call", &url, "bump", "--no-input"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+
+    let seen = log.lock().unwrap().clone();
+    let registrations: Vec<&String> = seen.iter().filter(|l| l.starts_with("registered")).collect();
+    assert_eq!(registrations.len(), 1, "{seen:?}");
+    assert!(
+        registrations[0].contains("mcp:admin"),
+        "registered for what the server advertises: {seen:?}"
     );
     let _ = std::fs::remove_dir_all(&state);
 }

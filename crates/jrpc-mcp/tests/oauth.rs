@@ -110,6 +110,9 @@ fn authorization_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String
     let issuer = url.clone();
     std::thread::spawn(move || {
         let mut scopes = std::collections::HashMap::new();
+        // Each registered client's scopes: asking for more is refused, as
+        // authorization servers do (`invalid_scope`).
+        let mut registered = std::collections::HashMap::<String, String>::new();
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let mut reader = BufReader::new(stream.try_clone().unwrap());
@@ -145,11 +148,33 @@ fn authorization_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String
             seen.lock().unwrap().push(path.to_owned());
             let (status, location, reply) = match path {
                 "/.well-known/oauth-authorization-server" => ("200 OK", String::new(), metadata.to_string()),
-                "/register" => (
-                    "201 Created",
-                    String::new(),
-                    json!({"client_id": "dyn"}).to_string(),
-                ),
+                "/register" => {
+                    let document: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let scope = document["scope"].as_str().unwrap_or_default().to_owned();
+                    let id = format!("dyn{}", registered.len() + 1);
+                    seen.lock().unwrap().push(format!("registered {scope}"));
+                    registered.insert(id.clone(), scope);
+                    ("201 Created", String::new(), json!({"client_id": id}).to_string())
+                }
+                "/authorize"
+                    if registered.get(&param("client_id")).is_some_and(|allowed| {
+                        !param("scope")
+                            .split(' ')
+                            .filter(|s| !s.is_empty())
+                            .all(|s| allowed.split(' ').any(|a| a == s))
+                    }) =>
+                {
+                    let back = url::Url::parse_with_params(
+                        &param("redirect_uri"),
+                        &[
+                            ("error", "invalid_scope"),
+                            ("state", &param("state")),
+                            ("iss", &issuer),
+                        ],
+                    )
+                    .unwrap();
+                    ("302 Found", format!("Location: {back}\r\n"), String::new())
+                }
                 "/authorize" => {
                     let code = format!("c{}", scopes.len());
                     scopes.insert(code.clone(), param("scope"));
@@ -276,6 +301,12 @@ async fn the_client_logs_in_steps_up_for_a_tools_scope_and_renews_once_for_many(
         assert_eq!(
             seen.iter().filter(|p| *p == "/register").count(),
             1,
+            "{protocol}: {seen:?}"
+        );
+        // Registered for every scope the resource advertises, so that the
+        // step-up for the tool's needs no new registration.
+        assert!(
+            seen.iter().any(|p| p == "registered mcp mcp:write"),
             "{protocol}: {seen:?}"
         );
         let held = login.credentials(&url).unwrap().unwrap();

@@ -55,6 +55,13 @@ pub(super) struct LoginArgs {
     #[arg(value_name = "URL")]
     pub(super) url: String,
 
+    /// The scopes to ask for (space-separated, or the flag repeated),
+    /// besides those asked before of this server; by default what the
+    /// server advertises. A server that refuses a call for a missing scope
+    /// (with --no-input) names the one to log in for.
+    #[arg(long, value_name = "SCOPE")]
+    pub(super) scope: Vec<String>,
+
     #[command(flatten)]
     pub(super) oauth: OAuthArgs,
 }

@@ -5,11 +5,12 @@ use std::process::ExitCode;
 use jrpc_mcp::client::oauth::FileStore;
 
 use super::args::{LoginArgs, LogoutArgs, OAuthArgs};
-use super::session::oauth_client;
+use super::session::{oauth_client, oauth_client_with};
 use crate::call::{report, Failure};
 
 pub(super) async fn login(args: LoginArgs) -> ExitCode {
-    let oauth = oauth_client(&args.oauth, true);
+    let scope = (!args.scope.is_empty()).then(|| args.scope.join(" "));
+    let oauth = oauth_client_with(&args.oauth, true, scope.as_deref());
     match oauth.login(&args.url).await {
         Ok(credentials) => {
             let kept = FileStore::default_dir()

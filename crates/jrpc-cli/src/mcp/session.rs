@@ -38,6 +38,9 @@ pub(super) fn login_failure(e: &OAuthError) -> Failure {
         OAuthError::LoginNeeded(url) => Failure::Transport(anyhow::anyhow!(
             "{url} asks you to log in (OAuth), and there is no one to ask here (--no-input, or stdin is not a terminal): run `jrpc mcp login {url}` first"
         )),
+        OAuthError::ScopeNeeded { server, scope } => Failure::Transport(anyhow::anyhow!(
+            "{server} needs scope {scope:?}, which your token lacks, and there is no one to ask here (--no-input, or stdin is not a terminal): run `jrpc mcp login {server} --scope '{scope}'` first"
+        )),
         other => Failure::Transport(anyhow::anyhow!("authorization failed: {other}")),
     }
 }
@@ -46,7 +49,15 @@ pub(super) fn login_failure(e: &OAuthError) -> Failure {
 /// user's state folder; the browser step only when someone is there
 /// to take it (`interactive`).
 pub(super) fn oauth_client(args: &OAuthArgs, interactive: bool) -> OAuthClient {
+    oauth_client_with(args, interactive, None)
+}
+
+/// [`oauth_client`] asking for `scope` (`jrpc mcp login --scope`).
+pub(super) fn oauth_client_with(args: &OAuthArgs, interactive: bool, scope: Option<&str>) -> OAuthClient {
     let mut oauth = OAuthClient::builder().client_name("jrpc");
+    if let Some(scope) = scope {
+        oauth = oauth.scope(scope);
+    }
     oauth = match FileStore::default_dir() {
         Some(dir) => oauth.store(FileStore::new(dir)),
         None => oauth.store(MemoryStore::new()),

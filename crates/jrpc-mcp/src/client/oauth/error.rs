@@ -14,6 +14,15 @@ pub enum OAuthError {
     /// [`Authorizer`](super::Authorizer): a program with no one at the keyboard).
     #[error("{0} needs you to log in first")]
     LoginNeeded(String),
+    /// The server asks for scopes the token held lacks (a step-up), and
+    /// this client cannot run a login here.
+    #[error("{server} needs scope {scope}, which the token held lacks: log in again for it")]
+    ScopeNeeded {
+        /// The server.
+        server: String,
+        /// The scopes a new login must ask for (space-separated).
+        scope: String,
+    },
     /// The metadata that says where to log in could not be found or read.
     #[error("discovery: {0}")]
     Discovery(String),

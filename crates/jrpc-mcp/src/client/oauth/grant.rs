@@ -199,6 +199,7 @@ pub(crate) async fn register(
         client_secret: text("client_secret"),
         redirect_uri: redirect_uri.map(str::to_owned),
         auth_method: text("token_endpoint_auth_method"),
+        scope: text("scope").or_else(|| scope.map(str::to_owned)),
     })
 }
 

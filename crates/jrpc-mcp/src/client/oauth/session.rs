@@ -372,6 +372,17 @@ impl Session {
         }
         renewal.requested = scopes.clone();
         let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
+        // A client is registered for every scope the resource advertises
+        // besides those asked now, so that a later step-up within them
+        // needs no new registration (an authorization server may refuse
+        // scopes a client was not registered for).
+        let mut registering = scopes.clone();
+        for advertised in resource.scopes_supported.iter().flatten() {
+            if !registering.contains(advertised) {
+                registering.push(advertised.clone());
+            }
+        }
+        let register_scope = (!registering.is_empty()).then(|| registering.join(" "));
 
         let stored = config.store.load(&self.key, Some(&metadata.issuer));
         let (tokens, registered) = match config.grant {
@@ -383,8 +394,9 @@ impl Session {
                 self.authorization_code(
                     &metadata,
                     &resource.resource,
-                    scope.as_deref(),
+                    (scope.as_deref(), register_scope.as_deref()),
                     stored.and_then(|s| s.client),
+                    step_up,
                 )
                 .await?
             }
@@ -426,16 +438,25 @@ impl Session {
     }
 
     /// The authorization code grant with PKCE (OAuth 2.1 §4.1).
+    /// `scopes` are those to ask for, and those to register a new client
+    /// for (the resource's advertised ones besides).
     async fn authorization_code(
         &self,
         metadata: &ServerMetadata,
         resource: &str,
-        scope: Option<&str>,
+        (scope, register_scope): (Option<&str>, Option<&str>),
         registered: Option<RegisteredClient>,
+        step_up: bool,
     ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
         let config = &self.config;
         let Some(authorizer) = &config.authorizer else {
-            return Err(OAuthError::LoginNeeded(self.key.clone()));
+            return Err(match (step_up, scope) {
+                (true, Some(scope)) => OAuthError::ScopeNeeded {
+                    server: self.key.clone(),
+                    scope: scope.to_owned(),
+                },
+                _ => OAuthError::LoginNeeded(self.key.clone()),
+            });
         };
         // PKCE is how the code is bound to this client: a server that
         // does not say it takes S256 is not used (the MCP specification's
@@ -458,10 +479,14 @@ impl Session {
         // Who this client is there: pre-registered, registered before
         // (with this redirect URI), a metadata document, or a new
         // registration.
+        // A client registered for fewer scopes than asked now is
+        // registered again: the authorization server may refuse the rest
+        // (`invalid_scope`).
         let registered = registered.filter(|r| {
             r.redirect_uri
                 .as_deref()
                 .is_some_and(|registered| same_redirect(registered, &redirect_uri))
+                && covers(r.scope.as_deref(), scope)
         });
         let (client_id, secret, method, registered) = match self.identity_for(metadata, registered.as_ref()) {
             Some((id, secret, method)) => (id, secret, method, registered),
@@ -473,8 +498,13 @@ impl Session {
                         if config.metadata_url.is_some() { "" } else { " (none configured)" }
                     )));
                 };
-                let client =
-                    grant::register(endpoint, &config.client_name, Some(&redirect_uri), scope).await?;
+                let client = grant::register(
+                    endpoint,
+                    &config.client_name,
+                    Some(&redirect_uri),
+                    register_scope.or(scope),
+                )
+                .await?;
                 (
                     client.client_id.clone(),
                     client.client_secret.clone(),
@@ -639,6 +669,28 @@ mod tests {
                 (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{query}: {e}"),
                 (got, want) => panic!("{query}: got {got:?}, want {want:?}"),
             }
+        }
+    }
+}
+
+/// Whether a client registered for `registered` scopes (unknown: `None`)
+/// may ask for `asked` (`offline_access`, which servers grant by grant
+/// type, needs no registration).
+fn covers(registered: Option<&str>, asked: Option<&str>) -> bool {
+    let asked: Vec<String> = asked
+        .map(split_scopes)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s != "offline_access")
+        .collect();
+    if asked.is_empty() {
+        return true;
+    }
+    match registered {
+        None => false,
+        Some(registered) => {
+            let registered = split_scopes(registered);
+            asked.iter().all(|s| registered.contains(s))
         }
     }
 }

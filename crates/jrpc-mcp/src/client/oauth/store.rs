@@ -42,6 +42,11 @@ pub struct RegisteredClient {
     /// `token_endpoint_auth_method` the server registered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_method: Option<String>,
+    /// The scopes it was registered for (space-separated), as the server
+    /// registered them (else as asked): a login asking for more registers
+    /// again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// The tokens of a token response (RFC 6749 §5.1).
