@@ -621,9 +621,46 @@ fn same_redirect(registered: &str, now: &str) -> bool {
     matches!((without_port(registered), without_port(now)), (Some(a), Some(b)) if a == b)
 }
 
+/// Whether a client registered for `registered` scopes (unknown: `None`)
+/// may ask for `asked` (`offline_access`, which servers grant by grant
+/// type, needs no registration).
+fn covers(registered: Option<&str>, asked: Option<&str>) -> bool {
+    let asked: Vec<String> = asked
+        .map(split_scopes)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s != "offline_access")
+        .collect();
+    if asked.is_empty() {
+        return true;
+    }
+    match registered {
+        None => false,
+        Some(registered) => {
+            let registered = split_scopes(registered);
+            asked.iter().all(|s| registered.contains(s))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_is_registered_again_for_scopes_it_was_not_registered_for() {
+        for (registered, asked, covered) in [
+            (Some("mcp mcp:admin"), Some("mcp"), true),
+            (Some("mcp mcp:admin"), Some("mcp:admin mcp offline_access"), true),
+            (Some("mcp"), Some("mcp mcp:admin"), false),
+            (None, Some("mcp"), false),
+            (None, None, true),
+            (None, Some("offline_access"), true),
+            (Some(""), Some("mcp"), false),
+        ] {
+            assert_eq!(covers(registered, asked), covered, "{registered:?} {asked:?}");
+        }
+    }
 
     #[test]
     fn authorization_responses_are_checked_in_rfc_9207_order() {
@@ -669,28 +706,6 @@ mod tests {
                 (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{query}: {e}"),
                 (got, want) => panic!("{query}: got {got:?}, want {want:?}"),
             }
-        }
-    }
-}
-
-/// Whether a client registered for `registered` scopes (unknown: `None`)
-/// may ask for `asked` (`offline_access`, which servers grant by grant
-/// type, needs no registration).
-fn covers(registered: Option<&str>, asked: Option<&str>) -> bool {
-    let asked: Vec<String> = asked
-        .map(split_scopes)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|s| s != "offline_access")
-        .collect();
-    if asked.is_empty() {
-        return true;
-    }
-    match registered {
-        None => false,
-        Some(registered) => {
-            let registered = split_scopes(registered);
-            asked.iter().all(|s| registered.contains(s))
         }
     }
 }
