@@ -322,44 +322,69 @@ pub(crate) struct Launch<T> {
 /// Runs `work` until it finishes or its round stops; a handler that asks to
 /// become a task (and may) moves into a task of `launch` and goes on in the
 /// background.
+///
+/// One await for all of it: the task is made (in the shared state) within
+/// the same poll, so that the future of every call — most never become
+/// tasks — holds no room for a second suspension.
 pub(crate) async fn run<T: Send + 'static>(
     control: &Arc<Control>,
-    mut work: BoxFuture<T>,
+    work: BoxFuture<T>,
     launch: Option<Launch<T>>,
 ) -> Result<Ran<T>, Error> {
-    let stopped = std::future::poll_fn(|cx| match work.as_mut().poll(cx) {
-        Poll::Ready(out) => Poll::Ready(Err(out)),
-        Poll::Pending => match control.interruption(cx.waker()) {
-            Some(interrupt) => Poll::Ready(Ok(interrupt)),
-            None => Poll::Pending,
-        },
-    })
-    .await;
-    let interrupt = match stopped {
-        Err(out) => return Ok(Ran::Done(out)),
-        Ok(interrupt) => interrupt,
-    };
-    let Interrupt::Task = interrupt else {
-        return Ok(Ran::Stopped(interrupt));
-    };
-    let Some(launch) = launch else {
-        return Err(Error::internal_error().with_data("this request cannot become a task"));
-    };
-    let task = launch
-        .store
-        .create(launch.owner.as_deref(), launch.cancel.clone())
-        .await?;
-    control.become_task(Arc::clone(&task));
-    let running = Arc::clone(&task);
-    let finish = launch.finish;
-    let cancel = launch.cancel;
-    tokio::spawn(async move {
-        tokio::select! {
-            out = work => running.finish(finish(out)).await,
-            () = cancel.cancelled() => {}
+    let mut work = Some(work);
+    let mut launch = launch;
+    let mut becoming: Option<BoxFuture<Result<Arc<TaskEntry>, Error>>> = None;
+    std::future::poll_fn(|cx| {
+        if let Some(task) = becoming.as_mut() {
+            return task.as_mut().poll(cx).map(|made| made.map(Ran::Task));
         }
-    });
-    Ok(Ran::Task(task))
+        let Some(running) = work.as_mut() else {
+            return Poll::Ready(Err(Error::internal_error().with_data("the request ran already")));
+        };
+        if let Poll::Ready(out) = running.as_mut().poll(cx) {
+            return Poll::Ready(Ok(Ran::Done(out)));
+        }
+        match control.interruption(cx.waker()) {
+            None => Poll::Pending,
+            Some(Interrupt::Task) => {
+                let (Some(running), Some(launch)) = (work.take(), launch.take()) else {
+                    return Poll::Ready(Err(
+                        Error::internal_error().with_data("this request cannot become a task")
+                    ));
+                };
+                let task = becoming.insert(become_task(Arc::clone(control), running, launch));
+                task.as_mut().poll(cx).map(|made| made.map(Ran::Task))
+            }
+            Some(interrupt) => Poll::Ready(Ok(Ran::Stopped(interrupt))),
+        }
+    })
+    .await
+}
+
+/// The request goes on as a task of `launch`: made in the shared state,
+/// its work running in the background until it ends or is cancelled.
+fn become_task<T: Send + 'static>(
+    control: Arc<Control>,
+    work: BoxFuture<T>,
+    launch: Launch<T>,
+) -> BoxFuture<Result<Arc<TaskEntry>, Error>> {
+    Box::pin(async move {
+        let task = launch
+            .store
+            .create(launch.owner.as_deref(), launch.cancel.clone())
+            .await?;
+        control.become_task(Arc::clone(&task));
+        let running = Arc::clone(&task);
+        let finish = launch.finish;
+        let cancel = launch.cancel;
+        tokio::spawn(async move {
+            tokio::select! {
+                out = work => running.finish(finish(out)).await,
+                () = cancel.cancelled() => {}
+            }
+        });
+        Ok(task)
+    })
 }
 
 /// The error for an answer that is not what its question asked for.
