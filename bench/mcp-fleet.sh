@@ -40,6 +40,7 @@
 #   cargo build --release -p jrpc-cli
 #   bash bench/mcp-fleet.sh [SECONDS]
 #   JRPC=target/debug/jrpc bash bench/mcp-fleet.sh 12    # as CI runs it
+#   KEEP=/tmp/fleet bash bench/mcp-fleet.sh             # the logs kept in /tmp/fleet
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"
@@ -78,7 +79,8 @@ cleanup() {
   for pid in "${pids[@]}" ${sleeper:-}; do kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}" ${sleeper:-}; do { wait "$pid"; } 2>/dev/null || true; done
   for ns in "${hosts[@]}" "$bridge_ns"; do ip netns del "$ns" 2>/dev/null || true; done
-  rm -rf "$work"
+  # KEEP=DIR keeps the run's logs there (the replicas', NATS's, HAProxy's).
+  if [ -n "${KEEP:-}" ]; then rm -rf "$KEEP" && mv "$work" "$KEEP"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -344,6 +346,12 @@ for line in lines("task-states.txt"):
 refused = len(lines("tasks-refused.txt"))
 print(f"tasks: {len(lines('tasks.txt'))} made ({refused} creations failed), " +
       ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
+why = {}
+for line in lines("tasks.log"):
+    if line.startswith("jrpc: ") and not line.startswith("jrpc: task "):
+        why[line] = why.get(line, 0) + 1
+for line, n in sorted(why.items(), key=lambda kv: -kv[1]):
+    print(f"  creation failed {n}x: {line[:200]}")
 for (status, reason), n in sorted(reasons.items()):
     print(f"  {n} {status}: {reason}")
 

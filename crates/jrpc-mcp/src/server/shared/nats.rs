@@ -100,19 +100,31 @@ impl NatsStateBuilder {
         )
         .await?;
         let subject = format!("jrpc-mcp.{token}.changes");
-        let changes = js
-            .get_or_create_stream(stream::Config {
-                name: format!("JRPC_MCP_{token}_CHANGES"),
-                description: Some(format!("jrpc-mcp: change notifications of {}", self.name)),
-                subjects: vec![subject.clone()],
-                max_age: Duration::from_secs(600),
-                max_messages: 100_000,
-                discard: stream::DiscardPolicy::Old,
-                num_replicas: replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| unavailable(format!("{}: the changes stream: {e}", self.url)))?;
+        let config = stream::Config {
+            name: format!("JRPC_MCP_{token}_CHANGES"),
+            description: Some(format!("jrpc-mcp: change notifications of {}", self.name)),
+            subjects: vec![subject.clone()],
+            max_age: Duration::from_secs(600),
+            max_messages: 100_000,
+            discard: stream::DiscardPolicy::Old,
+            num_replicas: replicas,
+            ..Default::default()
+        };
+        let mut attempt = 0u32;
+        let changes = loop {
+            attempt += 1;
+            match js.get_or_create_stream(config.clone()).await {
+                Ok(changes) => break changes,
+                Err(e) if attempt >= 20 => {
+                    return Err(unavailable(format!("{}: the changes stream: {e}", self.url)))
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        };
+        tracing::info!(
+            replicas,
+            "shared state: buckets and the change stream kept {replicas} time(s)"
+        );
         let secret = request_state_secret(&server)
             .await
             .map_err(|e| unavailable(format!("{}: the request-state key: {e}", self.url)))?;
@@ -431,26 +443,51 @@ async fn bucket(
         ..Default::default()
     };
     let mut replicas = config.num_replicas;
-    let made = match js.create_stream(stream(replicas)).await {
-        Ok(_) => Ok(()),
-        Err(e) if fallback && replicas > 1 => {
-            tracing::info!(bucket = %name, error = %e, "shared state: one copy of each record (the server is not in a cluster of {replicas})");
-            replicas = 1;
-            js.create_stream(stream(1)).await.map(|_| ())
+    // A cluster still forming (its JetStream leader not yet elected, its
+    // nodes not yet all seen) refuses for a while: asked again, up to about
+    // ten seconds. Only a server that is not in a cluster at all gets one
+    // copy: a bucket kept once on a cluster would be lost with its node.
+    let mut attempt = 0u32;
+    let made = loop {
+        attempt += 1;
+        match js.create_stream(stream(replicas)).await {
+            Ok(_) => break Ok(()),
+            Err(e) if fallback && replicas > 1 && not_clustered(&e) => {
+                tracing::info!(bucket = %name, "shared state: one copy of each record (the server is not in a cluster)");
+                replicas = 1;
+            }
+            Err(e) => {
+                if js.get_key_value(&name).await.is_ok() {
+                    // Another replica made it meanwhile.
+                    break Ok(());
+                }
+                if attempt >= 20 {
+                    break Err(e);
+                }
+                tracing::debug!(bucket = %name, error = %e, "shared state: the bucket cannot be made yet; trying again");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
         }
-        Err(e) => Err(e),
     };
     if let Err(e) = made {
-        // Another replica may have made it meanwhile.
-        if js.get_key_value(&name).await.is_err() {
-            return Err(unavailable(format!("bucket {name}: {e}")));
-        }
+        return Err(unavailable(format!("bucket {name}: {e}")));
     }
     let store = js
         .get_key_value(&name)
         .await
         .map_err(|e| unavailable(format!("bucket {name}: {e}")))?;
     Ok((store, replicas))
+}
+
+/// Whether `error` says the server is not in a cluster (NATS error 10074:
+/// replicas above one are not supported in non-clustered mode).
+fn not_clustered(error: &async_nats::jetstream::context::CreateStreamError) -> bool {
+    match error.kind() {
+        async_nats::jetstream::context::CreateStreamErrorKind::JetStream(e) => {
+            e.error_code() == async_nats::jetstream::ErrorCode::STREAM_REPLICAS_NOT_SUPPORTED
+        }
+        _ => false,
+    }
 }
 
 async fn store_replicas(store: &kv::Store) -> Option<usize> {
