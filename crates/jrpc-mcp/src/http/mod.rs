@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
-use jrpc::server::http::route::{self, RouteBody, RouteContext};
+use jrpc::server::http::route::{self, refused_before_body, RouteBody, RouteContext};
 use jrpc::server::http::{HttpBody, HttpServer};
 use jrpc::server::Serving;
 use jrpc::Error;
@@ -490,21 +490,23 @@ impl StreamableHttp {
 
     /// Handles one HTTP request to the endpoint.
     pub async fn handle(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
+        let unread = |request: &Request<HttpBody>, refusal| refused_before_body(request.body(), refusal);
         if let Some(refusal) = self.check_origin(request.headers()) {
-            return refusal;
+            return unread(&request, refusal);
         }
         #[cfg(feature = "oauth")]
         let grant = match self.guard.as_deref() {
             None => None,
             Some(Err(e)) => {
-                return refuse(
+                let refusal = refuse(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     Error::internal_error().with_data(e.as_str()),
-                )
+                );
+                return unread(&request, refusal);
             }
             Some(Ok(guard)) => match guard.admit(request.uri(), request.headers()).await {
                 Ok(grant) => Some(grant),
-                Err(refusal) => return refusal,
+                Err(refusal) => return unread(&request, refusal),
             },
         };
         #[cfg(not(feature = "oauth"))]
@@ -519,8 +521,11 @@ impl StreamableHttp {
             Method::GET if has_session => self.get(request, cx, caller.as_ref()),
             Method::DELETE if has_session => self.delete(request.headers(), caller.as_ref()),
             // GET and DELETE exist only in legacy sessions.
-            Method::GET | Method::DELETE => not_allowed("POST"),
-            _ => not_allowed(if has_session { "GET, POST, DELETE" } else { "POST" }),
+            Method::GET | Method::DELETE => unread(&request, not_allowed("POST")),
+            _ => unread(
+                &request,
+                not_allowed(if has_session { "GET, POST, DELETE" } else { "POST" }),
+            ),
         }
     }
 
@@ -540,11 +545,12 @@ impl StreamableHttp {
             .get(header::ACCEPT)
             .is_some_and(|v| v.as_bytes() == b"application/json, text/event-stream");
         if !usual_accept && !accepts(&headers, &["application/json", "text/event-stream"]) {
-            return refuse(
+            let refusal = refuse(
                 StatusCode::NOT_ACCEPTABLE,
                 Error::invalid_request()
                     .with_data("Accept must include application/json and text/event-stream"),
             );
+            return refused_before_body(&body, refusal);
         }
         let json = headers
             .get(header::CONTENT_TYPE)
@@ -557,10 +563,11 @@ impl StreamableHttp {
                     .eq_ignore_ascii_case("application/json")
             });
         if !json {
-            return refuse(
+            let refusal = refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 Error::invalid_request().with_data("Content-Type must be application/json"),
             );
+            return refused_before_body(&body, refusal);
         }
         let body = match cx.read_body(body).await {
             Ok(body) => body,

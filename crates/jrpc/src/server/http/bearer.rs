@@ -314,7 +314,7 @@ impl<S, Req, Res> Service<Request<Req>> for BearerService<S>
 where
     S: Service<Request<Req>, Response = Response<Res>, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
-    Req: Send + 'static,
+    Req: http_body::Body + Send + 'static,
     Res: ErrorBody,
 {
     type Response = Response<Res>;
@@ -351,10 +351,13 @@ where
                     inner.call(request).await
                 }
                 Err(refused) => {
+                    // The body is not read: a request that has one ends
+                    // the connection, saying so.
+                    let body = request.body();
                     if let Some(over) = auth.charge.as_ref().and_then(|limit| limit.refuse(&request)) {
-                        return Ok(over.map(Res::from_full));
+                        return Ok(super::exchange::refused_unread(body, over.map(Res::from_full)));
                     }
-                    Ok(auth.refusal(&refused))
+                    Ok(super::exchange::refused_unread(body, auth.refusal(&refused)))
                 }
             }
         })

@@ -174,7 +174,7 @@ pub(super) async fn serve_connection<I>(
         // share of the connection's bound on unwritten output, each (hyper
         // takes 400 KiB a stream otherwise, 25 MiB a connection).
         .max_send_buf_size((outgoing / MAX_STREAMS as usize).max(16 << 10));
-    let io = FirstRequest::new(io, first_request);
+    let io = FirstRequest::new(super::linger::Lingering::new(io), first_request);
     let served = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(served);
     // Both are polled only when they wake, not on each of the connection's

@@ -23,6 +23,35 @@ pub type HttpBody =
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientAddr(pub Option<String>);
 
+/// Whether a request's body may still have something to read. By the
+/// body, not the head: a decompression layer takes `Content-Length` and
+/// `Content-Encoding` off a request whose body it decodes.
+pub(crate) fn carries_body<B: http_body::Body>(body: &B) -> bool {
+    !body.is_end_stream()
+}
+
+/// `response`, saying that the connection closes after it (RFC 9112
+/// §9.6). For a refusal written before its request's body was read: the
+/// connection cannot go on (the server cannot find where the next
+/// request starts without reading the body), and requests pipelined after
+/// it must be told, not left unanswered.
+pub(crate) fn closing<T>(mut response: Response<T>) -> Response<T> {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// A refusal of a request whose body is not read: closing the connection
+/// when the request has one.
+pub(crate) fn refused_unread<B: http_body::Body, T>(body: &B, response: Response<T>) -> Response<T> {
+    if carries_body(body) {
+        closing(response)
+    } else {
+        response
+    }
+}
+
 /// A response with a body and content type.
 pub(crate) fn respond(
     status: StatusCode,

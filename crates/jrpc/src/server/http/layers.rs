@@ -45,6 +45,7 @@ pub struct Gated<S, G> {
 
 impl<S, B, G> Service<Request<B>> for Gated<S, G>
 where
+    B: http_body::Body,
     S: Service<Request<B>, Response = Response<Full<Bytes>>, Error = Infallible>,
     S::Future: Send + 'static,
     G: Gate,
@@ -63,7 +64,10 @@ where
                 self.gate.admit(&mut request);
                 Box::pin(self.inner.call(request))
             }
-            Some(refusal) => Box::pin(async move { Ok(refusal) }),
+            Some(refusal) => {
+                let refusal = super::exchange::refused_unread(request.body(), refusal);
+                Box::pin(async move { Ok(refusal) })
+            }
         }
     }
 }
@@ -296,6 +300,7 @@ pub struct RequestTimeout<S> {
 
 impl<S, B> Service<Request<B>> for RequestTimeout<S>
 where
+    B: http_body::Body,
     S: Service<Request<B>, Response = Response<Full<Bytes>>, Error = Infallible>,
     S::Future: Send + 'static,
 {
@@ -308,15 +313,24 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        // A request cut short may not have had its body read.
+        let has_body = super::exchange::carries_body(request.body());
         let (limit, future) = (self.limit, self.inner.call(request));
         Box::pin(async move {
             match tokio::time::timeout(limit, future).await {
                 Ok(response) => response,
-                Err(_) => Ok(error_response(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    Error::new(codes::REQUEST_TIMEOUT, "Request timed out")
-                        .with_data(&format!("requests may take at most {limit:?}")),
-                )),
+                Err(_) => {
+                    let response = error_response(
+                        StatusCode::GATEWAY_TIMEOUT,
+                        Error::new(codes::REQUEST_TIMEOUT, "Request timed out")
+                            .with_data(&format!("requests may take at most {limit:?}")),
+                    );
+                    Ok(if has_body {
+                        super::exchange::closing(response)
+                    } else {
+                        response
+                    })
+                }
             }
         })
     }

@@ -49,6 +49,7 @@ mod exchange;
 mod first_request;
 mod head_timer;
 mod layers;
+mod linger;
 #[cfg(feature = "metrics")]
 mod metrics_server;
 mod playground;

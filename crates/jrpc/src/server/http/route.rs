@@ -76,7 +76,8 @@ pub enum ReadBodyError {
 
 impl ReadBodyError {
     /// The refusal to send: `413`, `503` with `Retry-After`, `408` or
-    /// `400`, each with a JSON-RPC error body.
+    /// `400`, each with a JSON-RPC error body, and `Connection: close`: the
+    /// body was not read to its end, so the connection cannot go on.
     pub fn into_response(self) -> Response<RouteBody> {
         let (status, error) = match &self {
             ReadBodyError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, Error::frame_too_large()),
@@ -90,8 +91,17 @@ impl ReadBodyError {
                 .headers_mut()
                 .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
-        response
+        super::exchange::closing(response)
     }
+}
+
+/// A refusal written before the request's body was read: it says
+/// `Connection: close` when the request has a body, since the connection
+/// cannot go on to the next request without reading it (RFC 9112 §9.6:
+/// the requests a client pipelined behind it are told, not left
+/// unanswered).
+pub fn refused_before_body<B: http_body::Body, T>(body: &B, response: Response<T>) -> Response<T> {
+    super::exchange::refused_unread(body, response)
 }
 
 /// How long a client may take to send a request body.

@@ -12,7 +12,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
-use super::exchange::{error_response, respond, ClientAddr, HttpBody};
+use super::exchange::{carries_body, closing, error_response, respond, ClientAddr, HttpBody};
 use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
 use crate::context::Extensions;
@@ -224,24 +224,27 @@ where
     {
         return super::metrics_server::page(metrics, &request);
     }
+    let limit = settings.router.parse_limits().max_frame_len;
     if settings.health_path.as_deref() == Some(path) {
         return match *request.method() {
             Method::GET | Method::HEAD => respond(StatusCode::OK, "application/json", r#"{"status":"ok"}"#),
-            _ => method_not_allowed("GET, HEAD"),
+            _ => refuse_after_body(request, limit, method_not_allowed("GET, HEAD")).await,
         };
     }
     if path != settings.path {
-        return error_response(
+        let refusal = error_response(
             StatusCode::NOT_FOUND,
             Error::invalid_request().with_data(&format!("JSON-RPC is served at {}", settings.path)),
         );
+        return refuse_after_body(request, limit, refusal).await;
     }
     if !origin_allowed(settings, &request) {
-        return error_response(
+        let refusal = error_response(
             StatusCode::FORBIDDEN,
             Error::invalid_request()
                 .with_data("this origin may not call this server (configure CORS to allow it)"),
         );
+        return refuse_after_body(request, limit, refusal).await;
     }
     let allow = if settings.websocket.is_some() {
         "POST, GET"
@@ -256,16 +259,19 @@ where
                 .and_then(|info| info.peer_addr.clone());
             return upgrade(settings, &mut request, peer_addr);
         }
-        _ => return method_not_allowed(allow),
+        _ => return refuse_after_body(request, limit, method_not_allowed(allow)).await,
     }
     if !is_json(request.headers()) {
-        return error_response(
+        let refusal = error_response(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::invalid_request()
                 .with_data("the request body must be JSON: send Content-Type: application/json"),
         );
+        return refuse_after_body(request, limit, refusal).await;
     }
-    let limit = settings.router.parse_limits().max_frame_len;
+    // Refusals past this point come before the body was read to its end
+    // (too large, over the budget, too slow, unreadable): they close the
+    // connection, saying so.
     let too_large = || {
         error_response(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -279,28 +285,30 @@ where
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if announced.is_some_and(|n| n > limit as u64) {
-        return too_large();
+        return closing(too_large());
     }
     let (parts, body) = request.into_parts();
     let connection = request_extensions(parts, connection);
     let reading = within(BODY_READ_TIMEOUT, read_body(body, limit, &settings.body_budget));
     let Some(body) = reading.await else {
-        return error_response(
+        return closing(error_response(
             StatusCode::REQUEST_TIMEOUT,
             Error::invalid_request().with_data("the request body did not arrive in time"),
-        );
+        ));
     };
     let body = match body {
         Ok(body) => body,
-        Err(BodyError::TooLarge) => return too_large(),
+        Err(BodyError::TooLarge) => return closing(too_large()),
         Err(BodyError::OverBudget) => {
-            return service_unavailable("too many request bodies in progress: try again later")
+            return closing(service_unavailable(
+                "too many request bodies in progress: try again later",
+            ))
         }
         Err(BodyError::Read(e)) => {
-            return error_response(
+            return closing(error_response(
                 StatusCode::BAD_REQUEST,
                 Error::parse_error().with_data(&format!("cannot read the body: {e}")),
-            )
+            ))
         }
     };
     let connection = Arc::new(connection);
@@ -318,6 +326,43 @@ where
             *response.status_mut() = StatusCode::NO_CONTENT;
             response
         }
+    }
+}
+
+/// `refusal`, once the request's body (if it has one) is read and dropped,
+/// so that the connection goes on to the next request; when the body is
+/// larger than `limit`, slow or unreadable, the refusal closes the
+/// connection instead, saying so.
+async fn refuse_after_body<B>(
+    request: Request<B>,
+    limit: usize,
+    refusal: Response<Full<Bytes>>,
+) -> Response<Full<Bytes>>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
+    if !carries_body(request.body()) {
+        return refusal;
+    }
+    let mut body = request.into_body();
+    let drained = within(BODY_READ_TIMEOUT, async move {
+        let mut read = 0usize;
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { return false };
+            if let Some(data) = frame.data_ref() {
+                read += data.len();
+                if read > limit {
+                    return false;
+                }
+            }
+        }
+        true
+    })
+    .await;
+    if drained == Some(true) {
+        refusal
+    } else {
+        closing(refusal)
     }
 }
 
