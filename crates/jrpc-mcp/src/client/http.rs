@@ -120,9 +120,23 @@ impl HttpSession {
         let _ = self.incoming.send(item).await;
     }
 
-    /// Ends the session: nothing more can be read.
-    async fn fail(&self, why: String) {
-        self.deliver(Err(io::Error::other(why))).await;
+    /// One request could not be carried (its connection failed, the server
+    /// behind a load balancer went away, a new session could not be
+    /// started): its call fails as a transport failure, and the session
+    /// goes on — the next request is sent, and a server that no longer
+    /// knows the session answers `404`, which starts a new one.
+    async fn lost(&self, id: Option<&Id>, why: String) {
+        match id {
+            Some(id) => {
+                let ids: Box<[Id]> = Box::new([id.clone()]);
+                self.deliver(Ok(Inbound::Undelivered {
+                    ids,
+                    reason: why.into(),
+                }))
+                .await;
+            }
+            None => tracing::debug!(%why, "a notification to the server was lost"),
+        }
     }
 
     /// POSTs one message and delivers what the reply carries. When the
@@ -153,7 +167,7 @@ impl HttpSession {
                     jrpc::CallError::Io(io) => io.to_string(),
                     other => other.to_string(),
                 };
-                return self.fail(format!("cannot POST: {why}")).await;
+                return self.lost(id.as_ref(), format!("cannot POST: {why}")).await;
             }
         };
         if let Some(session) = response.headers().get(SESSION_HEADER) {
@@ -171,8 +185,11 @@ impl HttpSession {
                     let kind = id.map_or(OutKind::Unknown, OutKind::Request);
                     return Box::pin(self.post(OutFrame::new(frame, kind), false)).await;
                 }
-                self.fail("the server ended the session (404) and a new one could not be started".into())
-                    .await;
+                self.lost(
+                    id.as_ref(),
+                    "the server ended the session (404) and a new one could not be started".into(),
+                )
+                .await;
             }
             status if status.is_success() && sse => {
                 let mut events = super::sse::SseParser::default();
@@ -190,7 +207,7 @@ impl HttpSession {
                         self.deliver(Ok(Inbound::Frame(body))).await;
                     }
                 }
-                Err(e) => self.fail(format!("reading the reply: {e}")).await,
+                Err(e) => self.lost(id.as_ref(), format!("reading the reply: {e}")).await,
             },
             status => {
                 // A refusal: answer the request it carried, so that its

@@ -263,8 +263,9 @@ impl SharedState for NatsState {
 
     fn events(&self) -> BoxStream<'static, Event> {
         let (tx, rx) = mpsc::channel(1024);
-        tokio::spawn(watch_tasks(self.clone(), tx.clone()));
-        tokio::spawn(follow_changes(self.clone(), tx));
+        let reconnected = reconnections(self.inner.client.clone());
+        tokio::spawn(watch_tasks(self.clone(), tx.clone(), reconnected.clone()));
+        tokio::spawn(follow_changes(self.clone(), tx, reconnected));
         Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|event| (event, rx))
         }))
@@ -288,12 +289,47 @@ impl SharedState for NatsState {
     }
 }
 
+/// Counts the client's reconnections, so that the followers (the ordered
+/// consumers behind the tasks watch and the change feed) start again at
+/// once, from where they were: a consumer kept by a node that died is gone
+/// with it, and the library would notice only after two missed heartbeats
+/// (10 s).
+fn reconnections(client: async_nats::Client) -> tokio::sync::watch::Receiver<u64> {
+    let (tx, rx) = tokio::sync::watch::channel(0u64);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        let mut was_connected = true;
+        loop {
+            tick.tick().await;
+            if tx.is_closed() {
+                return;
+            }
+            let connected = client.connection_state() == async_nats::connection::State::Connected;
+            if connected && !was_connected {
+                tx.send_modify(|n| *n += 1);
+            }
+            was_connected = connected;
+        }
+    });
+    rx
+}
+
 /// Hands every write to the tasks bucket to `events`, watching again after
-/// a failure, until nobody listens.
-async fn watch_tasks(state: NatsState, events: mpsc::Sender<Event>) {
+/// a failure or a reconnection (from the revision after the last one seen,
+/// so that nothing written meanwhile is missed), until nobody listens.
+async fn watch_tasks(
+    state: NatsState,
+    events: mpsc::Sender<Event>,
+    mut reconnected: tokio::sync::watch::Receiver<u64>,
+) {
     let mut failures = 0u32;
+    let mut last: Option<u64> = None;
     while !events.is_closed() {
-        let mut watch = match state.inner.tasks.watch_all().await {
+        let watching = match last {
+            Some(revision) => state.inner.tasks.watch_all_from_revision(revision + 1).await,
+            None => state.inner.tasks.watch_all().await,
+        };
+        let mut watch = match watching {
             Ok(watch) => watch,
             Err(e) => {
                 failures += 1;
@@ -303,7 +339,15 @@ async fn watch_tasks(state: NatsState, events: mpsc::Sender<Event>) {
             }
         };
         failures = 0;
-        while let Some(entry) = watch.next().await {
+        loop {
+            let entry = tokio::select! {
+                entry = watch.next() => entry,
+                _ = reconnected.changed() => {
+                    tracing::debug!("shared state: reconnected; watching the tasks again");
+                    break;
+                }
+            };
+            let Some(entry) = entry else { break };
             let entry = match entry {
                 Ok(entry) => entry,
                 Err(e) => {
@@ -311,6 +355,7 @@ async fn watch_tasks(state: NatsState, events: mpsc::Sender<Event>) {
                     break;
                 }
             };
+            last = Some(entry.revision);
             if entry.operation != kv::Operation::Put {
                 continue;
             }
@@ -330,9 +375,13 @@ async fn watch_tasks(state: NatsState, events: mpsc::Sender<Event>) {
 }
 
 /// Hands the changes other replicas publish to `events`, through an
-/// ordered consumer (it resumes after the last message it saw when the
-/// connection comes back), until nobody listens.
-async fn follow_changes(state: NatsState, events: mpsc::Sender<Event>) {
+/// ordered consumer made again after a failure or a reconnection, from the
+/// message after the last one seen, until nobody listens.
+async fn follow_changes(
+    state: NatsState,
+    events: mpsc::Sender<Event>,
+    mut reconnected: tokio::sync::watch::Receiver<u64>,
+) {
     let mut failures = 0u32;
     let mut from: Option<u64> = None;
     while !events.is_closed() {
@@ -370,7 +419,15 @@ async fn follow_changes(state: NatsState, events: mpsc::Sender<Event>) {
             }
         };
         failures = 0;
-        while let Some(message) = messages.next().await {
+        loop {
+            let message = tokio::select! {
+                message = messages.next() => message,
+                _ = reconnected.changed() => {
+                    tracing::debug!("shared state: reconnected; following the changes again");
+                    break;
+                }
+            };
+            let Some(message) = message else { break };
             let message = match message {
                 Ok(message) => message,
                 Err(e) => {
