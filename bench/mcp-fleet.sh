@@ -350,7 +350,11 @@ print(f"tasks: {len(lines('tasks.txt'))} made ({refused} creations failed), " +
       ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
 why = {}
 for line in lines("tasks.log"):
-    if line.startswith("jrpc: ") and not line.startswith("jrpc: task "):
+    line = line.strip()
+    # The CLI's one-line failures, and the message or data of an error it
+    # printed as JSON.
+    said = line.startswith("jrpc: ") and not line.startswith("jrpc: task ")
+    if said or line.startswith('"message"') or line.startswith('"data"'):
         why[line] = why.get(line, 0) + 1
 for line, n in sorted(why.items(), key=lambda kv: -kv[1]):
     print(f"  creation failed {n}x: {line[:200]}")

@@ -179,6 +179,17 @@ pub async fn connect_client(url: &str, name: &'static str) -> io::Result<Client>
     connect(url.trim_end_matches('/'), name, || {}).await
 }
 
+/// [`connect_client`], calling `on_disconnected` each time the connection
+/// drops (before it reconnects): for state kept on the server side of a
+/// connection (consumers) that must be made again.
+pub async fn connect_client_with(
+    url: &str,
+    name: &'static str,
+    on_disconnected: impl Fn() + Send + Sync + 'static,
+) -> io::Result<Client> {
+    connect(url.trim_end_matches('/'), name, on_disconnected).await
+}
+
 /// How long to wait before trying again after `failures` failures in a
 /// row: 100 ms doubling to 5 s.
 pub fn reconnect_wait(failures: u32) -> Duration {

@@ -69,7 +69,17 @@ impl NatsStateBuilder {
     /// and makes (or finds) the fleet's buckets and stream. The connection
     /// reconnects on its own afterwards, to any node of the cluster.
     pub async fn connect(self) -> io::Result<NatsState> {
-        let client = jrpc::transport::nats::connect_client(&self.url, "jrpc-mcp shared state").await?;
+        // Each drop of the connection tells the followers (the ordered
+        // consumers behind the tasks watch and the change feed) to start
+        // again, from where they were: a consumer kept by a node that died
+        // is gone with it, and the library would notice only after two
+        // missed heartbeats (10 s).
+        let (dropped, reconnected) = tokio::sync::watch::channel(0u64);
+        let client =
+            jrpc::transport::nats::connect_client_with(&self.url, "jrpc-mcp shared state", move || {
+                dropped.send_modify(|n| *n += 1);
+            })
+            .await?;
         let js = jetstream::new(client.clone());
         let token = sanitize(&self.name);
         let replicas = self.replicas;
@@ -138,6 +148,7 @@ impl NatsStateBuilder {
                 subject,
                 replica: crate::server::ids::random_id(),
                 secret,
+                reconnected,
             }),
         })
     }
@@ -160,6 +171,8 @@ struct Inner {
     /// This replica, in the changes it publishes.
     replica: String,
     secret: [u8; 32],
+    /// Counts the connection's drops.
+    reconnected: tokio::sync::watch::Receiver<u64>,
 }
 
 impl std::fmt::Debug for NatsState {
@@ -263,7 +276,7 @@ impl SharedState for NatsState {
 
     fn events(&self) -> BoxStream<'static, Event> {
         let (tx, rx) = mpsc::channel(1024);
-        let reconnected = reconnections(self.inner.client.clone());
+        let reconnected = self.inner.reconnected.clone();
         tokio::spawn(watch_tasks(self.clone(), tx.clone(), reconnected.clone()));
         tokio::spawn(follow_changes(self.clone(), tx, reconnected));
         Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
@@ -287,31 +300,6 @@ impl SharedState for NatsState {
     fn request_state_secret(&self) -> Option<[u8; 32]> {
         Some(self.inner.secret)
     }
-}
-
-/// Counts the client's reconnections, so that the followers (the ordered
-/// consumers behind the tasks watch and the change feed) start again at
-/// once, from where they were: a consumer kept by a node that died is gone
-/// with it, and the library would notice only after two missed heartbeats
-/// (10 s).
-fn reconnections(client: async_nats::Client) -> tokio::sync::watch::Receiver<u64> {
-    let (tx, rx) = tokio::sync::watch::channel(0u64);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_millis(200));
-        let mut was_connected = true;
-        loop {
-            tick.tick().await;
-            if tx.is_closed() {
-                return;
-            }
-            let connected = client.connection_state() == async_nats::connection::State::Connected;
-            if connected && !was_connected {
-                tx.send_modify(|n| *n += 1);
-            }
-            was_connected = connected;
-        }
-    });
-    rx
 }
 
 /// Hands every write to the tasks bucket to `events`, watching again after
