@@ -57,61 +57,10 @@ nats_server=$(command -v nats-server || echo /usr/sbin/nats-server)
 haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
 [ -x "$haproxy" ] || { echo "haproxy not found (apt-get install haproxy)" >&2; exit 2; }
 
-# Names of our own (this run's PID in each): nothing of anyone else's is
-# touched.
-tag="jmf$$"
-bridge_ns="$tag-br"
-hosts=("$tag-h1" "$tag-h2" "$tag-h3" "$tag-h4")
-address() { echo "198.18.0.$1"; }
-work=$(mktemp -d)
-# The processes of ours still running: a PID leaves the list once reaped,
-# so that cleanup never signals a PID the system may have given another.
-pids=()
-forget() {
-  local kept=() pid
-  for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
-  pids=("${kept[@]}")
-}
-stop() { # kills one of ours and reaps it
-  kill -KILL "$1" 2>/dev/null || true
-  { wait "$1"; } 2>/dev/null || true
-  forget "$1"
-}
-cleanup() {
-  for pid in "${pids[@]}" ${sleeper:-}; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}" ${sleeper:-}; do { wait "$pid"; } 2>/dev/null || true; done
-  for ns in "${hosts[@]}" "$bridge_ns"; do ip netns del "$ns" 2>/dev/null || true; done
-  # KEEP=DIR keeps the run's logs there (the replicas', NATS's, HAProxy's).
-  if [ -n "${KEEP:-}" ]; then rm -rf "$KEEP" && mv "$work" "$KEEP"; else rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# The bridge, in a namespace of its own; each host's eth0 is one end of a
-# veth pair whose other end is a port of the bridge.
-ip netns add "$bridge_ns"
-ip -n "$bridge_ns" link add br0 type bridge
-ip -n "$bridge_ns" link set br0 up
-for i in 1 2 3 4; do
-  host=${hosts[$((i - 1))]}
-  ip netns add "$host"
-  ip -n "$bridge_ns" link add "port$i" type veth peer name eth0 netns "$host"
-  ip -n "$bridge_ns" link set "port$i" master br0 up
-  ip -n "$host" addr add "$(address "$i")/24" dev eth0
-  ip -n "$host" link set eth0 up
-  ip -n "$host" link set lo up
-done
-on() { local i=$1; shift; ip netns exec "${hosts[$((i - 1))]}" "$@"; }
-ns() { echo "${hosts[$(($1 - 1))]}"; }
-wait_port() { # host port
-  for _ in $(seq 1 300); do
-    on "$1" bash -c "echo > /dev/tcp/$(address "$1")/$2" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "host $1: port $2 never opened" >&2
-  exit 1
-}
+# Names of our own (this run's PID in each), so that nothing of anyone
+# else's is touched.
+source bench/hosts.sh
+hosts_up "jmf$$" 4
 
 # The NATS cluster with JetStream: one node per host, each routing to the
 # other two; buckets and streams are kept on all three (R3).
@@ -247,9 +196,6 @@ ip netns exec "$(ns 4)" bash -c '
 bumper=$!
 pids+=($!)
 
-# Waits run in the background: a signal is handled at once.
-pause() { sleep "$1" & sleeper=$!; wait "$sleeper"; unset sleeper; }
-at() { pause "$(python3 -c "import time; print(max(0.0, $started + $1 - time.time()))")"; }
 events=()
 at "$first"
 stop "${nats_pids[1]}"

@@ -48,62 +48,8 @@ nats_server=$(command -v nats-server || echo /usr/sbin/nats-server)
 
 # Names of our own (this run's PID in each), so that nothing of anyone
 # else's is touched.
-tag="jso$$"
-bridge_ns="$tag-br"
-hosts=("$tag-h1" "$tag-h2" "$tag-h3")
-address() { echo "198.18.0.$1"; }
-work=$(mktemp -d)
-# The processes of ours still running: a PID leaves the list once reaped,
-# so that cleanup never signals a PID the system may have given another.
-pids=()
-forget() {
-  local kept=() pid
-  for pid in "${pids[@]}"; do [ "$pid" = "$1" ] || kept+=("$pid"); done
-  pids=("${kept[@]}")
-}
-stop() { # kills one of ours and reaps it
-  kill -KILL "$1" 2>/dev/null || true
-  { wait "$1"; } 2>/dev/null || true
-  forget "$1"
-}
-cleanup() {
-  for pid in "${pids[@]}" ${sleeper:-}; do kill -KILL "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}" ${sleeper:-}; do { wait "$pid"; } 2>/dev/null || true; done
-  for ns in "${hosts[@]}" "$bridge_ns"; do ip netns del "$ns" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# The bridge, in a namespace of its own; each host's eth0 is one end of a
-# veth pair whose other end is a port of the bridge. Nothing is made in, or
-# routed to, the namespace this script runs in.
-ip netns add "$bridge_ns"
-ip -n "$bridge_ns" link add br0 type bridge
-ip -n "$bridge_ns" link set br0 up
-for i in 1 2 3; do
-  host=${hosts[$((i - 1))]}
-  ip netns add "$host"
-  ip -n "$bridge_ns" link add "port$i" type veth peer name eth0 netns "$host"
-  ip -n "$bridge_ns" link set "port$i" master br0 up
-  ip -n "$host" addr add "$(address "$i")/24" dev eth0
-  ip -n "$host" link set eth0 up
-  ip -n "$host" link set lo up
-done
-on() { local i=$1; shift; ip netns exec "${hosts[$((i - 1))]}" "$@"; }
-# Started in the background with `ip netns exec` itself (it execs the
-# program), not through a function: then $! is the program's own PID.
-ns() { echo "${hosts[$(($1 - 1))]}"; }
-
-wait_port() { # host port
-  for _ in $(seq 1 200); do
-    on "$1" bash -c "echo > /dev/tcp/$(address "$1")/$2" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "host $1: port $2 never opened" >&2
-  exit 1
-}
+source bench/hosts.sh
+hosts_up "jso$$" 3
 
 # The NATS cluster: one node per host, each routing to the other two.
 routes="nats://$(address 1):6222,nats://$(address 2):6222,nats://$(address 3):6222"
@@ -148,11 +94,6 @@ for _ in $(seq 1 1000); do
   sleep 0.01
 done
 started=$(date +%s.%N)
-# Waits run in the background: a signal is handled at once, not after them.
-pause() { sleep "$1" & sleeper=$!; wait "$sleeper"; unset sleeper; }
-at() { # seconds since the bench started
-  pause "$(python3 -c "import time; print(max(0.0, $started + $1 - time.time()))")"
-}
 events=()
 case "$scenario" in
   kill)

@@ -37,6 +37,11 @@ fn free_port() -> u16 {
 
 impl Nats {
     fn start() -> Nats {
+        Nats::start_with(&["-js"])
+    }
+
+    /// A server started with `flags` besides its address and store.
+    fn start_with(flags: &[&str]) -> Nats {
         let program = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
             .into_iter()
             .find(|p| std::path::Path::new(p).is_file())
@@ -45,7 +50,8 @@ impl Nats {
         let dir = std::env::temp_dir().join(format!("jrpc-fleet-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let child = Command::new(program)
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .args(flags)
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
             .arg(&dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -307,6 +313,29 @@ async fn a_task_whose_replica_dies_is_reported_failed_by_another() {
             .unwrap_or_default()
             .contains("went away"),
         "{last:?}"
+    );
+}
+
+#[test]
+fn a_nats_server_without_jetstream_is_named_at_once() {
+    let nats = Nats::start_with(&[]);
+    let out = Command::new(common::JRPC)
+        .args([
+            "mcp",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--shared-state",
+            &nats.url,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", common::text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("JetStream is not enabled") && stderr.contains("-js"),
+        "{stderr}"
     );
 }
 

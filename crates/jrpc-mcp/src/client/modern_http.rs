@@ -88,9 +88,10 @@ impl ModernHttp {
         }
     }
 
-    /// Sends one request in `version` and waits for its answer. A JSON-RPC
-    /// error in the body (whatever the HTTP status: a modern server answers
-    /// `400` with one) is [`CallError::Rpc`]; another refusal is a
+    /// Sends one request in `version` and waits for its answer, within
+    /// `timeout` (the client's call timeout when `None`). A JSON-RPC error
+    /// in the body (whatever the HTTP status: a modern server answers `400`
+    /// with one) is [`CallError::Rpc`]; another refusal is a
     /// [`CallError::Transport`] holding an [`HttpStatusError`].
     pub(crate) async fn call(
         &self,
@@ -99,6 +100,7 @@ impl ModernHttp {
         params: &serde_json::Value,
         name: Option<&str>,
         param_headers: &[(String, String)],
+        timeout: Option<Duration>,
     ) -> Result<Box<RawValue>, CallError> {
         self.call_with(
             version,
@@ -107,29 +109,7 @@ impl ModernHttp {
             name,
             param_headers,
             &*self.notify,
-            self.timeout,
-        )
-        .await
-    }
-
-    /// [`call`](Self::call) within `timeout` instead of the client's.
-    pub(crate) async fn call_within(
-        &self,
-        version: &str,
-        method: &str,
-        params: &serde_json::Value,
-        name: Option<&str>,
-        param_headers: &[(String, String)],
-        timeout: Duration,
-    ) -> Result<Box<RawValue>, CallError> {
-        self.call_with(
-            version,
-            method,
-            params,
-            name,
-            param_headers,
-            &*self.notify,
-            timeout,
+            timeout.unwrap_or(self.timeout),
         )
         .await
     }

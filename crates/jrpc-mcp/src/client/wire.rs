@@ -56,23 +56,17 @@ impl Wire {
                 client.call(method, params).await
             }
             #[cfg(feature = "http-client")]
-            Wire::Http(http) => match timeout {
-                None => {
-                    http.call(version, method, params, headers.name.as_deref(), &headers.params)
-                        .await
-                }
-                Some(timeout) => {
-                    http.call_within(
-                        version,
-                        method,
-                        params,
-                        headers.name.as_deref(),
-                        &headers.params,
-                        timeout,
-                    )
-                    .await
-                }
-            },
+            Wire::Http(http) => {
+                http.call(
+                    version,
+                    method,
+                    params,
+                    headers.name.as_deref(),
+                    &headers.params,
+                    timeout,
+                )
+                .await
+            }
         }
     }
 

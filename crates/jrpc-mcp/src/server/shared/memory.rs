@@ -17,8 +17,18 @@ pub struct InMemory {
 
 #[derive(Debug, Default)]
 struct Records {
-    map: HashMap<(Space, String), Entry>,
+    /// By space (`Tasks`, `Server`), then key: looked up by `&str`.
+    spaces: [HashMap<String, Entry>; 2],
     revision: u64,
+}
+
+impl Records {
+    fn space(&mut self, space: Space) -> &mut HashMap<String, Entry> {
+        &mut self.spaces[match space {
+            Space::Tasks => 0,
+            Space::Server => 1,
+        }]
+    }
 }
 
 impl InMemory {
@@ -33,22 +43,20 @@ impl InMemory {
 
     fn write(&self, space: Space, key: &str, value: Bytes, expect: Option<u64>) -> Option<u64> {
         let mut records = self.records();
-        let current = records.map.get(&(space, key.to_owned())).map(|e| e.revision);
-        if current != expect {
-            return None;
-        }
         records.revision += 1;
         let revision = records.revision;
-        records
-            .map
-            .insert((space, key.to_owned()), Entry { value, revision });
+        let map = records.space(space);
+        if map.get(key).map(|e| e.revision) != expect {
+            return None;
+        }
+        map.insert(key.to_owned(), Entry { value, revision });
         Some(revision)
     }
 }
 
 impl SharedState for InMemory {
     fn get<'a>(&'a self, space: Space, key: &'a str) -> StateFuture<'a, Option<Entry>> {
-        let entry = self.records().map.get(&(space, key.to_owned())).cloned();
+        let entry = self.records().space(space).get(key).cloned();
         Box::pin(async move { Ok(entry) })
     }
 
@@ -69,7 +77,7 @@ impl SharedState for InMemory {
     }
 
     fn delete<'a>(&'a self, space: Space, key: &'a str) -> StateFuture<'a, ()> {
-        self.records().map.remove(&(space, key.to_owned()));
+        self.records().space(space).remove(key);
         Box::pin(async { Ok(()) })
     }
 

@@ -379,26 +379,22 @@ async fn follow_changes(
             },
             None => consumer::DeliverPolicy::New,
         };
-        let consumer = state
-            .inner
-            .changes
-            .create_consumer(consumer::push::OrderedConfig {
-                deliver_subject: state.inner.client.new_inbox(),
-                description: Some("jrpc-mcp: a replica's change feed".into()),
-                deliver_policy,
-                ..Default::default()
-            })
-            .await;
-        let mut messages = match consumer {
-            Ok(consumer) => match consumer.messages().await {
-                Ok(messages) => messages,
-                Err(e) => {
-                    failures += 1;
-                    tracing::warn!(error = %e, "shared state: cannot read the changes; trying again");
-                    tokio::time::sleep(jrpc::transport::nats::reconnect_wait(failures)).await;
-                    continue;
-                }
-            },
+        let opened = async {
+            let consumer = state
+                .inner
+                .changes
+                .create_consumer(consumer::push::OrderedConfig {
+                    deliver_subject: state.inner.client.new_inbox(),
+                    description: Some("jrpc-mcp: a replica's change feed".into()),
+                    deliver_policy,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            consumer.messages().await.map_err(|e| e.to_string())
+        };
+        let mut messages = match opened.await {
+            Ok(messages) => messages,
             Err(e) => {
                 failures += 1;
                 tracing::warn!(error = %e, "shared state: cannot follow the changes; trying again");
@@ -497,6 +493,14 @@ async fn bucket(
         attempt += 1;
         match js.create_stream(stream(replicas)).await {
             Ok(_) => break Ok(()),
+            Err(e)
+                if e.kind()
+                    == async_nats::jetstream::context::CreateStreamErrorKind::JetStreamUnavailable =>
+            {
+                return Err(unavailable(format!(
+                    "JetStream is not enabled on this NATS server: start it with -js (nats-server -js), for bucket {name}"
+                )));
+            }
             Err(e) if fallback && replicas > 1 && not_clustered(&e) => {
                 tracing::info!(bucket = %name, "shared state: one copy of each record (the server is not in a cluster)");
                 replicas = 1;
