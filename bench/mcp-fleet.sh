@@ -43,6 +43,7 @@
 #   bash bench/mcp-fleet.sh [SECONDS]
 #   JRPC=target/debug/jrpc bash bench/mcp-fleet.sh 12    # as CI runs it
 #   KEEP=/tmp/fleet bash bench/mcp-fleet.sh             # the logs kept in /tmp/fleet
+#   LOG=info KEEP=/tmp/fleet bash bench/mcp-fleet.sh    # the replicas' logs at info
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-20}"
@@ -90,7 +91,8 @@ start_replica() { # i seed-a seed-b
   local i=$1
   for attempt in 1 2 3 4 5 6 7 8 9 10; do
     ip netns exec "$(ns "$i")" "$jrpc" mcp serve --http "$(address "$i"):8000" \
-      --shared-state "$(seeds "$2" "$3")" --task-lease "$lease" --allow-host "$(address 4)" > /dev/null 2> "$work/replica$i.log" &
+      --shared-state "$(seeds "$2" "$3")" --task-lease "$lease" --allow-host "$(address 4)" \
+      --log-level "${LOG:-warn}" > /dev/null 2> "$work/replica$i.log" &
     replica_pids[i]=$!
     pids+=($!)
     for _ in $(seq 1 200); do
@@ -186,8 +188,8 @@ pids+=($!)
 ip netns exec "$(ns 4)" bash -c '
   end=$(( $(date +%s) + '"$seconds"' ))
   while [ "$(date +%s)" -lt "$end" ]; do
-    if "$0" mcp call "$1" bump > /dev/null 2>>"$2/bumps.log"; then
-      echo ok >> "$2/bumps-ok.txt"
+    if value=$("$0" mcp call "$1" bump 2>>"$2/bumps.log"); then
+      echo "$value" >> "$2/bumps-ok.txt"
     else
       echo failed >> "$2/bumps-failed.txt"
     fi
@@ -219,8 +221,14 @@ if [ "$status" != 0 ] || ! [ -s "$work/bench.json" ]; then
   cat "$work/bench.log" >&2
   exit 1
 fi
-# The last notifications on their way, then the stream ends.
-sleep 1
+# The last notifications on their way (a change sent while a NATS stream
+# elects a new leader arrives seconds late, not never), then the stream ends.
+touch "$work/bumps-ok.txt"
+for _ in $(seq 1 100); do
+  [ "$(grep -c "demo://counter" "$work/watch.txt" || true)" -ge "$(wc -l < "$work/bumps-ok.txt")" ] && break
+  sleep 0.1
+done
+sleep 0.5
 stop "$watcher"
 
 # Every task made, read through HAProxy until it has ended: a task of the

@@ -594,3 +594,72 @@ async fn resource_subscriptions_when_offered() {
         .await;
     assert_eq!(absent["error"]["code"], -32601);
 }
+
+/// A shared state whose broadcast takes a while (a NATS stream electing a
+/// new leader), and says when a change has gone out.
+#[derive(Debug, Default)]
+struct SlowBroadcast {
+    records: jrpc_mcp::server::shared::InMemory,
+    published: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl jrpc_mcp::server::shared::SharedState for SlowBroadcast {
+    fn get<'a>(
+        &'a self,
+        space: jrpc_mcp::server::shared::Space,
+        key: &'a str,
+    ) -> jrpc_mcp::server::shared::StateFuture<'a, Option<jrpc_mcp::server::shared::Entry>> {
+        self.records.get(space, key)
+    }
+    fn create<'a>(
+        &'a self,
+        space: jrpc_mcp::server::shared::Space,
+        key: &'a str,
+        value: bytes::Bytes,
+    ) -> jrpc_mcp::server::shared::StateFuture<'a, Option<u64>> {
+        self.records.create(space, key, value)
+    }
+    fn update<'a>(
+        &'a self,
+        space: jrpc_mcp::server::shared::Space,
+        key: &'a str,
+        value: bytes::Bytes,
+        revision: u64,
+    ) -> jrpc_mcp::server::shared::StateFuture<'a, Option<u64>> {
+        self.records.update(space, key, value, revision)
+    }
+    fn delete<'a>(
+        &'a self,
+        space: jrpc_mcp::server::shared::Space,
+        key: &'a str,
+    ) -> jrpc_mcp::server::shared::StateFuture<'a, ()> {
+        self.records.delete(space, key)
+    }
+    fn publish(&self, _message: bytes::Bytes) -> jrpc_mcp::server::shared::StateFuture<'_, ()> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            self.published.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        })
+    }
+    fn events(&self) -> futures_util::stream::BoxStream<'static, jrpc_mcp::server::shared::Event> {
+        self.records.events()
+    }
+    fn is_shared(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn bump_answers_once_the_other_replicas_can_hear_of_it() {
+    let state = SlowBroadcast::default();
+    let published = std::sync::Arc::clone(&state.published);
+    let server = jrpc_mcp::demo::builder().shared_state(state).build();
+    let mut wire = Wire::start(&server);
+    wire.initialize().await;
+    let bumped = wire.call_tool("bump", json!({})).await;
+    assert_eq!(text(&bumped), "1", "{bumped}");
+    // Answered after the broadcast, not before: a replica lost right after
+    // answering would otherwise take the notification with it.
+    assert_eq!(published.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

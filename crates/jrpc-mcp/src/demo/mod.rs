@@ -250,7 +250,11 @@ pub fn builder() -> McpServerBuilder {
         })
         .tool("bump", "Adds 1 to the counter at demo://counter; its new value", |_: NoArgs, cx: McpContext| async move {
             let value = bump(&**cx.shared_state()).await?;
-            cx.changes().resource_updated(COUNTER);
+            // Answered once every replica can hear of it: a replica lost
+            // right after answering loses no notification.
+            if let Err(e) = cx.changes().resource_updated(COUNTER).await {
+                tracing::warn!(error = %e, "bump: the other replicas will not hear of the change");
+            }
             Ok::<_, ToolError>(value.to_string())
         })
         .resource(

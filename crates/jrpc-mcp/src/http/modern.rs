@@ -13,6 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
+use jrpc::dispatch::{response_frame, serve_call, Said, ServedCall};
 use jrpc::message::codes::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 use jrpc::message::{parse_frame, parse_request_as, Frame, Incoming, Limits, RawValue};
 use jrpc::middleware::{Call, RawResult};
@@ -24,7 +25,6 @@ use serde::Deserialize;
 
 use super::{accepted, json_body, Caller, StreamableHttp, VERSION_NAME};
 use crate::headers;
-use crate::server::outlet::{outlet, Messages};
 use crate::server::round_params::{read_with_envelope, PromptCall, ReadAlready, ReadCall, ToolCall};
 use crate::server::{era, Modern};
 use crate::types::{codes, is_modern, JsonObject, RequestEnvelope};
@@ -43,33 +43,10 @@ fn status_of(error: &Error) -> StatusCode {
     }
 }
 
-/// The JSON-RPC response text for `id`.
-fn response_text(id: &Id, outcome: Result<RawResult, Error>) -> Bytes {
-    let room = outcome
-        .as_ref()
-        .map_or(128, |result| result.as_bytes().len() + 48);
-    let mut out = Vec::with_capacity(room);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    // An id always serializes.
-    let _ = serde_json::to_writer(&mut out, id);
-    match outcome {
-        Ok(result) => {
-            out.extend_from_slice(br#","result":"#);
-            out.extend_from_slice(result.as_bytes());
-        }
-        Err(error) => {
-            out.extend_from_slice(br#","error":"#);
-            let _ = serde_json::to_writer(&mut out, &error);
-        }
-    }
-    out.push(b'}');
-    out.into()
-}
-
 /// A JSON reply with its status.
 fn reply(id: &Id, outcome: Result<RawResult, Error>) -> Response<RouteBody> {
     let status = outcome.as_ref().err().map_or(StatusCode::OK, status_of);
-    let mut response = json_body(response_text(id, outcome));
+    let mut response = json_body(response_frame(id, &outcome));
     *response.status_mut() = status;
     response
 }
@@ -176,10 +153,9 @@ enum Start {
 
 /// A modern request on its way to its handler: what its reply needs.
 struct Started {
-    id: Id,
-    work: crate::server::BoxFuture<Result<RawResult, Error>>,
-    /// What the handler says before it answers.
-    messages: Messages,
+    /// The handler under way: what it says before it answers, then its
+    /// answer.
+    served: ServedCall,
     /// `subscriptions/listen`, whose reply is a stream from the start.
     listen: bool,
 }
@@ -270,12 +246,7 @@ impl StreamableHttp {
         let started = self.start(headers, &body, &cx, caller);
         async move {
             match started {
-                Start::Started(Started {
-                    id,
-                    work,
-                    messages,
-                    listen,
-                }) => self.respond(id, work, messages, listen).await,
+                Start::Started(Started { served, listen }) => self.respond(served, listen).await,
                 Start::Answered(reply) => reply,
             }
         }
@@ -326,14 +297,12 @@ impl StreamableHttp {
             Err(error) => return Start::Answered(reply(&id, Err(error))),
         };
         let listen = method == "subscriptions/listen";
-        let (sender, messages) = outlet();
         // Params read already go to the handler as they are, not again as
         // text.
         let (mut modern, params) = match reading {
             Reading::Already(read, envelope) => (Modern::with_params(envelope, read), None),
             Reading::Named(_, envelope, params) => (Modern::new(envelope), params.map(RawValue::to_owned)),
         };
-        modern.stream = Some(sender);
         modern.closing = Some(cx.shutdown().clone());
         // The connection's facts are the HTTP server's, made once for all
         // its requests; the headers are this request's own.
@@ -350,13 +319,8 @@ impl StreamableHttp {
         if let Some(refusal) = era::refuse_modern(&call) {
             return Start::Answered(reply(&id, Err(refusal)));
         }
-        let table = self.table.clone();
-        let work: crate::server::BoxFuture<Result<RawResult, Error>> =
-            Box::pin(async move { table.handle_call(call).await });
         Start::Started(Started {
-            id,
-            work,
-            messages,
+            served: serve_call(&self.table, call),
             listen,
         })
     }
@@ -468,68 +432,40 @@ impl StreamableHttp {
         Ok(())
     }
 
-    /// The reply to a request whose handler runs as `work` and sends its
-    /// own notifications to `messages`: JSON when it answers before saying
-    /// anything (within the keep-alive interval), else an SSE stream — at
-    /// once for `subscriptions/listen`, whose reply is a stream. The handler
-    /// lives in the response: closing the stream cancels it.
-    async fn respond(
-        &self,
-        id: Id,
-        mut work: crate::server::BoxFuture<Result<RawResult, Error>>,
-        messages: Messages,
-        stream_at_once: bool,
-    ) -> Response<RouteBody> {
+    /// The reply to a request under way: JSON when its handler answers
+    /// before saying anything (within the keep-alive interval), else an SSE
+    /// stream of what it says and then its answer — at once for
+    /// `subscriptions/listen`, whose reply is a stream. The handler lives in
+    /// the response: closing the stream cancels it.
+    async fn respond(&self, mut served: ServedCall, stream_at_once: bool) -> Response<RouteBody> {
         let mut first = None;
         if !stream_at_once {
             // Most handlers answer at once: then no timer is set.
-            let at_once = futures_util::FutureExt::now_or_never(&mut work);
-            let outcome = match at_once {
-                Some(outcome) => Some(outcome),
-                None => tokio::select! {
-                    biased;
-                    message = messages.recv() => {
-                        first = Some(message);
-                        None
-                    }
-                    outcome = &mut work => Some(outcome),
-                    () = tokio::time::sleep(self.options.keep_alive) => None,
-                },
+            if let Some(outcome) = served.now() {
+                return reply(served.id(), outcome);
+            }
+            let said = tokio::select! {
+                said = served.next() => said,
+                () = tokio::time::sleep(self.options.keep_alive) => None,
             };
-            if let Some(outcome) = outcome {
-                let Some(message) = messages.try_recv() else {
-                    // Nothing said before the answer: plain JSON.
-                    return reply(&id, outcome);
-                };
-                let mut events = vec![sse::Event::data(text(message))];
-                while let Some(message) = messages.try_recv() {
-                    events.push(sse::Event::data(text(message)));
-                }
-                events.push(sse::Event::data(text(response_text(&id, outcome))));
-                return super::event_stream(futures_util::stream::iter(events), self.options.keep_alive);
+            match said {
+                Some(Said::Reply(outcome)) => return reply(served.id(), outcome),
+                Some(Said::Message(message)) => first = Some(sse::Event::data(text(message))),
+                None => {}
             }
         }
-        let head = futures_util::stream::iter(first.map(|m| sse::Event::data(text(m))));
-        let rest = futures_util::stream::unfold(Some((work, messages, id)), |state| async move {
-            let (mut work, messages, id) = state?;
-            tokio::select! {
-                biased;
-                message = messages.recv() => {
-                    Some((vec![sse::Event::data(text(message))], Some((work, messages, id))))
-                }
-                outcome = &mut work => {
-                    // What the handler said before it answered goes first.
-                    let mut events = Vec::new();
-                    while let Some(message) = messages.try_recv() {
-                        events.push(sse::Event::data(text(message)));
-                    }
-                    events.push(sse::Event::data(text(response_text(&id, outcome))));
-                    Some((events, None))
+        let rest = futures_util::stream::unfold(Some(served), |served| async move {
+            let mut served = served?;
+            match served.next().await? {
+                Said::Message(message) => Some((sse::Event::data(text(message)), Some(served))),
+                Said::Reply(outcome) => {
+                    let frame = response_frame(served.id(), &outcome);
+                    Some((sse::Event::data(text(frame)), None))
                 }
             }
-        })
-        .flat_map(futures_util::stream::iter);
-        super::event_stream(head.chain(rest), self.options.keep_alive)
+        });
+        let events = futures_util::stream::iter(first).chain(rest);
+        super::event_stream(events, self.options.keep_alive)
     }
 }
 

@@ -4,10 +4,14 @@
 //! modern `subscriptions/listen` streams as the notifications they asked
 //! for.
 
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::shared::StateError;
 
 /// One change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +53,55 @@ pub struct Changes {
     sender: broadcast::Sender<Change>,
     /// Where changes go to reach the other replicas, when the server's
     /// state is shared.
-    replicas: Arc<OnceLock<mpsc::UnboundedSender<Change>>>,
+    replicas: Arc<OnceLock<mpsc::UnboundedSender<Outgoing>>>,
+}
+
+/// A change on its way to the other replicas, and who waits to learn it
+/// arrived.
+pub(crate) struct Outgoing {
+    pub(crate) change: Change,
+    pub(crate) sent: oneshot::Sender<Result<(), StateError>>,
+}
+
+/// A change announced: await it to wait until the other replicas can hear
+/// it too (at once when the server's state is not shared), or drop it not
+/// to wait.
+///
+/// A handler that answers only after its change has reached the shared
+/// state loses no notification when its replica dies a moment later; one
+/// that does not wait answers sooner.
+///
+/// ```
+/// # async fn run(cx: jrpc_mcp::McpContext) {
+/// // Fire and forget:
+/// cx.changes().resource_updated("file:///notes.txt");
+/// // Or known to every replica before the call is answered:
+/// if let Err(e) = cx.changes().resource_updated("file:///notes.txt").await {
+///     tracing::warn!(error = %e, "the other replicas will not hear of it");
+/// }
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Announced {
+    sent: Option<oneshot::Receiver<Result<(), StateError>>>,
+}
+
+impl IntoFuture for Announced {
+    type Output = Result<(), StateError>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Self::Output> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            match self.sent {
+                None => Ok(()),
+                Some(sent) => sent.await.unwrap_or_else(|_| {
+                    Err(StateError::Unavailable(
+                        "the server stopped before the change was shared".into(),
+                    ))
+                }),
+            }
+        })
+    }
 }
 
 impl std::fmt::Debug for Changes {
@@ -72,7 +124,7 @@ impl Changes {
 
     /// From now on, changes announced here also go to `replicas` (task
     /// changes excepted: replicas hear of those through the tasks' records).
-    pub(crate) fn share(&self, replicas: mpsc::UnboundedSender<Change>) {
+    pub(crate) fn share(&self, replicas: mpsc::UnboundedSender<Outgoing>) {
         let _ = self.replicas.set(replicas);
     }
 
@@ -80,13 +132,22 @@ impl Changes {
         self.sender.subscribe()
     }
 
-    fn send(&self, change: Change) {
+    fn send(&self, change: Change) -> Announced {
+        let mut announced = Announced { sent: None };
         if let Some(replicas) = self.replicas.get() {
             if !matches!(change, Change::Task(_)) {
-                let _ = replicas.send(change.clone());
+                let (sent, heard) = oneshot::channel();
+                let outgoing = Outgoing {
+                    change: change.clone(),
+                    sent,
+                };
+                if replicas.send(outgoing).is_ok() {
+                    announced.sent = Some(heard);
+                }
             }
         }
         self.send_here(change);
+        announced
     }
 
     /// Tells this replica's listeners only (a change another replica
@@ -97,23 +158,23 @@ impl Changes {
     }
 
     /// The list of tools changed.
-    pub fn tools_changed(&self) {
-        self.send(Change::ToolsListChanged);
+    pub fn tools_changed(&self) -> Announced {
+        self.send(Change::ToolsListChanged)
     }
 
     /// The list of prompts changed.
-    pub fn prompts_changed(&self) {
-        self.send(Change::PromptsListChanged);
+    pub fn prompts_changed(&self) -> Announced {
+        self.send(Change::PromptsListChanged)
     }
 
     /// The list of resources (or resource templates) changed.
-    pub fn resources_changed(&self) {
-        self.send(Change::ResourcesListChanged);
+    pub fn resources_changed(&self) -> Announced {
+        self.send(Change::ResourcesListChanged)
     }
 
     /// The resource at `uri` changed: its subscribers hear of it.
-    pub fn resource_updated(&self, uri: impl Into<Arc<str>>) {
-        self.send(Change::ResourceUpdated(uri.into()));
+    pub fn resource_updated(&self, uri: impl Into<Arc<str>>) -> Announced {
+        self.send(Change::ResourceUpdated(uri.into()))
     }
 
     pub(crate) fn task_changed(&self, id: &str) {
@@ -182,13 +243,17 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         changes.share(tx);
         let mut here = changes.subscribe();
-        changes.resource_updated("demo://counter");
+        let announced = changes.resource_updated("demo://counter");
         changes.task_changed("t");
         changes.send_here(Change::ToolsListChanged);
-        assert_eq!(
-            rx.recv().await,
-            Some(Change::ResourceUpdated("demo://counter".into()))
-        );
+        let outgoing = rx.recv().await.unwrap();
+        assert_eq!(outgoing.change, Change::ResourceUpdated("demo://counter".into()));
+        // The announcer learns how the sharing went.
+        outgoing
+            .sent
+            .send(Err(StateError::Unavailable("down".into())))
+            .unwrap();
+        assert!(matches!(announced.await, Err(StateError::Unavailable(_))));
         assert!(
             rx.try_recv().is_err(),
             "a task change or a change heard stays here"
@@ -198,6 +263,14 @@ mod tests {
             Change::ResourceUpdated("demo://counter".into())
         );
         assert_eq!(here.recv().await.unwrap(), Change::Task("t".into()));
+        assert_eq!(here.recv().await.unwrap(), Change::ToolsListChanged);
+    }
+
+    #[tokio::test]
+    async fn a_change_of_an_unshared_server_is_announced_at_once() {
+        let changes = Changes::new(8);
+        let mut here = changes.subscribe();
+        changes.tools_changed().await.unwrap();
         assert_eq!(here.recv().await.unwrap(), Change::ToolsListChanged);
     }
 }

@@ -23,16 +23,12 @@ use crate::types::{
     codes, is_modern, meta_keys, RequestEnvelope, UnsupportedVersionData, MODERN_PROTOCOL_VERSIONS,
 };
 
-/// A modern request's facts: its envelope and, over HTTP, the stream its
-/// notifications go on. Kept in the call's extensions.
+/// A modern request's facts: its envelope, and what its transport says of
+/// it. Kept in the call's extensions.
 pub(crate) struct Modern {
     pub(crate) envelope: RequestEnvelope,
     /// The revision, one of [`MODERN_PROTOCOL_VERSIONS`].
     pub(crate) version: &'static str,
-    /// Where the request's own notifications go when its transport keeps
-    /// them apart (Streamable HTTP); on a connection (stdio) they go to the
-    /// peer.
-    pub(crate) stream: Option<super::outlet::Outlet>,
     /// Cancelled when the server shuts down: long-lived requests
     /// (`subscriptions/listen`) end gracefully then.
     pub(crate) closing: Option<CancellationToken>,
@@ -53,7 +49,6 @@ impl Modern {
         Modern {
             envelope,
             version,
-            stream: None,
             closing: None,
             read: Mutex::new(None),
         }

@@ -6,13 +6,14 @@
 
 use std::sync::Arc;
 
+use jrpc::dispatch::CallOutlet;
 use jrpc::peer::Peer;
 use jrpc::{Error, RequestContext};
 use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::changes::Change;
-use super::era::{Era, Modern};
+use super::era::Era;
 use super::methods::owner;
 use super::session::{Phase, Session};
 use super::McpServer;
@@ -31,13 +32,13 @@ pub(crate) struct ListenResult {
 
 /// Where a listen stream's notifications go: the request's own stream
 /// (HTTP), or the connection (stdio).
-struct Sink<'a> {
-    modern: &'a Modern,
+struct Sink {
+    stream: Option<CallOutlet>,
     peer: Option<Peer>,
     subscription: serde_json::Value,
 }
 
-impl Sink<'_> {
+impl Sink {
     /// Sends `method` with `params`, tagged with the subscription; whether
     /// the client is still there.
     async fn send(&self, method: &str, params: impl Serialize) -> bool {
@@ -50,7 +51,7 @@ impl Sink<'_> {
         if let Some(meta) = meta.as_object_mut() {
             meta.insert(meta_keys::SUBSCRIPTION_ID.into(), self.subscription.clone());
         }
-        if let Some(stream) = &self.modern.stream {
+        if let Some(stream) = &self.stream {
             let Ok(frame) = jrpc::message::Notification::new(method, &params) else {
                 return true;
             };
@@ -122,7 +123,7 @@ impl McpServer {
         // Listen before acknowledging, so that no change after it is missed.
         let mut changes = self.inner.changes.subscribe();
         let sink = Sink {
-            modern,
+            stream: ctx.get::<CallOutlet>().cloned(),
             peer: ctx.peer(),
             subscription: subscription.clone(),
         };
@@ -173,7 +174,7 @@ impl McpServer {
     /// still there.
     async fn deliver(
         &self,
-        sink: &Sink<'_>,
+        sink: &Sink,
         wants: &SubscriptionFilter,
         change: &Change,
         owner: Option<&str>,

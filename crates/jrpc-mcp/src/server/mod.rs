@@ -45,7 +45,6 @@ pub(crate) mod era;
 mod ids;
 mod listen;
 mod methods;
-pub(crate) mod outlet;
 mod replicas;
 mod request_state;
 pub(crate) mod round_params;
@@ -76,7 +75,7 @@ use crate::types::{
     ResourcesCapability, ServerCapabilities, Tool, TASKS_EXTENSION,
 };
 use catalog::{PromptEntry, ResourceEntry, TemplateEntry};
-pub use changes::Changes;
+pub use changes::{Announced, Changes};
 pub(crate) use context::RequestOutbound;
 pub use context::{ClientRequestError, Input, McpContext};
 #[cfg(feature = "http")]
@@ -84,8 +83,6 @@ pub(crate) use era::Modern;
 #[cfg(feature = "http")]
 pub(crate) use ids::random_id;
 use request_state::StateKey;
-#[cfg(feature = "http")]
-pub(crate) use run::BoxFuture;
 use session::Session;
 pub use shared::{InMemory, SharedState};
 #[cfg(feature = "nats")]

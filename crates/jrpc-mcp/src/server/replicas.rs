@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::changes::{Change, Changes};
+use super::changes::{Change, Changes, Outgoing};
 use super::shared::{Event, SharedState, Space};
 use super::tasks::TaskStore;
 
@@ -26,26 +26,22 @@ pub(crate) fn join(
         return None;
     };
     let stop = CancellationToken::new();
-    let (outbound, mut announced) = mpsc::unbounded_channel::<Change>();
+    let (outbound, mut announced) = mpsc::unbounded_channel::<Outgoing>();
     changes.share(outbound);
     let publisher = Arc::clone(state);
     runtime.spawn(async move {
-        while let Some(change) = announced.recv().await {
-            let Some(message) = change.encode() else {
+        while let Some(outgoing) = announced.recv().await {
+            let Some(message) = outgoing.change.encode() else {
+                let _ = outgoing.sent.send(Ok(()));
                 continue;
             };
-            let message = bytes::Bytes::from(message);
-            // A few tries: a node lost now is usually replaced within
-            // seconds by the client's reconnection.
-            for attempt in 0..5u32 {
-                match publisher.publish(message.clone()).await {
-                    Ok(()) => break,
-                    Err(e) if attempt == 4 => {
-                        tracing::warn!(error = %e, method = change.method(), "shared state: a change could not reach the other replicas")
-                    }
-                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await,
-                }
+            // The store tries for as long as a lost node usually takes to
+            // be replaced; a change still not sent after that is lost.
+            let sent = publisher.publish(bytes::Bytes::from(message)).await;
+            if let Err(e) = &sent {
+                tracing::warn!(error = %e, method = outgoing.change.method(), "shared state: a change could not reach the other replicas");
             }
+            let _ = outgoing.sent.send(sent);
         }
     });
     let mut events = state.events();

@@ -18,11 +18,18 @@
 //!
 //! Transports that answer each frame once (an HTTP POST, a datagram, a
 //! broker's message) call [`one_shot`]; a connection's reader hands each
-//! frame it reads to its engine.
+//! frame it reads to its engine; a protocol that parses a request itself
+//! (MCP's stateless HTTP path) hands the call to [`serve_call`], which
+//! streams the messages its handler sends before the reply.
 
 mod batch;
 mod one_shot;
 mod serve;
+
+#[cfg(feature = "runtime")]
+mod call;
+#[cfg(feature = "runtime")]
+mod outlet;
 
 #[cfg(feature = "runtime")]
 mod cancel;
@@ -34,7 +41,11 @@ mod ordering;
 pub(crate) mod outbox;
 
 #[cfg(feature = "runtime")]
+pub use call::{response_frame, serve_call, Said, ServedCall};
+#[cfg(feature = "runtime")]
 pub use cancel::CancelProtocol;
 #[cfg(feature = "runtime")]
 pub(crate) use cancel::Cancellation;
 pub use one_shot::{one_shot, FrameKind, Outcome, Refusal};
+#[cfg(feature = "runtime")]
+pub use outlet::{CallOutlet, Closed};

@@ -342,6 +342,17 @@ impl Router {
         }
     }
 
+    /// Starts one call as [`handle_call`](Self::handle_call) serves it,
+    /// as one boxed future that borrows nothing.
+    pub(crate) fn start_call(&self, call: Call) -> crate::middleware::CallFuture {
+        if self.has_layers() {
+            let router = self.clone();
+            Box::pin(async move { router.stack().call(call).await })
+        } else {
+            self.inner.table.call_handler(call)
+        }
+    }
+
     /// Registers an async method handler.
     ///
     /// A notification sent to a method runs the handler and drops its result.
@@ -646,8 +657,7 @@ impl Service<Call> for Router {
     }
 
     fn call(&mut self, call: Call) -> Self::Future {
-        let router = self.clone();
-        Box::pin(async move { router.handle_call(call).await })
+        self.start_call(call)
     }
 }
 

@@ -127,7 +127,10 @@ pub trait SharedState: Send + Sync + std::fmt::Debug + 'static {
     /// Forgets the record at `key` (there may be none).
     fn delete<'a>(&'a self, space: Space, key: &'a str) -> StateFuture<'a, ()>;
 
-    /// Sends `message` to every replica but this one.
+    /// Sends `message` to every replica but this one, at most once each.
+    /// A store that loses its way to the others for a while (a node of a
+    /// cluster replaced) keeps trying for as long as that usually lasts
+    /// before it gives up with an error.
     fn publish(&self, message: Bytes) -> StateFuture<'_, ()>;
 
     /// What the replicas do from now on: records written and messages

@@ -18,8 +18,9 @@
 //! loss loses nothing) and kept once on a single server.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer, kv, stream};
 use async_nats::HeaderMap;
@@ -39,6 +40,17 @@ const STATE_KEY: &str = "request-state-key";
 
 /// Room for a record's headers within the server's payload limit.
 const HEADROOM: usize = 4096;
+
+/// How long one request of a follower or a publisher may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long a change is tried before it is given up: longer than a
+/// cluster takes to replace a lost node's streams (see [`retry_wait`]).
+const PUBLISH_PATIENCE: Duration = Duration::from_secs(20);
+
+/// How long a follower waits without news before it checks that its stream
+/// has not gone on without it.
+const SILENCE: Duration = Duration::from_secs(1);
 
 /// How to connect a [`NatsState`]; from [`NatsState::builder`].
 #[derive(Debug, Clone)]
@@ -149,6 +161,7 @@ impl NatsStateBuilder {
                 replica: crate::server::ids::random_id(),
                 secret,
                 reconnected,
+                published: AtomicU64::new(0),
             }),
         })
     }
@@ -173,6 +186,8 @@ struct Inner {
     secret: [u8; 32],
     /// Counts the connection's drops.
     reconnected: tokio::sync::watch::Receiver<u64>,
+    /// Counts the changes published, for their ids.
+    published: AtomicU64,
 }
 
 impl std::fmt::Debug for NatsState {
@@ -261,24 +276,55 @@ impl SharedState for NatsState {
 
     fn publish(&self, message: Bytes) -> StateFuture<'_, ()> {
         Box::pin(async move {
+            let inner = &self.inner;
             let mut headers = HeaderMap::new();
-            headers.insert(REPLICA_HEADER, self.inner.replica.as_str());
-            let ack = self
-                .inner
-                .js
-                .publish_with_headers(self.inner.subject.clone(), headers, message)
-                .await
-                .map_err(lost)?;
-            ack.await.map_err(lost)?;
-            Ok(())
+            headers.insert(REPLICA_HEADER, inner.replica.as_str());
+            // One id for every attempt: the stream keeps one copy of a
+            // message sent again after its acknowledgement was lost (its
+            // duplicate window is two minutes).
+            let id = format!(
+                "{}-{}",
+                inner.replica,
+                inner.published.fetch_add(1, Ordering::Relaxed)
+            );
+            headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
+            let started = Instant::now();
+            let mut failures = 0u32;
+            loop {
+                let attempt = async {
+                    let ack = inner
+                        .js
+                        .publish_with_headers(inner.subject.clone(), headers.clone(), message.clone())
+                        .await
+                        .map_err(lost)?;
+                    ack.await.map_err(lost)
+                };
+                let sent = tokio::time::timeout(REQUEST_TIMEOUT, attempt)
+                    .await
+                    .unwrap_or_else(|_| Err(lost("no acknowledgement")));
+                match sent {
+                    Ok(ack) => {
+                        tracing::debug!(
+                            sequence = ack.sequence,
+                            duplicate = ack.duplicate,
+                            "shared state: change published"
+                        );
+                        return Ok(());
+                    }
+                    Err(e) if started.elapsed() >= PUBLISH_PATIENCE => return Err(e),
+                    Err(_) => {
+                        failures += 1;
+                        tokio::time::sleep(retry_wait(failures)).await;
+                    }
+                }
+            }
         })
     }
 
     fn events(&self) -> BoxStream<'static, Event> {
         let (tx, rx) = mpsc::channel(1024);
-        let reconnected = self.inner.reconnected.clone();
-        tokio::spawn(watch_tasks(self.clone(), tx.clone(), reconnected.clone()));
-        tokio::spawn(follow_changes(self.clone(), tx, reconnected));
+        tokio::spawn(watch_tasks(self.clone(), tx.clone()));
+        tokio::spawn(follow_changes(self.clone(), tx));
         Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|event| (event, rx))
         }))
@@ -302,143 +348,192 @@ impl SharedState for NatsState {
     }
 }
 
-/// Hands every write to the tasks bucket to `events`, watching again after
-/// a failure or a reconnection (from the revision after the last one seen,
-/// so that nothing written meanwhile is missed), until nobody listens.
-async fn watch_tasks(
-    state: NatsState,
-    events: mpsc::Sender<Event>,
-    mut reconnected: tokio::sync::watch::Receiver<u64>,
-) {
-    let mut failures = 0u32;
-    let mut last: Option<u64> = None;
-    while !events.is_closed() {
-        let watching = match last {
-            Some(revision) => state.inner.tasks.watch_all_from_revision(revision + 1).await,
-            None => state.inner.tasks.watch_all().await,
-        };
-        let mut watch = match watching {
-            Ok(watch) => watch,
-            Err(e) => {
-                failures += 1;
-                tracing::warn!(error = %e, "shared state: cannot watch the tasks; trying again");
-                tokio::time::sleep(jrpc::transport::nats::reconnect_wait(failures)).await;
-                continue;
-            }
-        };
-        failures = 0;
-        loop {
-            let entry = tokio::select! {
-                entry = watch.next() => entry,
-                _ = reconnected.changed() => {
-                    tracing::debug!("shared state: reconnected; watching the tasks again");
-                    break;
-                }
-            };
-            let Some(entry) = entry else { break };
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => {
-                    tracing::warn!(error = %e, "shared state: the tasks watch failed; watching again");
-                    break;
-                }
-            };
-            last = Some(entry.revision);
-            if entry.operation != kv::Operation::Put {
-                continue;
-            }
-            let event = Event::Record {
-                space: Space::Tasks,
-                key: entry.key,
-                entry: Entry {
-                    value: entry.value,
-                    revision: entry.revision,
-                },
-            };
-            if events.send(event).await.is_err() {
-                return;
-            }
-        }
-    }
+/// Hands every write to the tasks bucket to `events`, until nobody
+/// listens.
+async fn watch_tasks(state: NatsState, events: mpsc::Sender<Event>) {
+    let tasks = state.inner.tasks.clone();
+    let stream = tasks.stream.clone();
+    let open = move |from: u64| {
+        let tasks = tasks.clone();
+        async move { tasks.watch_all_from_revision(from + 1).await }
+    };
+    follow(state, "the tasks", stream, events, open, |_, entry: kv::Entry| {
+        let event = (entry.operation == kv::Operation::Put).then(|| Event::Record {
+            space: Space::Tasks,
+            key: entry.key,
+            entry: Entry {
+                value: entry.value,
+                revision: entry.revision,
+            },
+        });
+        (Some(entry.revision), event)
+    })
+    .await;
 }
 
-/// Hands the changes other replicas publish to `events`, through an
-/// ordered consumer made again after a failure or a reconnection, from the
-/// message after the last one seen, until nobody listens.
-async fn follow_changes(
-    state: NatsState,
-    events: mpsc::Sender<Event>,
-    mut reconnected: tokio::sync::watch::Receiver<u64>,
-) {
-    let mut failures = 0u32;
-    let mut from: Option<u64> = None;
-    while !events.is_closed() {
-        let deliver_policy = match from {
-            Some(sequence) => consumer::DeliverPolicy::ByStartSequence {
-                start_sequence: sequence + 1,
-            },
-            None => consumer::DeliverPolicy::New,
-        };
-        let opened = async {
+/// Hands the changes other replicas publish to `events`, until nobody
+/// listens.
+async fn follow_changes(state: NatsState, events: mpsc::Sender<Event>) {
+    let stream = state.inner.changes.clone();
+    let opener = state.clone();
+    let open = move |from: u64| {
+        let state = opener.clone();
+        async move {
             let consumer = state
                 .inner
                 .changes
                 .create_consumer(consumer::push::OrderedConfig {
                     deliver_subject: state.inner.client.new_inbox(),
                     description: Some("jrpc-mcp: a replica's change feed".into()),
-                    deliver_policy,
+                    deliver_policy: consumer::DeliverPolicy::ByStartSequence {
+                        start_sequence: from + 1,
+                    },
                     ..Default::default()
                 })
                 .await
                 .map_err(|e| e.to_string())?;
             consumer.messages().await.map_err(|e| e.to_string())
-        };
-        let mut messages = match opened.await {
-            Ok(messages) => messages,
-            Err(e) => {
-                failures += 1;
-                tracing::warn!(error = %e, "shared state: cannot follow the changes; trying again");
-                tokio::time::sleep(jrpc::transport::nats::reconnect_wait(failures)).await;
-                continue;
-            }
-        };
-        failures = 0;
-        loop {
-            let message = tokio::select! {
-                message = messages.next() => message,
-                _ = reconnected.changed() => {
-                    tracing::debug!("shared state: reconnected; following the changes again");
-                    break;
-                }
-            };
-            let Some(message) = message else { break };
-            let message = match message {
-                Ok(message) => message,
-                Err(e) => {
-                    tracing::warn!(error = %e, "shared state: the changes feed failed; following again");
-                    break;
-                }
-            };
-            if let Ok(info) = message.info() {
-                from = Some(info.stream_sequence);
-            }
+        }
+    };
+    follow(
+        state,
+        "the changes",
+        stream,
+        events,
+        open,
+        |state, message: jetstream::Message| {
+            let position = message.info().ok().map(|info| info.stream_sequence);
             let own = message
                 .headers
                 .as_ref()
                 .and_then(|h| h.get(REPLICA_HEADER))
                 .is_some_and(|r| r.as_str() == state.inner.replica);
-            if own {
+            tracing::debug!(sequence = ?position, own, "shared state: change heard");
+            let event = (!own).then(|| Event::Message(message.payload.clone()));
+            (position, event)
+        },
+    )
+    .await;
+}
+
+/// Reads `stream` through what `open(from)` opens (its messages after
+/// sequence `from`), giving `read`'s events to `events` and keeping the
+/// sequence `read` says it reached; opened again, from there, whenever the
+/// reading stops: a failure, a drop of the connection (a consumer kept by
+/// the node left behind is gone with it, and the library would notice after
+/// two missed heartbeats, 10 s), or the stream ahead of the reader after a
+/// second of silence (a consumer on a node that died while this
+/// connection, to another node, held). It starts at the stream's end: what
+/// was written before this server started is not its news.
+async fn follow<T, S, E, F, G>(
+    state: NatsState,
+    what: &'static str,
+    stream: stream::Stream,
+    events: mpsc::Sender<Event>,
+    open: impl Fn(u64) -> F,
+    read: impl Fn(&NatsState, T) -> (Option<u64>, Option<Event>),
+) where
+    S: futures_util::Stream<Item = Result<T, E>> + Unpin,
+    E: std::fmt::Display,
+    F: std::future::Future<Output = Result<S, G>>,
+    G: std::fmt::Display,
+{
+    let mut reconnected = state.inner.reconnected.clone();
+    let mut failures = 0u32;
+    let mut from: Option<u64> = None;
+    while !events.is_closed() {
+        if failures > 0 {
+            tokio::time::sleep(retry_wait(failures)).await;
+        }
+        // Asked while the connection is down, the requests below would
+        // wait for it and then for their timeout.
+        connected(&state.inner.client).await;
+        let start = match from {
+            Some(sequence) => sequence,
+            None => match stream_end(&stream).await {
+                Ok(end) => end,
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!(error = %e, "shared state: cannot follow {what}; trying again");
+                    continue;
+                }
+            },
+        };
+        from = Some(start);
+        let mut items = match tokio::time::timeout(REQUEST_TIMEOUT, open(start)).await {
+            Ok(Ok(items)) => items,
+            Ok(Err(e)) => {
+                failures += 1;
+                tracing::warn!(error = %e, "shared state: cannot follow {what}; trying again");
                 continue;
             }
-            if events
-                .send(Event::Message(message.payload.clone()))
-                .await
-                .is_err()
-            {
-                return;
+            Err(_) => {
+                failures += 1;
+                tracing::warn!("shared state: cannot follow {what} (no answer); trying again");
+                continue;
+            }
+        };
+        failures = 0;
+        loop {
+            let item = tokio::select! {
+                item = items.next() => item,
+                _ = reconnected.changed() => {
+                    tracing::debug!("shared state: reconnected; following {what} again");
+                    break;
+                }
+                () = tokio::time::sleep(SILENCE) => {
+                    match stream_end(&stream).await {
+                        Ok(end) if Some(end) > from => {
+                            tracing::debug!("shared state: {what} went on without this reader; following again");
+                            break;
+                        }
+                        _ => continue,
+                    }
+                }
+            };
+            let item = match item {
+                Some(Ok(item)) => item,
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "shared state: following {what} failed; following again");
+                    break;
+                }
+                None => break,
+            };
+            let (position, event) = read(&state, item);
+            if position.is_some() {
+                from = position;
+            }
+            if let Some(event) = event {
+                if events.send(event).await.is_err() {
+                    return;
+                }
             }
         }
     }
+}
+
+/// Returns once `client` is connected.
+async fn connected(client: &async_nats::Client) {
+    while client.connection_state() != async_nats::connection::State::Connected {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The sequence of the last message `stream` holds.
+async fn stream_end(stream: &stream::Stream) -> Result<u64, String> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, stream.get_info()).await {
+        Ok(Ok(info)) => Ok(info.state.last_sequence),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer".into()),
+    }
+}
+
+/// How long a follower waits between failed attempts, and a publisher
+/// between tries: 100 ms doubling to 1 s. A stream's leader lost with its
+/// node is elected again within 4 to 9 s (NATS's Raft election timeouts);
+/// the replicas should be back within a second of it.
+fn retry_wait(failures: u32) -> Duration {
+    Duration::from_millis(100u64 << failures.min(4)).min(Duration::from_secs(1))
 }
 
 /// Finds the bucket `config` names, or makes it; with `fallback`, a server

@@ -1,43 +1,42 @@
-//! A modern request's outlet: the notifications its handler sends before
-//! it answers (progress, log messages), on their way to the HTTP response
-//! that carries them. Most requests send none, so an outlet costs one small
-//! allocation until a message is queued — a channel would allocate its
-//! buffer for every request.
-
-// Only Streamable HTTP opens outlets (stdio's notifications go to the peer).
-#![cfg_attr(not(feature = "http"), allow(dead_code))]
+//! A call's outlet: the messages its handler sends its caller before it
+//! answers (progress, log lines), on their way to whatever carries them
+//! with the reply (an HTTP response streamed as server-sent events). Most
+//! calls send none, so an outlet costs one small allocation until a message
+//! is queued — a channel would allocate its buffer for every call.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::task::AtomicWaker;
 use tokio::sync::Notify;
 
 /// How many messages wait for the response before a sender waits too.
 const CAPACITY: usize = 64;
 
 /// A new outlet: its sending side, and the side the response reads.
-pub(crate) fn outlet() -> (Outlet, Messages) {
+pub(crate) fn outlet() -> (CallOutlet, CallMessages) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
             queue: VecDeque::new(),
             closed: false,
         }),
-        sent: Notify::new(),
+        sent: AtomicWaker::new(),
         taken: Notify::new(),
     });
     (
-        Outlet {
+        CallOutlet {
             shared: Arc::clone(&shared),
         },
-        Messages { shared },
+        CallMessages { shared },
     )
 }
 
 struct Shared {
     state: Mutex<State>,
-    /// A message was queued.
-    sent: Notify,
+    /// Wakes the reader (there is one) when a message is queued.
+    sent: AtomicWaker,
     /// A message was taken, or the response is gone.
     taken: Notify,
 }
@@ -55,20 +54,31 @@ impl Shared {
     }
 }
 
-/// The response that carried a request's messages is gone.
-#[derive(Debug)]
-pub(crate) struct Closed;
+/// The reply that would have carried a call's messages is gone (its
+/// caller went away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the call's caller is gone")]
+pub struct Closed;
 
-/// Where a handler sends its request's messages.
+/// Where a handler sends its caller messages before it answers: in the
+/// call's extensions when the transport carries such messages with the
+/// reply (see [`serve_call`](super::serve_call)). Cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Outlet {
+pub struct CallOutlet {
     shared: Arc<Shared>,
 }
 
-impl Outlet {
-    /// Queues `message`, waiting while the response is [`CAPACITY`] behind;
-    /// `Err` once the response is gone.
-    pub(crate) async fn send(&self, message: Bytes) -> Result<(), Closed> {
+impl std::fmt::Debug for CallOutlet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOutlet").finish_non_exhaustive()
+    }
+}
+
+impl CallOutlet {
+    /// Queues `message` (a whole JSON-RPC frame, usually a notification),
+    /// waiting while the reader is 64 messages behind; `Err` once the
+    /// caller is gone.
+    pub async fn send(&self, message: Bytes) -> Result<(), Closed> {
         loop {
             // Registered before the queue is looked at, so that a message
             // taken in between still wakes this sender.
@@ -83,7 +93,7 @@ impl Outlet {
                 if state.queue.len() < CAPACITY {
                     state.queue.push_back(message);
                     drop(state);
-                    self.shared.sent.notify_one();
+                    self.shared.sent.wake();
                     return Ok(());
                 }
             }
@@ -92,13 +102,13 @@ impl Outlet {
     }
 }
 
-/// What the response reads: the messages, in the order they were sent.
-/// Dropping it closes the outlet.
-pub(crate) struct Messages {
+/// What carries the messages reads: in the order they were sent. Dropping
+/// it closes the outlet.
+pub(crate) struct CallMessages {
     shared: Arc<Shared>,
 }
 
-impl Messages {
+impl CallMessages {
     /// The next message, if one is queued.
     pub(crate) fn try_recv(&self) -> Option<Bytes> {
         let message = self.shared.state().queue.pop_front();
@@ -108,21 +118,30 @@ impl Messages {
         message
     }
 
+    /// Whether no message is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.shared.state().queue.is_empty()
+    }
+
     /// The next message, once one is sent.
+    #[cfg(test)]
     pub(crate) async fn recv(&self) -> Bytes {
-        loop {
-            // `notify_one` keeps a permit when nobody waits, so a message
-            // queued between the look and the wait is not missed.
-            let sent = self.shared.sent.notified();
-            if let Some(message) = self.try_recv() {
-                return message;
-            }
-            sent.await;
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// The next message, or a wake-up when one is sent.
+    pub(crate) fn poll_recv(&self, cx: &mut Context<'_>) -> Poll<Bytes> {
+        // Registered before the queue is looked at, so that a message
+        // queued in between still wakes the reader.
+        self.shared.sent.register(cx.waker());
+        match self.try_recv() {
+            Some(message) => Poll::Ready(message),
+            None => Poll::Pending,
         }
     }
 }
 
-impl Drop for Messages {
+impl Drop for CallMessages {
     fn drop(&mut self) {
         let mut state = self.shared.state();
         state.closed = true;

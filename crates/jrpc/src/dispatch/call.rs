@@ -1,0 +1,270 @@
+//! Serving one call that its protocol parsed itself — MCP's 2026-07-28
+//! HTTP path reads a request's body once and checks its headers against it
+//! — as the engine serves a frame's request (the middleware, the handler
+//! choice, a panic answered `-32603`), with the messages its handler sends
+//! the caller before it answers streamed ahead of the reply.
+
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+
+#[cfg(doc)]
+use super::outlet::CallOutlet;
+use super::outlet::{outlet, CallMessages};
+use crate::message::{self, Error, Id, Version};
+use crate::middleware::{Call, CallFuture, RawResult};
+use crate::router::Router;
+
+/// Serves `call` (a request its protocol parsed: id, method, params and
+/// what the protocol learnt of it in the call's extensions) with `router`.
+///
+/// The handler finds a [`CallOutlet`] in the call's extensions
+/// ([`RequestContext::get`](crate::RequestContext::get)): what it sends
+/// there comes out of [`ServedCall::next`] before the reply. Nothing runs
+/// until the served call is polled; dropping it cancels the handler.
+///
+/// ```
+/// use jrpc::dispatch::{response_frame, serve_call, Said};
+/// use jrpc::middleware::Call;
+/// use jrpc::Router;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let router = Router::new().method("add", |(a, b): (i64, i64)| async move { Ok(a + b) });
+/// let params = serde_json::value::to_raw_value(&[2, 3]).unwrap();
+/// let mut served = serve_call(&router, Call::request(7, "add", Some(params)));
+/// let Some(Said::Reply(outcome)) = served.next().await else { unreachable!() };
+/// assert_eq!(&response_frame(served.id(), &outcome)[..], br#"{"jsonrpc":"2.0","result":5,"id":7}"#);
+/// # });
+/// ```
+pub fn serve_call(router: &Router, mut call: Call) -> ServedCall {
+    let (sender, messages) = outlet();
+    call.extensions_mut().insert(sender);
+    let id = call.id().cloned().unwrap_or(Id::NULL);
+    ServedCall {
+        id,
+        work: Some(router.start_call(call)),
+        outcome: None,
+        messages,
+    }
+}
+
+/// A call under way (from [`serve_call`]): its messages, then its reply.
+#[must_use = "the handler runs only while its served call is polled"]
+pub struct ServedCall {
+    id: Id,
+    /// The handler, until it answers.
+    work: Option<CallFuture>,
+    /// Its answer, held while the messages sent before it are read.
+    outcome: Option<Result<RawResult, Error>>,
+    messages: CallMessages,
+}
+
+impl std::fmt::Debug for ServedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServedCall")
+            .field("id", &self.id)
+            .field("answered", &self.work.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a served call says next.
+#[derive(Debug)]
+pub enum Said {
+    /// A message its handler sent before it answered (a whole frame).
+    Message(Bytes),
+    /// Its reply: the last thing it says.
+    Reply(Result<RawResult, Error>),
+}
+
+impl ServedCall {
+    /// The call's id.
+    pub fn id(&self) -> &Id {
+        &self.id
+    }
+
+    /// The reply, when the handler answers on the spot without having said
+    /// anything first (most calls): the handler is polled once. `None`
+    /// leaves everything to [`next`](Self::next).
+    pub fn now(&mut self) -> Option<Result<RawResult, Error>> {
+        if self.outcome.is_none() {
+            let work = self.work.as_mut()?;
+            let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+            if let Poll::Ready(outcome) = work.as_mut().poll(&mut cx) {
+                self.work = None;
+                self.outcome = Some(outcome);
+            }
+        }
+        if self.messages.is_empty() {
+            self.outcome.take()
+        } else {
+            None
+        }
+    }
+
+    /// The next message, or the reply once the handler has answered and
+    /// what it said before is read; `None` after the reply. Cancel-safe:
+    /// dropped before it completes, nothing is lost.
+    pub async fn next(&mut self) -> Option<Said> {
+        std::future::poll_fn(|cx| self.poll_said(cx)).await
+    }
+
+    fn poll_said(&mut self, cx: &mut Context<'_>) -> Poll<Option<Said>> {
+        // Messages first: what the handler said before it answered goes
+        // before the answer.
+        if let Some(message) = self.messages.try_recv() {
+            return Poll::Ready(Some(Said::Message(message)));
+        }
+        if let Some(outcome) = self.outcome.take() {
+            return Poll::Ready(Some(Said::Reply(outcome)));
+        }
+        let Some(work) = self.work.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match work.as_mut().poll(cx) {
+            Poll::Ready(outcome) => {
+                self.work = None;
+                match self.messages.try_recv() {
+                    Some(message) => {
+                        self.outcome = Some(outcome);
+                        Poll::Ready(Some(Said::Message(message)))
+                    }
+                    None => Poll::Ready(Some(Said::Reply(outcome))),
+                }
+            }
+            Poll::Pending => self
+                .messages
+                .poll_recv(cx)
+                .map(|message| Some(Said::Message(message))),
+        }
+    }
+}
+
+/// The JSON-RPC 2.0 response frame for a call `id` answered with
+/// `outcome`, as the engine writes it (an error for an unreadable request
+/// carries id `null`).
+pub fn response_frame(id: &Id, outcome: &Result<RawResult, Error>) -> Bytes {
+    let mut out = Vec::with_capacity(64);
+    match outcome {
+        Ok(result) => {
+            message::result_prefix(&mut out, Version::V2);
+            out.extend_from_slice(result.as_bytes());
+            message::result_suffix(&mut out, Version::V2, id);
+        }
+        Err(error) => message::write_error(&mut out, Version::V2, id, error),
+    }
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::CallOutlet;
+    use crate::RequestContext;
+    use std::time::Duration;
+
+    fn router() -> Router {
+        Router::new()
+            .sync_method("now", || Ok("at once"))
+            .method("chatty", |(): (), ctx: RequestContext| async move {
+                let outlet = ctx.get::<CallOutlet>().cloned().expect("an outlet");
+                for i in 0..3 {
+                    outlet.send(Bytes::from(format!("m{i}"))).await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                Ok::<_, Error>("done")
+            })
+            .method("quiet_then_chatty", |(): (), ctx: RequestContext| async move {
+                let outlet = ctx.get::<CallOutlet>().cloned().expect("an outlet");
+                outlet.send(Bytes::from_static(b"before")).await.unwrap();
+                Ok::<_, Error>("answer")
+            })
+    }
+
+    fn reply_text(said: Option<Said>, id: &Id) -> String {
+        match said {
+            Some(Said::Reply(outcome)) => String::from_utf8(response_frame(id, &outcome).to_vec()).unwrap(),
+            other => panic!("expected a reply, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_answered_on_the_spot_has_its_reply_now() {
+        let mut served = serve_call(&router(), Call::request(1, "now", None));
+        let outcome = served.now().expect("answered at once");
+        assert_eq!(
+            &response_frame(served.id(), &outcome)[..],
+            br#"{"jsonrpc":"2.0","result":"at once","id":1}"#
+        );
+        assert!(served.next().await.is_none(), "nothing after the reply");
+    }
+
+    #[tokio::test]
+    async fn messages_come_in_order_before_the_reply() {
+        let mut served = serve_call(&router(), Call::request("a", "chatty", None));
+        assert!(served.now().is_none());
+        for i in 0..3 {
+            match served.next().await {
+                Some(Said::Message(m)) => assert_eq!(m, format!("m{i}")),
+                other => panic!("expected message {i}, got {other:?}"),
+            }
+        }
+        let id = served.id().clone();
+        assert_eq!(
+            reply_text(served.next().await, &id),
+            r#"{"jsonrpc":"2.0","result":"done","id":"a"}"#
+        );
+        assert!(served.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_message_sent_by_a_handler_that_answers_at_once_is_not_lost() {
+        let mut served = serve_call(&router(), Call::request(2, "quiet_then_chatty", None));
+        // Answered on the first poll, but it said something first.
+        assert!(served.now().is_none());
+        match served.next().await {
+            Some(Said::Message(m)) => assert_eq!(m, "before"),
+            other => panic!("expected the message, got {other:?}"),
+        }
+        assert_eq!(
+            reply_text(served.next().await, &Id::from(2)),
+            r#"{"jsonrpc":"2.0","result":"answer","id":2}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn the_engine_rules_apply_unknown_methods_and_notification_handlers() {
+        let router = router().notification("note", || async {});
+        let mut served = serve_call(&router, Call::request(3, "missing", None));
+        assert_eq!(
+            reply_text(served.next().await, &Id::from(3)),
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"},"id":3}"#
+        );
+        // A request to a notification handler is answered null.
+        let mut served = serve_call(&router, Call::request(4, "note", None));
+        assert_eq!(
+            reply_text(served.next().await, &Id::from(4)),
+            r#"{"jsonrpc":"2.0","result":null,"id":4}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn next_is_cancel_safe() {
+        let mut served = serve_call(&router(), Call::request(5, "chatty", None));
+        let mut seen = Vec::new();
+        let reply = loop {
+            // A timer far shorter than the handler's pauses cuts most waits.
+            let said = tokio::select! {
+                said = served.next() => said,
+                () = tokio::time::sleep(Duration::from_micros(300)) => continue,
+            };
+            match said {
+                Some(Said::Message(m)) => seen.push(m),
+                Some(Said::Reply(outcome)) => break outcome,
+                None => panic!("ended without a reply"),
+            }
+        };
+        assert_eq!(seen, ["m0", "m1", "m2"]);
+        assert_eq!(reply.unwrap().as_bytes(), b"\"done\"");
+    }
+}
