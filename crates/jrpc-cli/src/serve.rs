@@ -37,10 +37,16 @@ pub struct ServeCommand {
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Serve HTTP (POST /) and WebSocket (GET / with an upgrade) on one
-    /// address, e.g. 127.0.0.1:4000. May be given several times. With no
+    /// address, e.g. 127.0.0.1:4000, or on a Unix socket: unix:PATH
+    /// (clients: http+unix://%2FPATH). May be given several times. With no
     /// transport flag at all, jrpc serves HTTP on 127.0.0.1:4000.
-    #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
+    #[arg(long, value_name = "ADDR", value_parser = parse_http_listen)]
     http: Vec<String>,
+
+    /// The permission bits of the socket files of --http unix:PATH and
+    /// --unix, in octal: 600 (the default) lets only this user connect.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode, default_value = "600")]
+    socket_mode: u32,
 
     /// Do not serve the playground, the browser page at GET /playground on
     /// the --http listeners for trying the methods (it is off anyway with
@@ -279,6 +285,54 @@ pub(crate) fn parse_listen_addr(text: &str) -> Result<String, String> {
     port.parse::<u16>()
         .map_err(|_| format!("{text:?}: {port:?} is not a port (0 to 65535)"))?;
     Ok(text.to_owned())
+}
+
+/// An `--http` listen address: HOST:PORT, or `unix:PATH` for HTTP over a
+/// Unix socket.
+pub(crate) fn parse_http_listen(text: &str) -> Result<String, String> {
+    match text.strip_prefix("unix:") {
+        Some("") => Err(format!("{text:?}: no socket path (unix:/run/app.sock)")),
+        Some(_) => Ok(text.to_owned()),
+        None => parse_listen_addr(text).map_err(|e| format!("{e}, or unix:PATH")),
+    }
+}
+
+/// The socket path of an `http+unix://%2FPATH` URL, for display.
+pub(crate) fn socket_of_url(url: &str) -> Option<String> {
+    #[cfg(unix)]
+    if let Some(Ok((path, _))) = jrpc::transport::unix::parse_url("http", url) {
+        return Some(path.display().to_string());
+    }
+    let _ = url;
+    None
+}
+
+/// Permission bits in octal (600, 0660).
+pub(crate) fn parse_mode(text: &str) -> Result<u32, String> {
+    u32::from_str_radix(text.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|mode| *mode <= 0o777)
+        .ok_or_else(|| format!("{text:?}: expected permission bits in octal, e.g. 600 or 660"))
+}
+
+/// Listens for HTTP at the Unix socket `path` (`--http unix:PATH`): a stale
+/// socket file replaced, a live one refused, the file removed on exit,
+/// made with permission bits `mode`.
+#[cfg(unix)]
+pub(crate) async fn bind_http_socket(
+    path: &str,
+    mode: u32,
+) -> anyhow::Result<jrpc::transport::unix::UnixListener> {
+    let listener = jrpc::transport::unix::UnixListener::bind(
+        path,
+        Framing::Ndjson,
+        jrpc::message::Limits::DEFAULT_MAX_FRAME_LEN,
+    )
+    .await
+    .with_context(|| format!("listening on --http unix:{path}"))?;
+    listener
+        .mode(mode)
+        .with_context(|| format!("--socket-mode {mode:o} on {path}"))
 }
 
 /// A duration, or no limit at all.
@@ -609,6 +663,22 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
     if !args.http.is_empty() {
         let http = http_server(&args, &budget, &config, router, rate.as_ref(), metrics.as_ref())?;
         for addr in &args.http {
+            if let Some(path) = addr.strip_prefix("unix:") {
+                #[cfg(unix)]
+                {
+                    use jrpc::transport::StreamListener as _;
+                    let listener = bind_http_socket(path, args.socket_mode).await?;
+                    let url = listener.url("http");
+                    let serving = match args.bearer(&url, rate.as_ref())? {
+                        Some(bearer) => http.clone().bearer(bearer).serve(listener),
+                        None => http.serve(listener),
+                    };
+                    listeners.push(serving);
+                    continue;
+                }
+                #[cfg(not(unix))]
+                anyhow::bail!("--http {addr}: Unix sockets are not available on this platform");
+            }
             let listener = tokio::net::TcpListener::bind(addr.as_str())
                 .await
                 .with_context(|| format!("listening on http {addr}"))?;
@@ -642,12 +712,16 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
     listeners.extend(serve_brokers(&args, &server).await?);
     for path in &args.unix {
         #[cfg(unix)]
-        listeners.push(
-            server
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let serving = server
                 .bind_unix(path)
                 .await
-                .with_context(|| format!("listening on unix {path}"))?,
-        );
+                .with_context(|| format!("listening on unix {path}"))?;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(args.socket_mode))
+                .with_context(|| format!("--socket-mode {:o} on {path}", args.socket_mode))?;
+            listeners.push(serving);
+        }
         #[cfg(not(unix))]
         anyhow::bail!("--unix {path}: Unix sockets are not available on this platform");
     }
@@ -655,7 +729,9 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
         // The addresses go to stderr (stdout may carry JSON-RPC) in the
         // form `jrpc call` takes as a target.
         let addr = serving.local_addr();
-        if addr.starts_with("http") {
+        if addr.starts_with("http+unix") {
+            note!("jrpc: listening on {addr} (HTTP POST; WebSocket upgrades too)");
+        } else if addr.starts_with("http") {
             let ws = addr.replacen("http", "ws", 1);
             note!("jrpc: listening on {addr} (HTTP POST) and {ws} (WebSocket)");
         } else if addr.starts_with("udp") {
@@ -739,7 +815,12 @@ fn print_try_lines(addr: &str, args: &ServeArgs, example: Option<DemoCall>) {
         ),
     };
     note!("jrpc: try it:");
-    note!("  curl{curl_tls} -s {addr}/ -H 'Content-Type: application/json'{auth} -d '{request}'");
+    // curl reaches a Unix socket by its own flag, and `localhost` by name.
+    let curl_target = match crate::serve::socket_of_url(addr) {
+        Some(path) => format!("--unix-socket {path} http://localhost"),
+        None => addr.to_owned(),
+    };
+    note!("  curl{curl_tls} -s {curl_target}/ -H 'Content-Type: application/json'{auth} -d '{request}'");
     note!("  {} {command}", crate::invoked::program());
     if args.playground() {
         note!("  open {addr}/playground in a browser");

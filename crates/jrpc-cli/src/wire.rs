@@ -109,7 +109,7 @@ impl Wire {
     ) -> anyhow::Result<Wire> {
         let max = Limits::DEFAULT_MAX_FRAME_LEN;
         let connection = match target {
-            Target::Url(url) if url.starts_with("http://") || url.starts_with("https://") => {
+            Target::Url(url) if Scheme::of(url) == Some(Scheme::Http) => {
                 let mut builder = jrpc::client::Client::builder().http2(args.dial.http2);
                 for (name, value) in extra {
                     builder = builder.try_header(name, value)?;

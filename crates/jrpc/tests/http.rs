@@ -1666,6 +1666,27 @@ async fn http_over_a_unix_socket() {
     )
     .await;
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    // jrpc's own client, by the URL the server names, and to a path.
+    for url in [
+        serving.local_addr().to_owned(),
+        format!("{}/", serving.local_addr()),
+    ] {
+        let client = Client::connect(&url).await.unwrap();
+        let got: i64 = bounded("a call over the socket", client.call("subtract", (5, 3)))
+            .await
+            .unwrap();
+        assert_eq!(got, 2, "{url}");
+    }
+    let missing = format!(
+        "http+unix://{}",
+        path.with_extension("gone")
+            .display()
+            .to_string()
+            .replace('/', "%2F")
+    );
+    let client = Client::connect(&missing).await.unwrap();
+    let failed = bounded("a call to no socket", client.call::<i64>("subtract", (5, 3))).await;
+    assert!(failed.unwrap_err().to_string().contains(".gone"));
     bounded("shutdown", serving.shutdown()).await;
     assert!(!path.exists(), "the socket file is left behind");
 }

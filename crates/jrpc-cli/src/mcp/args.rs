@@ -316,8 +316,9 @@ pub(super) struct Transport {
     pub(super) stdio: bool,
 
     /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8000; port
-    /// 0 picks a free port), until SIGTERM or Ctrl-C.
-    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_listen_addr)]
+    /// 0 picks a free port), or on a Unix socket with unix:PATH (clients:
+    /// http+unix://%2FPATH/mcp), until SIGTERM or Ctrl-C.
+    #[arg(long, value_name = "ADDR", value_parser = crate::serve::parse_http_listen)]
     pub(super) http: Option<String>,
 
     /// Serve sessions over TCP at ADDR, one per connection, newline-delimited
@@ -339,6 +340,11 @@ pub(super) struct Transport {
 pub(super) struct ServeArgs {
     #[command(flatten)]
     pub(super) transport: Transport,
+
+    /// The permission bits of the socket file of --http unix:PATH and
+    /// --unix, in octal: 600 (the default) lets only this user connect.
+    #[arg(long, value_name = "MODE", value_parser = crate::serve::parse_mode, default_value = "600")]
+    pub(super) socket_mode: u32,
 
     /// Also serve the fixture tools, resources and prompts the official MCP
     /// conformance suite (npm @modelcontextprotocol/conformance) calls in its

@@ -75,7 +75,9 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
         {
             let listener = jrpc::transport::unix::UnixListener::bind(path, Framing::Ndjson, max_frame_len)
                 .await
-                .with_context(|| format!("listening on --unix {path}"))?;
+                .with_context(|| format!("listening on --unix {path}"))?
+                .mode(serve.socket_mode)
+                .with_context(|| format!("--socket-mode {:o} on {path}", serve.socket_mode))?;
             return serve_until_stopped(server.serve(listener), listening).await;
         }
         #[cfg(not(unix))]
@@ -97,12 +99,26 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
                 options = options.allow_origin(origin);
             }
             if let Some(issuer) = &serve.oauth_issuer {
+                if addr.starts_with("unix:") && serve.oauth_resource.is_none() {
+                    anyhow::bail!(
+                        "--oauth-issuer over a Unix socket needs --oauth-resource URL: the endpoint's URL as clients name it, which tokens must name as their audience"
+                    );
+                }
                 options = options.oauth(oauth_settings(issuer, &serve)?);
             }
-            let serving = server
-                .serve_http(addr.as_str(), options)
-                .await
-                .with_context(|| format!("listening on --http {addr}"))?;
+            let serving = match addr.strip_prefix("unix:") {
+                #[cfg(unix)]
+                Some(path) => server.serve_http_on(
+                    crate::serve::bind_http_socket(path, serve.socket_mode).await?,
+                    options,
+                ),
+                #[cfg(not(unix))]
+                Some(_) => anyhow::bail!("--http {addr}: Unix sockets are not available on this platform"),
+                None => server
+                    .serve_http(addr.as_str(), options)
+                    .await
+                    .with_context(|| format!("listening on --http {addr}"))?,
+            };
             let issuer = serve.oauth_issuer.clone();
             serve_until_stopped(serving, |serving| {
                 let url = format!("{}/mcp", serving.local_addr());

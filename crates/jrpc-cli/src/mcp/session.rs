@@ -251,7 +251,7 @@ pub(super) fn not_mcp_here(e: McpClientError, url: &str) -> Failure {
     let trimmed = url.trim_end_matches('/');
     // Only HTTP serves MCP at a path of its own; a WebSocket (or TCP)
     // server is the same server on every path.
-    let http = trimmed.starts_with("http://") || trimmed.starts_with("https://");
+    let http = jrpc::transport::dial::Scheme::of(trimmed) == Some(jrpc::transport::dial::Scheme::Http);
     let hint = if !http || trimmed.ends_with("/mcp") {
         String::new()
     } else {

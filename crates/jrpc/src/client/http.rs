@@ -159,6 +159,8 @@ pub(crate) struct HttpTransport {
     port: u16,
     authority: HeaderValue,
     tls: Option<TlsConnector>,
+    /// The Unix socket to connect to, for an `http+unix://` URL.
+    socket: Option<std::path::PathBuf>,
     options: HttpOptions,
     next_id: AtomicU64,
     idle: Mutex<Vec<http1::SendRequest<Full<Bytes>>>>,
@@ -183,6 +185,31 @@ fn protocol(text: impl Into<String>) -> CallError {
 impl HttpTransport {
     pub(crate) fn new(url: &str, mut options: HttpOptions) -> std::io::Result<Self> {
         let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
+        #[cfg(unix)]
+        if let Some(socket) = crate::transport::unix::parse_url("http", url) {
+            // `http+unix://%2FPATH/rest`: HTTP/1.1 over the socket at PATH,
+            // for `localhost` (which servers guarding against DNS rebinding
+            // accept).
+            let (socket, rest) = socket?;
+            let rest = if rest.is_empty() { "/" } else { rest };
+            let uri: Uri = format!("http://localhost{rest}")
+                .parse()
+                .map_err(|e| invalid(format!("{url}: {e}")))?;
+            return Ok(Self::over(
+                uri,
+                "localhost".into(),
+                80,
+                HeaderValue::from_static("localhost"),
+                None,
+                Some(socket),
+                options,
+            ));
+        }
+        if url.starts_with("https+unix://") {
+            return Err(invalid(format!(
+                "{url}: HTTPS over a Unix socket is not supported; use http+unix://"
+            )));
+        }
         let uri: Uri = url.parse().map_err(|e| invalid(format!("{url}: {e}")))?;
         let https = match uri.scheme_str() {
             Some("http") => false,
@@ -216,19 +243,32 @@ impl HttpTransport {
         } else {
             None
         };
+        Ok(Self::over(uri, host, port, authority, tls, None, options))
+    }
+
+    fn over(
+        uri: Uri,
+        host: String,
+        port: u16,
+        authority: HeaderValue,
+        tls: Option<TlsConnector>,
+        socket: Option<std::path::PathBuf>,
+        options: HttpOptions,
+    ) -> Self {
         let turns = options.max_connections.map(tokio::sync::Semaphore::new);
-        Ok(HttpTransport {
+        HttpTransport {
             uri,
             host,
             port,
             authority,
             tls,
+            socket,
             options,
             next_id: AtomicU64::new(1),
             idle: Mutex::new(Vec::new()),
             turns,
             h2: tokio::sync::Mutex::new(None),
-        })
+        }
     }
 
     pub(crate) fn next_id(&self) -> u64 {
@@ -664,6 +704,16 @@ impl HttpTransport {
     }
 
     async fn connect(&self) -> Result<Sender, Failure> {
+        #[cfg(unix)]
+        if let Some(socket) = &self.socket {
+            let stream = tokio::net::UnixStream::connect(socket).await.map_err(|e| {
+                Failure::Connect(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", socket.display()),
+                ))
+            })?;
+            return handshake(stream, self.options.http2).await;
+        }
         let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
             .await
             .map_err(Failure::Connect)?;

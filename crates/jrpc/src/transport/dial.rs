@@ -29,8 +29,10 @@ pub enum Scheme {
     Udp,
     /// `unix:PATH` or `unix://PATH`
     Unix,
-    /// `http://…` or `https://…`: requests and responses, not a connection
-    /// (see [`HttpClient`](crate::client::HttpClient)).
+    /// `http://…`, `https://…`, or `http+unix://%2FPATH/…` (HTTP over the
+    /// Unix socket at PATH, percent-encoded as the host): requests and
+    /// responses, not a connection (see
+    /// [`HttpClient`](crate::client::HttpClient)).
     Http,
     /// `ws://…` or `wss://…`
     WebSocket,
@@ -43,13 +45,14 @@ pub enum Scheme {
 }
 
 /// Every prefix a target may start with, and the scheme it names.
-const PREFIXES: [(&str, Scheme); 11] = [
+const PREFIXES: [(&str, Scheme); 12] = [
     ("tcp://", Scheme::Tcp),
     ("udp://", Scheme::Udp),
     ("unix://", Scheme::Unix),
     ("unix:", Scheme::Unix),
     ("http://", Scheme::Http),
     ("https://", Scheme::Http),
+    ("http+unix://", Scheme::Http),
     ("ws://", Scheme::WebSocket),
     ("wss://", Scheme::WebSocket),
     ("nats://", Scheme::Nats),
@@ -59,7 +62,8 @@ const PREFIXES: [(&str, Scheme); 11] = [
 
 /// The forms of a target, for messages that say what would have been
 /// understood.
-pub const TARGET_FORMS: &str = "tcp://HOST:PORT, udp://HOST:PORT, unix:PATH, http(s)://…, ws(s)://…, \
+pub const TARGET_FORMS: &str =
+    "tcp://HOST:PORT, udp://HOST:PORT, unix:PATH, http(s)://…, http+unix://%2FPATH/…, ws(s)://…, \
      nats://HOST:PORT/SUBJECT, mqtt://HOST:PORT/TOPIC, amqp://HOST:PORT/VHOST?queue=NAME";
 
 impl Scheme {

@@ -38,6 +38,50 @@ pub(crate) fn url(scheme: &str, path: &Path) -> String {
     url
 }
 
+/// The socket path and the rest (path and query) of a `SCHEME+unix://`
+/// URL, the percent-encoded path as its host: `None` when `url` is not
+/// one, an error when its path is missing or badly escaped.
+///
+/// ```
+/// use std::path::Path;
+/// use jrpc::transport::unix::parse_url;
+///
+/// let (socket, rest) = parse_url("http", "http+unix://%2Frun%2Fapp.sock/mcp").unwrap().unwrap();
+/// assert_eq!((socket.as_path(), rest), (Path::new("/run/app.sock"), "/mcp"));
+/// assert!(parse_url("http", "http://localhost/mcp").is_none());
+/// ```
+pub fn parse_url<'u>(scheme: &str, url: &'u str) -> Option<io::Result<(PathBuf, &'u str)>> {
+    use std::os::unix::ffi::OsStringExt as _;
+    let rest = url.strip_prefix(scheme)?.strip_prefix("+unix://")?;
+    let (host, rest) = rest.find(['/', '?']).map_or((rest, ""), |at| rest.split_at(at));
+    let invalid = |why: String| io::Error::new(io::ErrorKind::InvalidInput, format!("{url}: {why}"));
+    let mut path = Vec::with_capacity(host.len());
+    let mut bytes = host.bytes();
+    while let Some(byte) = bytes.next() {
+        if byte != b'%' {
+            path.push(byte);
+            continue;
+        }
+        let hex = [bytes.next(), bytes.next()];
+        let decoded = match hex {
+            [Some(a), Some(b)] => std::str::from_utf8(&[a, b])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok()),
+            _ => None,
+        };
+        match decoded {
+            Some(byte) => path.push(byte),
+            None => return Some(Err(invalid("a bad %-escape in the socket path".into()))),
+        }
+    }
+    if path.is_empty() {
+        return Some(Err(invalid(format!(
+            "no socket path: write it percent-encoded as the host ({scheme}+unix://%2Frun%2Fapp.sock/mcp)"
+        ))));
+    }
+    Some(Ok((PathBuf::from(std::ffi::OsString::from_vec(path)), rest)))
+}
+
 /// A connection over a connected Unix socket.
 pub fn connection(stream: UnixStream, framing: Framing, max_frame_len: usize) -> Connection {
     let info = info(&stream);
@@ -89,6 +133,19 @@ impl UnixListener {
             max_frame_len,
             budget: None,
         })
+    }
+
+    /// Sets the socket file's permission bits (`0o600`: only this user may
+    /// connect; `0o660`: this user's group too).
+    pub fn mode(self, mode: u32) -> io::Result<Self> {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(mode))?;
+        Ok(self)
+    }
+
+    /// The socket file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Charges every connection's unfinished frame to `budget`, shared with
@@ -186,5 +243,32 @@ mod tests {
         use std::os::unix::ffi::OsStrExt as _;
         let latin1 = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/caf\xe9"));
         assert_eq!(url("http", latin1), "http+unix://%2Ftmp%2Fcaf%E9");
+    }
+
+    #[test]
+    fn a_socket_url_reads_back_to_its_path_and_rest() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let cases: &[(&str, &[u8], &str)] = &[
+            ("http+unix://%2Frun%2Fapp.sock/mcp", b"/run/app.sock", "/mcp"),
+            ("http+unix://%2Frun%2Fapp.sock", b"/run/app.sock", ""),
+            ("http+unix://%2Ftmp%2Fa%20b~c/x?y=1", b"/tmp/a b~c", "/x?y=1"),
+            ("http+unix://%2ftmp%2fcaf%E9/", b"/tmp/caf\xe9", "/"),
+            ("http+unix://relative.sock/rpc", b"relative.sock", "/rpc"),
+        ];
+        for (url, path, rest) in cases {
+            let (got, got_rest) = parse_url("http", url).unwrap().unwrap();
+            assert_eq!(got.as_os_str().as_bytes(), *path, "{url}");
+            assert_eq!(got_rest, *rest, "{url}");
+        }
+        // Round trip.
+        let path = Path::new("/tmp/jrpc test/é.sock");
+        let (back, _) = parse_url("http", &url("http", path)).unwrap().unwrap();
+        assert_eq!(back, path);
+        // Not one of ours, or broken.
+        assert!(parse_url("http", "http://localhost/mcp").is_none());
+        assert!(parse_url("http", "https+unix://%2Fa").is_none());
+        for bad in ["http+unix:///mcp", "http+unix://%2", "http+unix://%zz/"] {
+            assert!(parse_url("http", bad).unwrap().is_err(), "{bad}");
+        }
     }
 }
