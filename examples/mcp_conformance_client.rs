@@ -242,6 +242,17 @@ async fn scenario_steps(client: &McpClient, scenario: &str, context: &Value) -> 
                     .await?;
             }
         }
+        // The Skills extension: the listing alone fetches nothing; loading
+        // a skill fetches its SKILL.md, verified (size, digest, then the
+        // frontmatter against the entry), and only then its other files.
+        "sep-2640-client-no-prefetch" => {
+            client.list_skills().await?;
+        }
+        verify if verify.starts_with("sep-2640-client-verify-") => {
+            for entry in client.list_skills().await? {
+                client.fetch_skill(&entry).await?;
+            }
+        }
         // The authorization scenarios: a list and a call (`auth/scope-step-up`
         // needs a scope more for the call), each request authorized.
         auth if auth.starts_with("auth/") => {

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use jrpc::codec::Framing;
 use jrpc::transport::Connection;
 use jrpc_mcp::client::{McpClient, McpClientBuilder, ProtocolChoice};
 use jrpc_mcp::server::{McpContext, McpServer, NoArgs, ToolError};
@@ -16,20 +15,8 @@ use jrpc_mcp::types::{
 };
 use serde_json::json;
 
-fn pipe() -> (Connection, Connection) {
-    let (a, b) = tokio::io::duplex(1 << 20);
-    let info = |name| jrpc::router::ConnectionInfo {
-        transport: name,
-        peer_addr: None,
-        local_addr: None,
-    };
-    let (ar, aw) = tokio::io::split(a);
-    let (br, bw) = tokio::io::split(b);
-    (
-        Connection::over_io(ar, aw, Framing::Ndjson, 1 << 20, info("pipe")),
-        Connection::over_io(br, bw, Framing::Ndjson, 1 << 20, info("pipe")),
-    )
-}
+mod common;
+use common::pipe;
 
 async fn connect(server: &McpServer, builder: McpClientBuilder) -> McpClient {
     let (ours, theirs) = pipe();

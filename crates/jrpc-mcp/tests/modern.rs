@@ -569,8 +569,8 @@ async fn a_tool_runs_as_a_task_for_a_client_that_supports_them() {
     };
     let discover = wire.request("server/discover", with_tasks(json!({}))).await;
     assert_eq!(
-        discover["result"]["capabilities"]["extensions"],
-        json!({"io.modelcontextprotocol/tasks": {}})
+        discover["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
     );
     // Without the extension: in the request.
     let now = wire

@@ -25,6 +25,13 @@ pub(super) enum McpCommand {
     Request(RequestArgs),
     /// Read a resource and print its contents.
     Read(ReadArgs),
+    /// List a server's skills (the Skills extension), or get one:
+    /// `jrpc mcp skills [TARGET]`, `jrpc mcp skills [TARGET] get NAME|URI`
+    /// (prints its SKILL.md) `[--save DIR]` (writes every file to
+    /// DIR/NAME/). Every file is checked against the skill's manifest
+    /// (size, SHA-256) and the SKILL.md frontmatter against the listing;
+    /// nothing is fetched before it is asked for.
+    Skills(SkillsArgs),
     /// Get a prompt and print its messages.
     Prompt(PromptArgs),
     /// Load a server with calls of one tool and measure it, as `jrpc bench`
@@ -299,6 +306,22 @@ pub(super) struct ReadArgs {
 }
 
 #[derive(Debug, Args)]
+pub(super) struct SkillsArgs {
+    /// [TARGET] [get NAME|URI].
+    #[arg(value_name = "[TARGET] [get NAME|URI]")]
+    pub(super) words: Vec<String>,
+    /// With get: write the skill's files to DIR/NAME/ (made if missing)
+    /// instead of printing its SKILL.md.
+    #[arg(long, value_name = "DIR")]
+    pub(super) save: Option<std::path::PathBuf>,
+    /// The listing (or the entry) as JSON.
+    #[arg(long)]
+    pub(super) json: bool,
+    #[command(flatten)]
+    pub(super) client: Client,
+}
+
+#[derive(Debug, Args)]
 pub(super) struct PromptArgs {
     /// [TARGET] NAME and its arguments as k=v (values are strings).
     #[arg(value_name = "[TARGET] NAME [K=V]")]
@@ -345,6 +368,13 @@ pub(super) struct ServeArgs {
     /// --unix, in octal: 600 (the default) lets only this user connect.
     #[arg(long, value_name = "MODE", value_parser = crate::serve::parse_mode, default_value = "600")]
     pub(super) socket_mode: u32,
+
+    /// Serve the skills in DIR (the Skills extension): every folder below it
+    /// with a SKILL.md is a skill, at skill://PATH/SKILL.md (the folder's
+    /// name is the skill's name); DIR is looked at every second, and a
+    /// skill changed on disk is served changed.
+    #[arg(long, value_name = "DIR")]
+    pub(super) skills: Option<std::path::PathBuf>,
 
     /// Also serve the fixture tools, resources and prompts the official MCP
     /// conformance suite (npm @modelcontextprotocol/conformance) calls in its
@@ -423,6 +453,7 @@ impl McpArgs {
             McpCommand::Call(a) => &a.client,
             McpCommand::Request(a) => &a.client,
             McpCommand::Read(a) => &a.client,
+            McpCommand::Skills(a) => &a.client,
             McpCommand::Prompt(a) => &a.client,
             McpCommand::Watch(a) => &a.client,
             McpCommand::Bench(a) => &a.client,

@@ -12,6 +12,7 @@ mod read;
 mod request;
 mod serve;
 mod session;
+mod skills;
 mod task;
 mod watch;
 
@@ -24,6 +25,7 @@ pub async fn run(args: McpArgs) -> anyhow::Result<std::process::ExitCode> {
         McpCommand::List(list) => return Ok(list::list(list).await),
         McpCommand::Call(call) => return Ok(call::call(call).await),
         McpCommand::Read(read) => return Ok(read::read(read).await),
+        McpCommand::Skills(skills) => return Ok(skills::skills(skills).await),
         McpCommand::Request(request) => return Ok(request::request(request).await),
         McpCommand::Prompt(prompt) => return Ok(prompt::prompt(prompt).await),
         McpCommand::Watch(watch) => return Ok(watch::watch(watch).await),

@@ -42,6 +42,15 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
     } else {
         jrpc_mcp::demo::builder()
     };
+    if let Some(dir) = &serve.skills {
+        if !dir.is_dir() {
+            eprintln!("jrpc: --skills {}: not a folder", dir.display());
+            return Ok(std::process::ExitCode::from(2));
+        }
+        // A skill that breaks the rules is named in a warning, the others
+        // served.
+        builder = builder.skills_dir(dir);
+    }
     if let Some(lease) = serve.task_lease {
         let mut settings = jrpc_mcp::server::TaskSettings::default();
         settings.lease = lease.max(std::time::Duration::from_millis(300));

@@ -28,6 +28,11 @@ pub(super) fn failure(e: McpClientError) -> Failure {
             eprintln!("jrpc: {ended}");
             Failure::ErrorShown
         }
+        // Content that is not what the skill's entry promised: refused.
+        refused @ McpClientError::Skill(_) => {
+            eprintln!("jrpc: {refused}");
+            Failure::ErrorShown
+        }
         other => Failure::Transport(other.into()),
     }
 }

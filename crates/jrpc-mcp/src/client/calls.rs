@@ -305,7 +305,7 @@ impl McpClient {
     }
 
     /// Pages through a list, following cursors to the end.
-    async fn list_all<P: DeserializeOwned, T>(
+    pub(super) async fn list_all<P: DeserializeOwned, T>(
         &self,
         method: &str,
         take: impl Fn(P) -> (Vec<T>, Option<String>),

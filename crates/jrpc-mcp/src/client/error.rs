@@ -52,6 +52,10 @@ pub enum McpClientError {
         /// The server's error.
         error: Error,
     },
+    /// A skill's file is not what its entry promised (the Skills
+    /// extension): its content was not used.
+    #[error("skill verification failed: {0}")]
+    Skill(#[from] SkillVerifyError),
 }
 
 impl McpClientError {
@@ -80,4 +84,59 @@ impl From<std::io::Error> for McpClientError {
     fn from(e: std::io::Error) -> Self {
         McpClientError::Connect(e)
     }
+}
+
+/// Why a skill's file was not accepted: the content is not what the
+/// skill's entry promised (stale, corrupted or tampered with), and must not
+/// be used. Ask for the entry again (`skills/get`) to recover from a skill
+/// that changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkillVerifyError {
+    /// The file is not in the skill's manifest.
+    #[error("{uri}: not a file of the skill (its manifest does not list it)")]
+    Unlisted {
+        /// The file.
+        uri: String,
+    },
+    /// The server sent no content for the file.
+    #[error("{uri}: the server sent no content")]
+    Empty {
+        /// The file.
+        uri: String,
+    },
+    /// The file's length is not the manifest's.
+    #[error("{uri}: {got} bytes, the manifest says {expected}")]
+    Size {
+        /// The file.
+        uri: String,
+        /// The manifest's size.
+        expected: u64,
+        /// The content's.
+        got: u64,
+    },
+    /// The file's digest is not the manifest's.
+    #[error("{uri}: digest {got}, the manifest says {expected}")]
+    Digest {
+        /// The file.
+        uri: String,
+        /// The manifest's digest.
+        expected: String,
+        /// The content's.
+        got: String,
+    },
+    /// The `SKILL.md` has no frontmatter to compare.
+    #[error("{uri}: SKILL.md has no YAML frontmatter")]
+    NoFrontmatter {
+        /// The `SKILL.md`.
+        uri: String,
+    },
+    /// The `SKILL.md` frontmatter is not the entry's.
+    #[error("{uri}: the SKILL.md frontmatter differs from the entry's in {field:?}")]
+    Frontmatter {
+        /// The `SKILL.md`.
+        uri: String,
+        /// The first field that differs.
+        field: String,
+    },
 }

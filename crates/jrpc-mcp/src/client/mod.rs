@@ -58,6 +58,7 @@ mod modern_http;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 mod repeat;
+mod skills;
 #[cfg(feature = "http-client")]
 mod sse;
 mod tasks;
@@ -65,10 +66,11 @@ mod wire;
 
 use callbacks::{BoxFuture, Elicitor, Listener, Sampler};
 pub use era::ProtocolChoice;
-pub use error::McpClientError;
+pub use error::{McpClientError, SkillVerifyError};
 pub use listen::{Change, Subscription};
 #[cfg(feature = "http-client")]
 pub use modern_http::HttpStatusError;
+pub use skills::{LoadedSkill, SkillFile};
 pub use tasks::{task_result, Started};
 
 use era::ServerFacts;

@@ -51,7 +51,10 @@ pub fn conformance_server() -> McpServer {
 /// The builder of [`conformance_server`], to give it state shared by
 /// replicas before building it.
 pub fn conformance_builder() -> McpServerBuilder {
-    let builder = builder().resource_subscriptions(true).list_changed(true);
+    let builder = builder()
+        .resource_subscriptions(true)
+        .list_changed(true)
+        .skill(fixture_skill());
     modern::fixtures(builder)
         .tool("test_simple_text", "Returns simple text", |_: NoArgs, _cx| async {
             Ok::<_, ToolError>("This is a simple text response for testing.")
@@ -240,4 +243,33 @@ pub fn conformance_builder() -> McpServerBuilder {
             };
             Ok(Completion::of(known.iter().filter(|v| v.starts_with(&typed)).copied()))
         })
+}
+
+/// The skill the suite's `sep-2640-*` scenarios read (the Skills
+/// extension): a `SKILL.md` with a sub-folder of references and one of
+/// scripts, so that every check, directories included, has something to
+/// look at.
+fn fixture_skill() -> crate::server::Skill {
+    const SKILL_MD: &str = "---
+name: pdf-processing
+description: Extract, fill, and assemble PDF documents
+license: Apache-2.0
+metadata:
+  version: \"2.1.0\"
+---
+
+# PDF processing
+
+Read [the forms guide](references/FORMS.md) before filling a form; run
+`scripts/extract.py` to pull the text out of a PDF.
+";
+    crate::server::Skill::new(SKILL_MD)
+        .and_then(|s| s.file("references/FORMS.md", "# Forms\n\nFill every field; sign last.\n"))
+        .and_then(|s| {
+            s.file(
+                "scripts/extract.py",
+                "import sys\n\nprint(open(sys.argv[1], 'rb').read()[:100])\n",
+            )
+        })
+        .expect("the fixture skill is valid")
 }

@@ -16,7 +16,7 @@ use super::McpServer;
 use crate::types::{
     codes, negotiate_version, CompleteParams, DiscoverResult, InitializeParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ListenParams,
-    PaginatedParams, ReadResourceParams, ResultType, SetLevelParams, TaskParams, TaskUpdateParams,
+    PaginatedParams, ReadResourceParams, Resource, ResultType, SetLevelParams, TaskParams, TaskUpdateParams,
     SUPPORTED_PROTOCOL_VERSIONS,
 };
 
@@ -109,7 +109,7 @@ fn methods(server: &McpServer) -> Router {
             |s, p: Option<super::round_params::ToolCall>, ctx| s.call_tool(p, ctx).await
         );
     }
-    if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
+    if server.serves_resources() {
         route!(
             router,
             server,
@@ -127,6 +127,26 @@ fn methods(server: &McpServer) -> Router {
             server,
             "resources/read",
             |s, p: Option<super::round_params::ReadCall>, ctx| s.read_resource(p, ctx).await
+        );
+    }
+    if catalog.skills.is_some() {
+        route!(
+            router,
+            server,
+            "skills/list",
+            |s, p: Option<PaginatedParams>, ctx| s.list_skills(p.unwrap_or_default(), &ctx)
+        );
+        route!(
+            router,
+            server,
+            "skills/get",
+            |s, p: crate::types::GetSkillParams, ctx| s.get_skill(p, &ctx)
+        );
+        route!(
+            router,
+            server,
+            "resources/directory/read",
+            |s, p: crate::types::ReadDirectoryParams, ctx| s.read_directory(p, &ctx)
         );
     }
     if catalog.subscriptions {
@@ -280,7 +300,7 @@ impl McpServer {
     }
 
     /// One page of `items`, each as `pick` describes it.
-    fn listed<T, U>(
+    pub(crate) fn listed<T, U>(
         &self,
         p: &PaginatedParams,
         items: &[T],
@@ -311,8 +331,14 @@ impl McpServer {
         ctx: &RequestContext,
     ) -> Result<Stamped<ListResourcesResult>, Error> {
         let era = Era::of(ctx)?;
-        let (resources, next_cursor) =
-            self.listed(&p, &self.inner.resources, |entry| entry.resource.clone())?;
+        let (resources, next_cursor) = if self.inner.skills.is_some() {
+            // The server's own resources, then each skill's SKILL.md.
+            let mut all: Vec<Resource> = self.inner.resources.iter().map(|e| e.resource.clone()).collect();
+            all.extend(self.skill_resources());
+            self.listed(&p, &all, Resource::clone)?
+        } else {
+            self.listed(&p, &self.inner.resources, |entry| entry.resource.clone())?
+        };
         let result = ListResourcesResult {
             resources,
             next_cursor,

@@ -53,6 +53,7 @@ pub(crate) mod serve;
 mod session;
 mod shape;
 pub mod shared;
+mod skills;
 mod tasks;
 mod tools;
 pub mod uri_template;
@@ -87,6 +88,7 @@ use session::Session;
 pub use shared::{InMemory, SharedState};
 #[cfg(feature = "nats")]
 pub use shared::{NatsState, NatsStateBuilder};
+pub use skills::{Skill, SkillError, MAX_SKILL_BYTES, MAX_SKILL_FILES};
 pub use tasks::{TaskSettings, TaskSupport};
 use tools::ToolEntry;
 pub use tools::{NoArgs, Structured, ToolError, ToolOutput};
@@ -131,6 +133,8 @@ struct Catalog {
     shared: Arc<dyn SharedState>,
     /// Keeps the server among its replicas while it lives.
     _replicas: Option<tokio_util::sync::DropGuard>,
+    /// The skills served (the Skills extension), when there are any.
+    skills: Option<Arc<skills::set::SkillSet>>,
 }
 
 /// What the builder collects before the server exists.
@@ -142,6 +146,10 @@ struct Plan {
     /// Whether `request_state_secret` was set (it wins over the shared
     /// state's key).
     own_secret: bool,
+    /// Skills made in code.
+    skills: Vec<Skill>,
+    /// A folder of skills.
+    skills_dir: Option<std::path::PathBuf>,
 }
 
 impl McpServer {
@@ -196,11 +204,14 @@ impl McpServer {
                     listens: Arc::new(tokio::sync::Semaphore::new(0)),
                     shared: Arc::new(InMemory::new()),
                     _replicas: None,
+                    skills: None,
                 },
                 tasks: None,
                 task_support: Vec::new(),
                 max_subscriptions: Self::DEFAULT_MAX_SUBSCRIPTIONS,
                 own_secret: false,
+                skills: Vec::new(),
+                skills_dir: None,
             },
         }
     }
@@ -235,22 +246,37 @@ impl McpServer {
         let listed = Some(ListChangedCapability {
             list_changed: Some(catalog.list_changed),
         });
-        let extensions = (modern && catalog.tasks.is_some())
-            .then(|| [(TASKS_EXTENSION.to_owned(), JsonObject::new())].into());
+        let mut extensions = BTreeMap::new();
+        if modern && catalog.tasks.is_some() {
+            extensions.insert(TASKS_EXTENSION.to_owned(), JsonObject::new());
+        }
+        if catalog.skills.is_some() {
+            // Negotiated in both eras (SEP-2133): this server reads
+            // directories too.
+            let mut settings = JsonObject::new();
+            settings.insert("directoryRead".into(), true.into());
+            extensions.insert(crate::types::SKILLS_EXTENSION.to_owned(), settings);
+        }
+        let extensions = (!extensions.is_empty()).then_some(extensions);
         ServerCapabilities {
             tools: (!catalog.tools.is_empty()).then(|| listed.clone()).flatten(),
-            resources: (!catalog.resources.is_empty() || !catalog.templates.is_empty()).then_some(
-                ResourcesCapability {
-                    subscribe: Some(catalog.subscriptions),
-                    list_changed: Some(catalog.list_changed),
-                },
-            ),
+            resources: self.serves_resources().then_some(ResourcesCapability {
+                subscribe: Some(catalog.subscriptions),
+                list_changed: Some(catalog.list_changed),
+            }),
             prompts: (!catalog.prompts.is_empty()).then(|| listed.clone()).flatten(),
             logging: Some(JsonObject::new()),
             completions: catalog.completion.is_some().then(JsonObject::new),
             experimental: None,
             extensions,
         }
+    }
+
+    /// Whether the server has resources: its own, templates, or skills'
+    /// files.
+    pub(crate) fn serves_resources(&self) -> bool {
+        let catalog = &self.inner;
+        !catalog.resources.is_empty() || !catalog.templates.is_empty() || catalog.skills.is_some()
     }
 
     /// The tool `name`.
@@ -702,6 +728,37 @@ impl McpServerBuilder {
         self
     }
 
+    /// Serves `skill` (the Skills extension, `io.modelcontextprotocol/skills`):
+    /// its files as resources at `skill://<skill-path>/…`, its entry in
+    /// `skills/list` and `skills/get`, its folders through
+    /// `resources/directory/read`.
+    ///
+    /// ```
+    /// use jrpc_mcp::server::{McpServer, Skill};
+    ///
+    /// let skill = Skill::new("---\nname: git-workflow\ndescription: Our Git conventions\n---\nBranch from main.\n")?;
+    /// let server = McpServer::builder("docs", "1.0.0").skill(skill).build();
+    /// assert!(server.capabilities().extensions.unwrap().contains_key("io.modelcontextprotocol/skills"));
+    /// # Ok::<(), jrpc_mcp::server::SkillError>(())
+    /// ```
+    pub fn skill(mut self, skill: Skill) -> Self {
+        self.plan.skills.push(skill);
+        self
+    }
+
+    /// Serves the skills in folder `dir` (the Skills extension): every
+    /// folder below it holding a `SKILL.md` is a skill at its path from
+    /// `dir` (`dir/acme/refunds/SKILL.md` is `skill://acme/refunds/SKILL.md`;
+    /// the folder's name is the skill's name). The folder is looked at
+    /// every second: a skill changed on disk is served changed, and
+    /// listeners are told the list of resources changed. A skill that
+    /// breaks the rules (no frontmatter, a bad name, over 512 files or
+    /// 16 MiB) is left out with a warning naming it.
+    pub fn skills_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.plan.skills_dir = Some(dir.into());
+        self
+    }
+
     /// The server.
     pub fn build(self) -> McpServer {
         let Plan {
@@ -710,6 +767,8 @@ impl McpServerBuilder {
             task_support,
             max_subscriptions,
             own_secret,
+            skills,
+            skills_dir,
         } = self.plan;
         catalog.identity = shape::Identity::new(&catalog.info);
         catalog.logger = Arc::from(catalog.info.name.as_str());
@@ -743,6 +802,11 @@ impl McpServerBuilder {
         catalog.listens = Arc::new(tokio::sync::Semaphore::new(
             max_subscriptions.min(tokio::sync::Semaphore::MAX_PERMITS),
         ));
+        if !skills.is_empty() || skills_dir.is_some() {
+            let set = Arc::new(skills::set::SkillSet::new(skills, skills_dir));
+            set.watch(catalog.changes.clone());
+            catalog.skills = Some(set);
+        }
         for (name, support) in task_support {
             if let Some(entry) = catalog.tools.iter_mut().find(|entry| entry.tool.name == name) {
                 entry.tasks = support;

@@ -266,6 +266,9 @@ impl McpServer {
         {
             return Some((entry.read.clone(), BTreeMap::new()));
         }
+        if let Some(read) = self.skill_file(uri) {
+            return Some((read, BTreeMap::new()));
+        }
         self.inner
             .templates
             .iter()

@@ -14,6 +14,7 @@ use crate::types::{
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Meta,
     ReadResourceResult, ResultType, Task,
 };
+use crate::types::{GetSkillResult, ListSkillsResult, ReadDirectoryResult};
 
 /// A result in the shape of its era.
 pub(crate) trait Shaped {
@@ -300,7 +301,10 @@ cacheable!(
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListPromptsResult,
-    ReadResourceResult
+    ReadResourceResult,
+    ListSkillsResult,
+    GetSkillResult,
+    ReadDirectoryResult
 );
 
 /// What a tool, prompt or resource request answers: its result, the input

@@ -17,6 +17,7 @@ mod logging;
 pub(crate) mod mrtr;
 mod prompts;
 mod resources;
+mod skills;
 mod subscriptions;
 mod tasks;
 mod tool;
@@ -53,6 +54,11 @@ pub use prompts::{
 pub use resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceParams, ReadResourceResult, Resource,
     ResourceTemplate,
+};
+pub use skills::{
+    is_valid_skill_name, parse_frontmatter, skill_digest, GetSkillParams, GetSkillResult, ListSkillsResult,
+    ReadDirectoryParams, ReadDirectoryResult, SkillEntry, SkillFileDigest, SkillResources, SkillsCapability,
+    DIRECTORY_MIME_TYPE, SKILLS_EXTENSION,
 };
 pub use subscriptions::{AcknowledgedParams, ListenParams, ResourceUpdatedParams, SubscriptionFilter};
 pub use tasks::{Task, TaskParams, TaskStatus, TaskUpdateParams, TASKS_EXTENSION};

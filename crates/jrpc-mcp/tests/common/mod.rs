@@ -215,3 +215,19 @@ pub async fn post(addr: &str, session: Option<&str>, message: Value) -> Reply {
     }
     send(addr, "POST", &headers, &message.to_string()).await
 }
+
+/// Two ends of an in-memory connection (newline-delimited).
+pub fn pipe() -> (Connection, Connection) {
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let info = |name| jrpc::router::ConnectionInfo {
+        transport: name,
+        peer_addr: None,
+        local_addr: None,
+    };
+    let (ar, aw) = tokio::io::split(a);
+    let (br, bw) = tokio::io::split(b);
+    (
+        Connection::over_io(ar, aw, Framing::Ndjson, 1 << 20, info("pipe")),
+        Connection::over_io(br, bw, Framing::Ndjson, 1 << 20, info("pipe")),
+    )
+}

@@ -68,4 +68,34 @@ for scenario in tasks-lifecycle tasks-capability-negotiation tasks-wire-fields t
   echo "-- $scenario"
   run --scenario "$scenario"
 done
+# The Skills extension (SEP-2640): its scenarios belong to no requirement
+# set, and skip every check a server does not give them something to look
+# at, so a skipped check fails here. Against the conformance fixture, and
+# (when this script started the server) against a folder of skills served
+# with --skills.
+skills() {
+  for scenario in sep-2640-skills-enumeration sep-2640-skills-manifest sep-2640-skills-directory; do
+    echo "-- $scenario${1:+ ($1)}"
+    run --scenario "$scenario"
+    if grep -q "SKIPPED" "$work/out.txt"; then
+      echo "$scenario: a check was skipped:" >&2
+      grep "SKIPPED" "$work/out.txt" >&2
+      failed=1
+    fi
+  done
+}
+skills
+if [ -n "${jrpc:-}" ]; then
+  kill "$server" 2>/dev/null || true
+  "$jrpc" mcp serve --http 127.0.0.1:0 --skills crates/jrpc-mcp/tests/fixtures/skills 2>"$log" &
+  server=$!
+  url=
+  for _ in $(seq 100); do
+    url=$(sed -n 's/^jrpc: MCP (Streamable HTTP) at \(.*\)$/\1/p' "$log")
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+  [ -n "$url" ] || { echo "jrpc mcp serve --skills did not start" >&2; cat "$log" >&2; exit 1; }
+  skills "--skills crates/jrpc-mcp/tests/fixtures/skills"
+fi
 exit "$failed"

@@ -54,4 +54,21 @@ for revision in 2025-11-25 2026-07-28; do
     failed=1
   fi
 done
+# The Skills extension's client scenarios belong to no requirement set: run
+# one by one, each check passed (none skipped).
+for scenario in sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size \
+  sep-2640-client-verify-frontmatter; do
+  out="$work/out-$scenario.txt"
+  status=0
+  (cd "$work" && conformance client --command "$client" --scenario "$scenario") > "$out" 2>&1 || status=$?
+  echo "== $scenario"
+  grep -E '^Passed: ' "$out" || true
+  if grep -q "SKIPPED" "$out" || ! grep -qE '^Passed: ([0-9]+)/\1, 0 failed' "$out"; then
+    status=1
+  fi
+  if [ "$status" -ne 0 ]; then
+    tail -n 60 "$out" >&2
+    failed=1
+  fi
+done
 exit "$failed"
