@@ -14,7 +14,9 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use jrpc_mcp::client::oauth::{Authorizer, BoxFuture, ClientKey, OAuthClient, OAuthError};
+use jrpc_mcp::client::oauth::{
+    Authorizer, BoxFuture, ClientKey, EnterpriseIdp, OAuthClient, OAuthError, TokenSource,
+};
 use jrpc_mcp::client::{McpClient, McpClientError, ProtocolChoice};
 use jrpc_mcp::types::{
     CreateMessageResult, ElicitAction, ElicitParams, ElicitResult, JsonObject, OneOrMany, Role, Root,
@@ -84,6 +86,23 @@ fn oauth(scenario: &str, context: &Value) -> Result<OAuthClient, McpClientError>
     }
     if scenario.starts_with("auth/client-credentials") {
         oauth = oauth.client_credentials();
+    }
+    // Workload identity: the platform's token, traded by the JWT-bearer
+    // grant.
+    if let Some(jwt) = context["valid_jwt"].as_str() {
+        oauth = oauth.jwt_bearer(TokenSource::Value(jwt.to_owned()));
+    }
+    // Enterprise-managed: the user's ID token from the identity provider,
+    // traded there for an identity assertion grant, that for a token.
+    if let (Some(endpoint), Some(id_token)) = (
+        context["idp_token_endpoint"].as_str(),
+        context["idp_id_token"].as_str(),
+    ) {
+        let mut idp = EnterpriseIdp::new(endpoint, TokenSource::Value(id_token.to_owned()));
+        if let Some(id) = context["idp_client_id"].as_str() {
+            idp = idp.client_id(id);
+        }
+        oauth = oauth.enterprise(idp);
     }
     Ok(oauth.build())
 }

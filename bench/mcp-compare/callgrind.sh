@@ -11,6 +11,8 @@
 # Needs valgrind, and release builds of this bench and of the CLI:
 #   cargo build --release -p jrpc-cli
 #   cargo build --release --manifest-path bench/mcp-compare/Cargo.toml
+# SERVER=PATH and JRPC=PATH take other builds (of another commit, say) to
+# compare two back to back.
 # The count includes the server's start-up and shutdown (under 1 % at
 # 4000 calls). The load is `jrpc bench`, 4 connections with one call in
 # flight each (a session's calls share one connection: ids are unique only
@@ -20,8 +22,8 @@ set -euo pipefail
 mode=${1:?usage: callgrind.sh http-2026|http-json|http-jsonrpc [CALLS]}
 calls=${2:-4000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-server="$root/bench/mcp-compare/target/release/jrpc-mcp-compare"
-jrpc="$root/target/release/jrpc"
+server="${SERVER:-$root/bench/mcp-compare/target/release/jrpc-mcp-compare}"
+jrpc="${JRPC:-$root/target/release/jrpc}"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -99,6 +99,39 @@ pub(super) struct OAuthArgs {
         hide_env_values = true
     )]
     pub(super) oauth_client_secret: Option<String>,
+
+    /// Workload identity: for a program with no user (a service, a CI job)
+    /// whose platform hands it a signed identity token, at SOURCE (a file,
+    /// read at each use since platforms rotate them, or env:NAME). The token
+    /// is traded by the JWT-bearer grant (RFC 7523) as --oauth-client-id;
+    /// no browser, no secret. For a user instead, log in (jrpc mcp login),
+    /// or use --oauth-idp when the enterprise's identity provider signs
+    /// users in.
+    #[arg(
+        long,
+        value_name = "SOURCE",
+        requires = "oauth_client_id",
+        conflicts_with = "oauth_idp"
+    )]
+    pub(super) oauth_workload_token: Option<String>,
+
+    /// Enterprise-managed authorization: the user signed in to the
+    /// enterprise's identity provider, whose token endpoint is URL; their
+    /// ID token (--oauth-id-token) is traded there for an identity
+    /// assertion grant for the MCP server's authorization server, then that
+    /// for an access token as --oauth-client-id (with its secret). No
+    /// browser: the enterprise's policy decides.
+    #[arg(long, value_name = "URL", requires_all = ["oauth_client_id", "oauth_id_token"])]
+    pub(super) oauth_idp: Option<String>,
+
+    /// With --oauth-idp: where the user's ID token is (a file, or env:NAME).
+    #[arg(long, value_name = "SOURCE", requires = "oauth_idp")]
+    pub(super) oauth_id_token: Option<String>,
+
+    /// With --oauth-idp: the client id this client has at the identity
+    /// provider.
+    #[arg(long, value_name = "ID", requires = "oauth_idp")]
+    pub(super) oauth_idp_client_id: Option<String>,
 }
 
 /// Which server: an `http(s)://…/mcp` URL (or `tcp://`, `unix:`, `ws://`)

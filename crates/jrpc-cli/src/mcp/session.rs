@@ -5,7 +5,9 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use jrpc_mcp::client::oauth::{FileStore, LoopbackAuthorizer, MemoryStore, OAuthClient, OAuthError};
+use jrpc_mcp::client::oauth::{
+    EnterpriseIdp, FileStore, LoopbackAuthorizer, MemoryStore, OAuthClient, OAuthError, TokenSource,
+};
 use jrpc_mcp::client::{McpClient, McpClientError};
 use jrpc_mcp::types::{ContentBlock, ResourceContents};
 
@@ -72,6 +74,16 @@ pub(super) fn oauth_client_with(args: &OAuthArgs, interactive: bool, scope: Opti
     }
     if let Some(secret) = &args.oauth_client_secret {
         oauth = oauth.client_secret(secret);
+    }
+    if let Some(source) = &args.oauth_workload_token {
+        oauth = oauth.jwt_bearer(TokenSource::parse(source));
+    }
+    if let (Some(endpoint), Some(id_token)) = (&args.oauth_idp, &args.oauth_id_token) {
+        let mut idp = EnterpriseIdp::new(endpoint, TokenSource::parse(id_token));
+        if let Some(id) = &args.oauth_idp_client_id {
+            idp = idp.client_id(id);
+        }
+        oauth = oauth.enterprise(idp);
     }
     if interactive {
         oauth = oauth.authorizer(LoopbackAuthorizer::new().on_url(show_login_url));

@@ -70,8 +70,8 @@ impl Endpoint {
         body: Bytes,
     ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
         #[cfg(feature = "oauth")]
-        if let Some(token) = self.oauth.as_ref().and_then(|s| s.bearer()) {
-            headers.insert(http::header::AUTHORIZATION, bearer_header(&token)?);
+        if let Some(session) = &self.oauth {
+            authorize(session, &method, &mut headers)?;
         }
         self.http.send_streaming(method, headers, body).await
     }
@@ -91,23 +91,30 @@ impl Endpoint {
         use super::oauth::Renewed;
         let fail = |e: super::oauth::OAuthError| CallError::Transport(Arc::new(e));
         // A 401 may be answered by a refresh, then (if the refreshed token
-        // is refused too) by one login; a 403 by `max_step_ups` step-ups.
-        let (mut refreshed, mut authorized, mut step_ups) = (false, false, 0);
+        // is refused too) by one login; a 403 by `max_step_ups` step-ups;
+        // a 401 asking for a DPoP nonce by sending again with it, twice at
+        // most.
+        let (mut refreshed, mut authorized, mut step_ups, mut nonces) = (false, false, 0, 0);
         // Renewals elsewhere (another request's, another process's) are
         // waited for a few times, not forever.
         let mut rounds = 0;
         loop {
             rounds += 1;
+            // Each attempt carries its own proof (DPoP): built here.
             let mut request_headers = headers.clone();
             let sent = session.bearer();
-            if let Some(token) = &sent {
-                request_headers.insert(http::header::AUTHORIZATION, bearer_header(token)?);
-            }
+            authorize(session, &method, &mut request_headers)?;
             let response = self
                 .http
                 .send_streaming(method.clone(), request_headers, body.clone())
                 .await?;
             let status = response.status();
+            if session.dpop_nonce(status, response.headers()) && nonces < 2 && rounds <= 8 {
+                nonces += 1;
+                let (_, refused) = response.into_parts();
+                let _ = http_body_util::Limited::new(refused, 64 * 1024).collect().await;
+                continue;
+            }
             let again = match status {
                 _ if rounds > 8 => false,
                 StatusCode::UNAUTHORIZED => !authorized,
@@ -147,13 +154,24 @@ impl Endpoint {
     }
 }
 
-/// `Bearer TOKEN`, marked sensitive (kept out of logs and HTTP/2 tables).
+/// Puts the token held (and its DPoP proof, for a bound one) on a
+/// request; nothing while none is held.
 #[cfg(feature = "oauth")]
-fn bearer_header(token: &str) -> Result<http::HeaderValue, CallError> {
-    let mut value = http::HeaderValue::from_str(&format!("Bearer {token}"))
-        .map_err(|_| CallError::Encode("the access token is not a valid header value".into()))?;
-    value.set_sensitive(true);
-    Ok(value)
+fn authorize(
+    session: &super::oauth::Session,
+    method: &Method,
+    headers: &mut HeaderMap,
+) -> Result<(), CallError> {
+    let authorization = session
+        .authorization(method)
+        .map_err(|e| CallError::Transport(Arc::new(e)))?;
+    if let Some(authorization) = authorization {
+        headers.insert(http::header::AUTHORIZATION, authorization.authorization);
+        if let Some(proof) = authorization.proof {
+            headers.insert(http::HeaderName::from_static("dpop"), proof);
+        }
+    }
+    Ok(())
 }
 
 /// Whether a `403` is the server asking for more scopes.

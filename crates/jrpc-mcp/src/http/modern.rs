@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
-use jrpc::dispatch::{response_frame, serve_call, Said, ServedCall};
+use jrpc::dispatch::{call_outlet, response_frame, serve_call_with, Said, ServedCall};
 use jrpc::message::codes::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 use jrpc::message::{parse_frame, parse_request_as, Frame, Incoming, Limits, RawValue};
 use jrpc::middleware::{Call, RawResult};
@@ -297,12 +297,14 @@ impl StreamableHttp {
             Err(error) => return Start::Answered(reply(&id, Err(error))),
         };
         let listen = method == "subscriptions/listen";
+        let (sender, messages) = call_outlet();
         // Params read already go to the handler as they are, not again as
         // text.
         let (mut modern, params) = match reading {
             Reading::Already(read, envelope) => (Modern::with_params(envelope, read), None),
             Reading::Named(_, envelope, params) => (Modern::new(envelope), params.map(RawValue::to_owned)),
         };
+        modern.stream = Some(sender);
         modern.closing = Some(cx.shutdown().clone());
         // The connection's facts are the HTTP server's, made once for all
         // its requests; the headers are this request's own.
@@ -320,7 +322,7 @@ impl StreamableHttp {
             return Start::Answered(reply(&id, Err(refusal)));
         }
         Start::Started(Started {
-            served: serve_call(&self.table, call),
+            served: serve_call_with(&self.table, call, messages),
             listen,
         })
     }

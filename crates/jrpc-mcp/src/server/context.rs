@@ -102,10 +102,6 @@ struct Inner {
     control: Arc<Control>,
     /// Set when the transport routes a legacy request's messages apart.
     outbound: Option<Arc<dyn RequestOutbound>>,
-    /// Where a modern request's own messages go when its transport carries
-    /// them with the reply (Streamable HTTP); on a connection (stdio) they
-    /// go to the peer.
-    stream: Option<jrpc::dispatch::CallOutlet>,
     peer: Option<Peer>,
     request_id: Option<Id>,
     progress_token: Option<ProgressToken>,
@@ -137,7 +133,6 @@ impl McpContext {
         McpContext {
             inner: Arc::new(Inner {
                 outbound: ctx.get::<Arc<dyn RequestOutbound>>().cloned(),
-                stream: ctx.get::<jrpc::dispatch::CallOutlet>().cloned(),
                 peer: ctx.peer(),
                 request_id: ctx.id().cloned(),
                 era: parts.era,
@@ -302,7 +297,8 @@ impl McpContext {
             // A task has no request to speak on.
             return;
         }
-        if let Some(stream) = &self.inner.stream {
+        let stream = self.modern().and_then(|m| m.stream.as_ref());
+        if let Some(stream) = stream {
             let Ok(frame) = jrpc::message::Notification::new(method, params) else {
                 return;
             };

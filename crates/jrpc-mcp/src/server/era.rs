@@ -23,12 +23,16 @@ use crate::types::{
     codes, is_modern, meta_keys, RequestEnvelope, UnsupportedVersionData, MODERN_PROTOCOL_VERSIONS,
 };
 
-/// A modern request's facts: its envelope, and what its transport says of
-/// it. Kept in the call's extensions.
+/// A modern request's facts: its envelope and, over HTTP, the outlet its
+/// notifications go to. Kept in the call's extensions.
 pub(crate) struct Modern {
     pub(crate) envelope: RequestEnvelope,
     /// The revision, one of [`MODERN_PROTOCOL_VERSIONS`].
     pub(crate) version: &'static str,
+    /// Where the request's own notifications go when its transport carries
+    /// them with the reply (Streamable HTTP); on a connection (stdio) they
+    /// go to the peer.
+    pub(crate) stream: Option<jrpc::dispatch::CallOutlet>,
     /// Cancelled when the server shuts down: long-lived requests
     /// (`subscriptions/listen`) end gracefully then.
     pub(crate) closing: Option<CancellationToken>,
@@ -49,6 +53,7 @@ impl Modern {
         Modern {
             envelope,
             version,
+            stream: None,
             closing: None,
             read: Mutex::new(None),
         }

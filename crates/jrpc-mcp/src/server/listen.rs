@@ -123,7 +123,7 @@ impl McpServer {
         // Listen before acknowledging, so that no change after it is missed.
         let mut changes = self.inner.changes.subscribe();
         let sink = Sink {
-            stream: ctx.get::<CallOutlet>().cloned(),
+            stream: modern.stream.clone(),
             peer: ctx.peer(),
             subscription: subscription.clone(),
         };

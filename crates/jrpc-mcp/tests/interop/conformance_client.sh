@@ -2,12 +2,10 @@
 # The official MCP conformance suite's client scenarios against
 # examples/mcp_conformance_client.rs (McpClient alone): the 2025-11-25 and
 # the 2026-07-28 requirement sets, every scenario, the authorization ones
-# (`auth/`) included with the client credentials extension
-# (`auth/client-credentials-basic`, `auth/client-credentials-jwt`). The other
-# authorization extensions the sets run (enterprise-managed authorization,
-# DPoP, workload identity federation) are not implemented: given to the
-# suite as expected failures. Fails when any other scenario fails, scored or
-# not.
+# (`auth/`) included with every authorization extension the sets run (client
+# credentials, DPoP, workload identity federation, enterprise-managed
+# authorization), and the Skills extension's client scenarios. Nothing is
+# expected to fail: fails when any scenario fails, scored or not.
 #
 #   bash crates/jrpc-mcp/tests/interop/conformance_client.sh PATH/TO/mcp_conformance_client
 #
@@ -23,28 +21,21 @@ conformance() { node "$dir/node_modules/.bin/conformance" "$@"; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
-unimplemented="auth/enterprise-managed-authorization auth/dpop auth/dpop-nonce auth/wif-jwt-bearer"
 for revision in 2025-11-25 2026-07-28; do
-  # The extensions jrpc does not implement: failures the suite expects.
-  {
-    echo "client:"
-    for scenario in $unimplemented; do echo "  - $scenario"; done
-  } > "$work/expected-$revision.yml"
   out="$work/out-$revision.txt"
   status=0
-  (cd "$work" && conformance client --command "$client" --requirements "$revision" \
-    --expected-failures "$work/expected-$revision.yml") > "$out" 2>&1 || status=$?
-  echo "== client scenarios, requirements $revision (not implemented: $unimplemented)"
+  (cd "$work" && conformance client --command "$client" --requirements "$revision") > "$out" 2>&1 || status=$?
+  echo "== client scenarios, requirements $revision"
   sed -n '/=== SUITE SUMMARY ===/,/^Total/p' "$out" || true
-  # Every other scenario must pass, scored or not.
-  pattern=$(echo "$unimplemented" | sed 's/ /|/g')
-  if sed -n '/=== SUITE SUMMARY ===/,$p' "$out" | grep '✗' | grep -Evq "($pattern)( |:|$)"; then
+  # Every scenario must pass, scored or not: nothing is expected to fail.
+  if sed -n '/=== SUITE SUMMARY ===/,$p' "$out" | grep -q '✗'; then
     status=1
   fi
-  # The authorization scenarios must have run: 14 (2025-11-25) or 25
-  # (2026-07-28), and the two client credentials ones.
+  # The authorization scenarios must have run: 20 (2025-11-25) or 31
+  # (2026-07-28), the extensions' (client credentials, DPoP, workload
+  # identity, enterprise-managed) included.
   ran=$(sed -n '/=== SUITE SUMMARY ===/,/^Total/p' "$out" | grep -c '^✓ auth/' || true)
-  want=$([ "$revision" = 2025-11-25 ] && echo 16 || echo 27)
+  want=$([ "$revision" = 2025-11-25 ] && echo 20 || echo 31)
   if [ "$ran" -ne "$want" ]; then
     echo "expected $want authorization scenarios to pass, $ran did" >&2
     status=1

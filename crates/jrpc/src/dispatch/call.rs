@@ -8,9 +8,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 
-#[cfg(doc)]
-use super::outlet::CallOutlet;
-use super::outlet::{outlet, CallMessages};
+use super::outlet::{outlet, CallMessages, CallOutlet};
 use crate::message::{self, Error, Id, Version};
 use crate::middleware::{Call, CallFuture, RawResult};
 use crate::router::Router;
@@ -37,8 +35,22 @@ use crate::router::Router;
 /// # });
 /// ```
 pub fn serve_call(router: &Router, mut call: Call) -> ServedCall {
-    let (sender, messages) = outlet();
+    let (sender, messages) = call_outlet();
     call.extensions_mut().insert(sender);
+    serve_call_with(router, call, messages)
+}
+
+/// A call's outlet: where its handler sends messages, and what
+/// [`serve_call_with`] reads them from. For a protocol that hands the
+/// sending side to its handlers in state of its own, rather than through
+/// the call's extensions.
+pub fn call_outlet() -> (CallOutlet, CallMessages) {
+    outlet()
+}
+
+/// [`serve_call`], the messages read from `messages` (the reading side of
+/// a [`call_outlet`] whose sending side the protocol gave its handler).
+pub fn serve_call_with(router: &Router, call: Call, messages: CallMessages) -> ServedCall {
     let id = call.id().cloned().unwrap_or(Id::NULL);
     ServedCall {
         id,
@@ -144,7 +156,11 @@ impl ServedCall {
 /// `outcome`, as the engine writes it (an error for an unreadable request
 /// carries id `null`).
 pub fn response_frame(id: &Id, outcome: &Result<RawResult, Error>) -> Bytes {
-    let mut out = Vec::with_capacity(64);
+    // Room for the envelope around a result: written without growing.
+    let room = outcome
+        .as_ref()
+        .map_or(128, |result| result.as_bytes().len() + 48);
+    let mut out = Vec::with_capacity(room);
     match outcome {
         Ok(result) => {
             message::result_prefix(&mut out, Version::V2);
@@ -159,7 +175,6 @@ pub fn response_frame(id: &Id, outcome: &Result<RawResult, Error>) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::CallOutlet;
     use crate::RequestContext;
     use std::time::Duration;
 

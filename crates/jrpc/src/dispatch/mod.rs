@@ -41,11 +41,11 @@ mod ordering;
 pub(crate) mod outbox;
 
 #[cfg(feature = "runtime")]
-pub use call::{response_frame, serve_call, Said, ServedCall};
+pub use call::{call_outlet, response_frame, serve_call, serve_call_with, Said, ServedCall};
 #[cfg(feature = "runtime")]
 pub use cancel::CancelProtocol;
 #[cfg(feature = "runtime")]
 pub(crate) use cancel::Cancellation;
 pub use one_shot::{one_shot, FrameKind, Outcome, Refusal};
 #[cfg(feature = "runtime")]
-pub use outlet::{CallOutlet, Closed};
+pub use outlet::{CallMessages, CallOutlet, Closed};

@@ -102,10 +102,17 @@ impl CallOutlet {
     }
 }
 
-/// What carries the messages reads: in the order they were sent. Dropping
-/// it closes the outlet.
-pub(crate) struct CallMessages {
+/// What carries a call's messages reads them from: in the order they were
+/// sent. Dropping it closes the outlet. Read through the
+/// [`ServedCall`](super::ServedCall) it is given to.
+pub struct CallMessages {
     shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for CallMessages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallMessages").finish_non_exhaustive()
+    }
 }
 
 impl CallMessages {

@@ -76,21 +76,24 @@ fn parse_bearer(value: &str) -> Option<Challenge> {
             let (param, next) = read_value(value_part);
             if in_bearer {
                 let challenge = found.get_or_insert_with(Challenge::default);
-                match token.to_ascii_lowercase().as_str() {
-                    "error" => challenge.error = Some(param),
-                    "scope" => challenge.scope = Some(param),
-                    "resource_metadata" => challenge.resource_metadata = Some(param),
-                    _ => {}
+                // Bearer and DPoP challenges together say one thing: the
+                // first value of each parameter is kept.
+                let slot = match token.to_ascii_lowercase().as_str() {
+                    "error" => Some(&mut challenge.error),
+                    "scope" => Some(&mut challenge.scope),
+                    "resource_metadata" => Some(&mut challenge.resource_metadata),
+                    _ => None,
+                };
+                if let Some(slot) = slot {
+                    slot.get_or_insert(param);
                 }
             }
             rest = next;
         } else {
-            // A scheme name starts a new challenge.
-            if found.is_some() && in_bearer {
-                return found;
-            }
-            in_bearer = token.eq_ignore_ascii_case("bearer");
-            if in_bearer {
+            // A scheme name starts a new challenge; a DPoP one carries the
+            // same parameters as a Bearer one (RFC 9449 §7.1).
+            in_bearer = token.eq_ignore_ascii_case("bearer") || token.eq_ignore_ascii_case("dpop");
+            if in_bearer && found.is_none() {
                 found = Some(Challenge::default());
             }
             rest = after;
@@ -153,6 +156,14 @@ mod tests {
                 Some(("invalid_token", "a", "")),
             ),
             (r#"DPoP algs="ES256", Bearer scope="b""#, Some(("", "b", ""))),
+            (
+                r#"DPoP error="use_dpop_nonce", resource_metadata="https://m/x""#,
+                Some(("use_dpop_nonce", "", "https://m/x")),
+            ),
+            (
+                r#"Bearer scope="a", DPoP scope="b", error="invalid_token""#,
+                Some(("invalid_token", "a", "")),
+            ),
             (r#"Bearer scope="c", Basic realm="x""#, Some(("", "c", ""))),
             (r#"Basic realm="x""#, None),
             ("Negotiate abc==", None),

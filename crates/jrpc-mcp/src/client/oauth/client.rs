@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use super::authorizer::Authorizer;
 use super::config::{Config, Grant};
+use super::enterprise::EnterpriseIdp;
 use super::error::OAuthError;
 use super::key::ClientKey;
 use super::session::Session;
 use super::store::{store_key, Credentials, MemoryStore, TokenStore};
+use super::token_source::TokenSource;
 
 /// How a client logs in to OAuth-protected MCP servers: who it is, how
 /// it reaches the user, where it keeps tokens. Cheap to clone; give it to
@@ -47,6 +49,8 @@ impl OAuthClient {
                 key: None,
                 scope: None,
                 grant: Grant::AuthorizationCode,
+                workload: None,
+                enterprise: None,
                 authorizer: None,
                 store: Arc::new(MemoryStore::new()),
                 max_step_ups: 2,
@@ -155,6 +159,38 @@ impl OAuthClientBuilder {
     /// no user, no browser.
     pub fn client_credentials(mut self) -> Self {
         self.config.grant = Grant::ClientCredentials;
+        self
+    }
+
+    /// A workload acting for itself with the identity token its platform
+    /// gave it (workload identity federation): tokens by the JWT-bearer
+    /// grant (RFC 7523), the identity token as the assertion; no user, no
+    /// browser, no secret. A refusal (`invalid_grant`, `invalid_scope`,
+    /// `unauthorized_client`) is reported, not tried again.
+    ///
+    /// ```
+    /// use jrpc_mcp::client::oauth::{OAuthClient, TokenSource};
+    ///
+    /// let oauth = OAuthClient::builder()
+    ///     .client_id("my-workload")
+    ///     .jwt_bearer(TokenSource::File("/var/run/secrets/tokens/mcp".into()))
+    ///     .build();
+    /// ```
+    pub fn jwt_bearer(mut self, token: TokenSource) -> Self {
+        self.config.grant = Grant::JwtBearer;
+        self.config.workload = Some(token);
+        self
+    }
+
+    /// Enterprise-managed authorization (SEP-990): the user signed in to
+    /// the enterprise's identity provider, whose ID token is traded there
+    /// for an identity assertion grant for the MCP server's authorization
+    /// server (token exchange, RFC 8693), then that for an access token
+    /// (the JWT-bearer grant, as [`client_id`](Self::client_id) with its
+    /// secret or key). No browser: the enterprise's policy decides.
+    pub fn enterprise(mut self, idp: EnterpriseIdp) -> Self {
+        self.config.grant = Grant::Enterprise;
+        self.config.enterprise = Some(idp);
         self
     }
 

@@ -14,6 +14,11 @@ pub(crate) enum Grant {
     AuthorizationCode,
     /// For itself, with its own credentials (RFC 6749 §4.4).
     ClientCredentials,
+    /// For itself, with its platform's identity token (RFC 7523).
+    JwtBearer,
+    /// For a user signed in to the enterprise's identity provider: its ID
+    /// token traded for an identity assertion grant, that for a token.
+    Enterprise,
 }
 
 /// The settings of a client.
@@ -28,6 +33,10 @@ pub(crate) struct Config {
     pub(crate) key: Option<ClientKey>,
     pub(crate) scope: Option<String>,
     pub(crate) grant: Grant,
+    /// The identity token of the JWT-bearer grant.
+    pub(crate) workload: Option<super::token_source::TokenSource>,
+    /// The identity provider of enterprise-managed authorization.
+    pub(crate) enterprise: Option<super::enterprise::EnterpriseIdp>,
     pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) store: Arc<dyn TokenStore>,
     pub(crate) max_step_ups: u32,

@@ -32,6 +32,9 @@ pub(crate) struct ServerMetadata {
     pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
     pub(crate) client_id_metadata_document_supported: bool,
     pub(crate) iss_parameter_supported: bool,
+    /// The algorithms DPoP proofs may be signed with: the server binds
+    /// tokens to keys (RFC 9449 §5.1).
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// The protected resource metadata of the MCP server at `server`: at
@@ -202,6 +205,7 @@ fn read_server_metadata(document: &Map<String, Value>) -> Result<ServerMetadata,
             .get("authorization_response_iss_parameter_supported")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        dpop_signing_alg_values_supported: strings(document.get("dpop_signing_alg_values_supported")),
     })
 }
 

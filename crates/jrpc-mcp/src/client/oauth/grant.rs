@@ -10,6 +10,7 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
 use super::discovery::ServerMetadata;
+use super::dpop::{self, DpopKey, NonceFrom};
 use super::error::{printable, OAuthError};
 use super::key::ClientKey;
 use super::store::{now_secs, RegisteredClient, Tokens};
@@ -22,6 +23,9 @@ pub(crate) struct ClientAuth<'a> {
     /// What the registration said, or what the user asked.
     pub(crate) method: Option<&'a str>,
     pub(crate) key: Option<&'a ClientKey>,
+    /// The key the tokens are to be bound to (DPoP), when the server binds
+    /// them.
+    pub(crate) dpop: Option<&'a DpopKey>,
 }
 
 impl ClientAuth<'_> {
@@ -63,16 +67,10 @@ impl ClientAuth<'_> {
     ) -> Result<(), OAuthError> {
         match self.method(server) {
             "client_secret_basic" => {
-                // RFC 6749 §2.3.1: each form-encoded before they are joined.
-                let encode = |v: &str| url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>();
-                let pair = format!(
-                    "{}:{}",
-                    encode(self.client_id),
-                    encode(self.secret.unwrap_or_default())
+                headers.insert(
+                    header::AUTHORIZATION,
+                    basic(self.client_id, self.secret.unwrap_or_default())?,
                 );
-                let value = HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(pair)))
-                    .map_err(|e| OAuthError::Http(e.to_string()))?;
-                headers.insert(header::AUTHORIZATION, value);
             }
             "client_secret_post" => {
                 form.push(("client_id", self.client_id.to_owned()));
@@ -93,6 +91,17 @@ impl ClientAuth<'_> {
     }
 }
 
+/// `Basic` client authentication (RFC 6749 §2.3.1: id and secret each
+/// form-encoded before they are joined).
+pub(crate) fn basic(client_id: &str, secret: &str) -> Result<HeaderValue, OAuthError> {
+    let encode = |v: &str| url::form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>();
+    let pair = format!("{}:{}", encode(client_id), encode(secret));
+    let mut value = HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(pair)))
+        .map_err(|e| OAuthError::Http(e.to_string()))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
 /// A token request of `grant` with `params`, authenticated as `client`.
 pub(crate) async fn request(
     server: &ServerMetadata,
@@ -103,29 +112,62 @@ pub(crate) async fn request(
     let mut headers = HeaderMap::new();
     client.apply(server, &mut form, &mut headers)?;
     let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let answer = fetch::post_form(&server.token_endpoint, headers, &pairs).await?;
+    // With DPoP: a fresh proof on each attempt, and one more attempt when
+    // the server asks for a nonce (RFC 9449 §8).
+    let mut attempts = 0;
+    let answer = loop {
+        attempts += 1;
+        let mut headers = headers.clone();
+        if let Some(key) = client.dpop {
+            let proof = key.proof(
+                "POST",
+                &server.token_endpoint,
+                None,
+                NonceFrom::AuthorizationServer,
+            )?;
+            let value = HeaderValue::from_str(&proof)
+                .map_err(|_| OAuthError::Key("a DPoP proof is not a header value".into()))?;
+            headers.insert("dpop", value);
+        }
+        let answer = fetch::post_form(&server.token_endpoint, headers, &pairs).await?;
+        let Some(key) = client.dpop else { break answer };
+        let fresh_nonce = key.take_nonce(NonceFrom::AuthorizationServer, &answer.headers);
+        let wants_nonce = answer.status == StatusCode::BAD_REQUEST
+            && answer
+                .json()
+                .and_then(|b| b.get("error").and_then(Value::as_str).map(str::to_owned))
+                .as_deref()
+                == Some(dpop::USE_NONCE);
+        if !(wants_nonce && fresh_nonce && attempts < 2) {
+            break answer;
+        }
+    };
     let body = answer.json();
     if answer.status != StatusCode::OK {
         return Err(refusal(answer.status, body.as_ref(), "token endpoint"));
     }
     let body =
         body.ok_or_else(|| OAuthError::Http("the token endpoint answered with no JSON object".into()))?;
-    read_tokens(&body, asked_scope)
+    read_tokens(&body, asked_scope, client.dpop.is_some())
 }
 
 /// The tokens of a successful token response (RFC 6749 §5.1).
 fn read_tokens(
     body: &serde_json::Map<String, Value>,
     asked_scope: Option<&str>,
+    proved: bool,
 ) -> Result<Tokens, OAuthError> {
     let text = |name: &str| body.get(name).and_then(Value::as_str).map(str::to_owned);
     let access_token = text("access_token")
         .filter(|t| !t.is_empty())
         .ok_or_else(|| OAuthError::Http("the token response has no access_token".into()))?;
     let kind = text("token_type").unwrap_or_default();
-    if !kind.eq_ignore_ascii_case("bearer") {
+    // A DPoP-bound token only when a proof was sent for it (RFC 9449 §5).
+    let bound = proved && kind.eq_ignore_ascii_case("dpop");
+    if !kind.eq_ignore_ascii_case("bearer") && !bound {
         return Err(OAuthError::Refused(format!(
-            "the token response's token_type is {kind:?}, not Bearer"
+            "the token response's token_type is {kind:?}, not Bearer{}",
+            if proved { " or DPoP" } else { "" }
         )));
     }
     let expires_at = body
@@ -138,6 +180,7 @@ fn read_tokens(
         expires_at,
         // RFC 6749 §5.1: no `scope` means the scope asked for.
         scope: text("scope").or_else(|| asked_scope.map(str::to_owned)),
+        token_type: bound.then(|| "DPoP".to_owned()),
     })
 }
 
@@ -250,6 +293,7 @@ mod tests {
             secret,
             method,
             key: None,
+            dpop: None,
         };
         type Case<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a [&'a str]>, &'a str);
         let cases: &[Case] = &[
@@ -283,6 +327,7 @@ mod tests {
             secret: Some("p:w/é"),
             method: None,
             key: None,
+            dpop: None,
         };
         let (mut form, mut headers) = (Vec::new(), HeaderMap::new());
         auth.apply(&server(None), &mut form, &mut headers).unwrap();
@@ -294,7 +339,7 @@ mod tests {
 
     #[test]
     fn token_responses_are_read_strictly() {
-        let read = |v: Value| read_tokens(v.as_object().unwrap(), Some("a b"));
+        let read = |v: Value| read_tokens(v.as_object().unwrap(), Some("a b"), false);
         let tokens = read(
             json!({"access_token": "t", "token_type": "bearer", "expires_in": 60, "refresh_token": "r"}),
         )
@@ -303,7 +348,24 @@ mod tests {
         assert_eq!(tokens.refresh_token.as_deref(), Some("r"));
         assert_eq!(tokens.scope.as_deref(), Some("a b"));
         assert!(tokens.expires_at.unwrap() >= now_secs() + 59);
+        // A DPoP-bound token only for a request that sent a proof.
         assert!(read(json!({"access_token": "t", "token_type": "DPoP"})).is_err());
+        let proved = read_tokens(
+            json!({"access_token": "t", "token_type": "DPoP"})
+                .as_object()
+                .unwrap(),
+            None,
+            true,
+        );
+        assert_eq!(proved.unwrap().token_type.as_deref(), Some("DPoP"));
+        let bearer = read_tokens(
+            json!({"access_token": "t", "token_type": "Bearer"})
+                .as_object()
+                .unwrap(),
+            None,
+            true,
+        );
+        assert_eq!(bearer.unwrap().token_type, None);
         assert!(read(json!({"token_type": "Bearer"})).is_err());
         assert!(read(json!({"access_token": "", "token_type": "Bearer"})).is_err());
     }

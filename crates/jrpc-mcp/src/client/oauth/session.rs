@@ -11,6 +11,7 @@ use url::Url;
 use super::challenge::{split_scopes, Challenge};
 use super::config::{Config, Grant};
 use super::discovery::{self, ServerMetadata};
+use super::dpop::{self, DpopKey, NonceFrom};
 use super::error::{printable, OAuthError};
 use super::grant::{self, ClientAuth};
 use super::store::{Credentials, RegisteredClient, Tokens};
@@ -29,6 +30,9 @@ pub(crate) struct Session {
     renewing: tokio::sync::Mutex<Renewal>,
     /// How many renewals have finished, read before waiting for the lock.
     finished: std::sync::atomic::AtomicU64,
+    /// The key tokens are bound to, when the authorization server binds
+    /// them (DPoP): kept with the credentials.
+    dpop: Mutex<Option<Arc<DpopKey>>>,
 }
 
 /// What one renewal leaves for the next.
@@ -40,6 +44,17 @@ struct Renewal {
     /// The last renewal that failed (its number, why): requests that
     /// waited for it fail with it rather than start one each.
     failed: Option<(u64, OAuthError)>,
+}
+
+/// The JWT-bearer grant's type (RFC 7523 §2.1).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// The headers that authorize one request.
+pub(crate) struct Authorization {
+    /// `Authorization`.
+    pub(crate) authorization: HeaderValue,
+    /// `DPoP`, for a DPoP-bound token.
+    pub(crate) proof: Option<HeaderValue>,
 }
 
 /// What a renewal did.
@@ -62,6 +77,11 @@ impl Session {
             Url::parse(server_url).map_err(|e| OAuthError::Discovery(format!("{server_url}: {e}")))?;
         let key = super::store::store_key(server_url)?;
         let current = config.store.load(&key, None);
+        let dpop = current
+            .as_ref()
+            .and_then(|c| c.dpop_key.as_deref())
+            .and_then(|kept| DpopKey::from_kept(kept).ok())
+            .map(Arc::new);
         let requested = current
             .as_ref()
             .and_then(|c| c.tokens.as_ref()?.scope.as_deref().map(split_scopes))
@@ -76,6 +96,7 @@ impl Session {
                 failed: None,
             }),
             finished: std::sync::atomic::AtomicU64::new(0),
+            dpop: Mutex::new(dpop),
         })
     }
 
@@ -88,6 +109,78 @@ impl Session {
     pub(crate) fn bearer(&self) -> Option<String> {
         let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
         Some(current.as_ref()?.tokens.as_ref()?.access_token.clone())
+    }
+
+    /// The headers that authorize a request of `method` to the MCP server,
+    /// made afresh for each attempt: `Authorization: Bearer TOKEN`, or for a
+    /// DPoP-bound token `Authorization: DPoP TOKEN` and a new `DPoP` proof
+    /// (its own `jti`, the server's latest nonce). `None` while no token is
+    /// held.
+    pub(crate) fn authorization(&self, method: &Method) -> Result<Option<Authorization>, OAuthError> {
+        let (token, bound) = {
+            let current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(tokens) = current.as_ref().and_then(|c| c.tokens.as_ref()) else {
+                return Ok(None);
+            };
+            let bound = tokens
+                .token_type
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("dpop"));
+            (tokens.access_token.clone(), bound)
+        };
+        let sensitive = |text: String| {
+            let mut value = HeaderValue::from_str(&text)
+                .map_err(|_| OAuthError::Refused("the access token is not a valid header value".into()))?;
+            value.set_sensitive(true);
+            Ok::<_, OAuthError>(value)
+        };
+        let key = if bound { self.dpop_key() } else { None };
+        let Some(key) = key else {
+            return Ok(Some(Authorization {
+                authorization: sensitive(format!("Bearer {token}"))?,
+                proof: None,
+            }));
+        };
+        let proof = key.proof(
+            method.as_str(),
+            self.server.as_str(),
+            Some(&token),
+            NonceFrom::Resource,
+        )?;
+        Ok(Some(Authorization {
+            authorization: sensitive(format!("DPoP {token}"))?,
+            proof: Some(sensitive(proof)?),
+        }))
+    }
+
+    /// Keeps the DPoP nonce a response of the MCP server carries; whether
+    /// it asked for one (`401`, `error="use_dpop_nonce"`) and gave it, so
+    /// that the request may go again with it.
+    pub(crate) fn dpop_nonce(&self, status: StatusCode, headers: &HeaderMap) -> bool {
+        let Some(key) = self.dpop_key() else {
+            return false;
+        };
+        let given = key.take_nonce(NonceFrom::Resource, headers);
+        given
+            && status == StatusCode::UNAUTHORIZED
+            && Challenge::from_headers(headers).and_then(|c| c.error).as_deref() == Some(dpop::USE_NONCE)
+    }
+
+    fn dpop_key(&self) -> Option<Arc<DpopKey>> {
+        self.dpop.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The key to bind tokens of `metadata`'s server to: none when it does
+    /// not bind them; the one held, else a new one.
+    fn dpop_for(&self, metadata: &ServerMetadata) -> Result<Option<Arc<DpopKey>>, OAuthError> {
+        if !dpop::supported(metadata.dpop_signing_alg_values_supported.as_deref()) {
+            return Ok(None);
+        }
+        let mut held = self.dpop.lock().unwrap_or_else(|p| p.into_inner());
+        if held.is_none() {
+            *held = Some(Arc::new(DpopKey::generate()?));
+        }
+        Ok(held.clone())
     }
 
     /// The server refused a request sent with `sent` (`401`, or `403`
@@ -208,8 +301,12 @@ impl Session {
         self.current.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Keeps `credentials` as the ones in use, and in the store.
-    fn keep(&self, credentials: Credentials) -> Result<(), OAuthError> {
+    /// Keeps `credentials` as the ones in use, and in the store (with the
+    /// DPoP key, when there is one).
+    fn keep(&self, mut credentials: Credentials) -> Result<(), OAuthError> {
+        if let Some(key) = self.dpop_key() {
+            credentials.dpop_key = Some(key.to_kept());
+        }
         self.config
             .store
             .save(&self.key, &credentials)
@@ -239,11 +336,13 @@ impl Session {
         let Some((client_id, secret, method)) = identity else {
             return Ok(false);
         };
+        let dpop = self.dpop_for(&metadata)?;
         let auth = ClientAuth {
             client_id: &client_id,
             secret: secret.as_deref(),
             method: method.as_deref(),
             key: self.config.key.as_ref(),
+            dpop: dpop.as_deref(),
         };
         let form = vec![
             ("grant_type", "refresh_token".to_owned()),
@@ -390,6 +489,25 @@ impl Session {
                 self.client_credentials(&metadata, &resource.resource, scope.as_deref())
                     .await?
             }
+            Grant::JwtBearer => {
+                let assertion = config
+                    .workload
+                    .as_ref()
+                    .ok_or_else(|| OAuthError::Key("the JWT-bearer grant needs a workload token".into()))?
+                    .read()?;
+                self.jwt_bearer(&metadata, &resource.resource, scope.as_deref(), assertion)
+                    .await?
+            }
+            Grant::Enterprise => {
+                let idp = config.enterprise.as_ref().ok_or_else(|| {
+                    OAuthError::Key("enterprise-managed authorization needs the identity provider".into())
+                })?;
+                let assertion = idp
+                    .identity_assertion(&metadata.issuer, &resource.resource, scope.as_deref())
+                    .await?;
+                self.jwt_bearer(&metadata, &resource.resource, scope.as_deref(), assertion)
+                    .await?
+            }
             Grant::AuthorizationCode => {
                 self.authorization_code(
                     &metadata,
@@ -405,6 +523,7 @@ impl Session {
             issuer: metadata.issuer.clone(),
             client: registered,
             tokens: Some(tokens),
+            dpop_key: None,
         })
     }
 
@@ -421,14 +540,52 @@ impl Session {
                 "the client credentials grant needs a client id (and a secret or a key)".into(),
             ));
         };
+        let dpop = self.dpop_for(metadata)?;
         let auth = ClientAuth {
             client_id,
             secret: config.client_secret.as_deref(),
             method: config.auth_method.as_deref(),
             key: config.key.as_ref(),
+            dpop: dpop.as_deref(),
         };
         let mut form = vec![
             ("grant_type", "client_credentials".to_owned()),
+            ("resource", resource.to_owned()),
+        ];
+        if let Some(scope) = scope {
+            form.push(("scope", scope.to_owned()));
+        }
+        Ok((grant::request(metadata, &auth, form, scope).await?, None))
+    }
+
+    /// The JWT-bearer grant (RFC 7523 §2.1) with `assertion` (a
+    /// workload's identity token, or an enterprise's identity assertion
+    /// grant).
+    async fn jwt_bearer(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scope: Option<&str>,
+        assertion: String,
+    ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
+        let config = &self.config;
+        let Some(client_id) = &config.client_id else {
+            return Err(OAuthError::Registration(
+                "the JWT-bearer grant needs the client id the authorization server knows the workload by"
+                    .into(),
+            ));
+        };
+        let dpop = self.dpop_for(metadata)?;
+        let auth = ClientAuth {
+            client_id,
+            secret: config.client_secret.as_deref(),
+            method: config.auth_method.as_deref(),
+            key: config.key.as_ref(),
+            dpop: dpop.as_deref(),
+        };
+        let mut form = vec![
+            ("grant_type", JWT_BEARER.to_owned()),
+            ("assertion", assertion),
             ("resource", resource.to_owned()),
         ];
         if let Some(scope) = scope {
@@ -535,12 +692,14 @@ impl Session {
         }
         let back = authorizer.authorize(url.into()).await?;
         let code = read_authorization_response(&back, metadata, &state)?;
+        let dpop = self.dpop_for(metadata)?;
 
         let auth = ClientAuth {
             client_id: &client_id,
             secret: secret.as_deref(),
             method: method.as_deref(),
             key: config.key.as_ref(),
+            dpop: dpop.as_deref(),
         };
         let form = vec![
             ("grant_type", "authorization_code".to_owned()),

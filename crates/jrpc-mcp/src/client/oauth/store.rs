@@ -26,6 +26,10 @@ pub struct Credentials {
     /// The tokens it was last given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<Tokens>,
+    /// The key DPoP-bound tokens are bound to (PKCS#8, base64url), when the
+    /// authorization server binds them (RFC 9449).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
 }
 
 /// A client's registration at an authorization server.
@@ -52,7 +56,7 @@ pub struct RegisteredClient {
 /// The tokens of a token response (RFC 6749 §5.1).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tokens {
-    /// The access token, sent as `Authorization: Bearer …`.
+    /// The access token, sent as `Authorization: Bearer …` (or `DPoP …`).
     pub access_token: String,
     /// The refresh token, when the server gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,6 +67,10 @@ pub struct Tokens {
     /// The scopes granted (or asked, when the server did not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// `DPoP` for a token bound to the client's key (sent as
+    /// `Authorization: DPoP …` with a proof); none for a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
 }
 
 impl std::fmt::Debug for RegisteredClient {
@@ -324,7 +332,9 @@ mod tests {
                 refresh_token: None,
                 expires_at: None,
                 scope: None,
+                token_type: None,
             }),
+            dpop_key: None,
         }
     }
 
