@@ -91,6 +91,18 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
     oauth_scope: Vec<String>,
 
+    /// DPoP-bound tokens (RFC 9449): allow (beside bearer tokens) or
+    /// require. A bound token comes as Authorization: DPoP TOKEN with a
+    /// DPoP proof of its key (method, URL, time, token hash, a one-time
+    /// id); sent as a bearer token it is refused. Needs --oauth-issuer.
+    #[arg(long, value_name = "MODE", value_parser = crate::serve::parse_dpop_mode, requires = "oauth_issuer")]
+    oauth_dpop: Option<jrpc::auth::DpopMode>,
+
+    /// With --oauth-dpop: require the server's nonce in every proof
+    /// (answered 401 use_dpop_nonce with a DPoP-Nonce first).
+    #[arg(long, requires = "oauth_dpop")]
+    oauth_dpop_nonce: bool,
+
     /// Only these identities (from --auth-user or --auth-token) may call
     /// METHOD (a name, or a prefix ending in *): METHOD=NAME[,NAME...].
     /// Others get error -32004. May be given several times.
@@ -287,6 +299,36 @@ pub(crate) fn parse_listen_addr(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// `--oauth-dpop allow|require`.
+pub(crate) fn parse_dpop_mode(text: &str) -> Result<jrpc::auth::DpopMode, String> {
+    match text {
+        "allow" => Ok(jrpc::auth::DpopMode::Allow),
+        "require" => Ok(jrpc::auth::DpopMode::Require),
+        _ => Err(format!("{text:?}: expected allow or require")),
+    }
+}
+
+/// The DPoP settings of `--oauth-dpop MODE [--oauth-dpop-nonce]`: nonces
+/// keyed by `secret` (replicas given the same one accept each other's).
+pub(crate) fn dpop_settings(mode: jrpc::auth::DpopMode, nonces: bool, secret: [u8; 32]) -> jrpc::auth::Dpop {
+    let dpop = jrpc::auth::Dpop::new(mode);
+    if nonces {
+        dpop.nonces(secret)
+    } else {
+        dpop
+    }
+}
+
+/// 32 random bytes: a key of this process alone.
+pub(crate) fn random_key() -> [u8; 32] {
+    let mut key = [0u8; 32];
+    if let Err(e) = getrandom::fill(&mut key) {
+        // No randomness: nonces would be guessable; say it loudly.
+        tracing::error!(error = %e, "no randomness for the DPoP nonce key");
+    }
+    key
+}
+
 /// An `--http` listen address: HOST:PORT, or `unix:PATH` for HTTP over a
 /// Unix socket.
 pub(crate) fn parse_http_listen(text: &str) -> Result<String, String> {
@@ -382,8 +424,11 @@ impl ServeArgs {
             .build();
         // Learn at start, not on the first token, whether the issuer answers.
         verifier.warm_up();
-        let bearer =
+        let mut bearer =
             jrpc::server::http::BearerAuth::new(verifier).require_scopes(self.oauth_scope.iter().cloned());
+        if let Some(mode) = self.oauth_dpop {
+            bearer = bearer.dpop(dpop_settings(mode, self.oauth_dpop_nonce, random_key()));
+        }
         Ok(Some(match rate {
             // Refused requests spend the same budget as calls.
             Some(rate) => bearer.charge_refusals(rate.clone()),

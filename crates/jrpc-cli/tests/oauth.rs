@@ -442,3 +442,123 @@ fn a_server_that_cannot_check_tokens_is_a_transport_failure() {
         );
     }
 }
+
+/// `jrpc mcp serve --oauth-issuer … --oauth-dpop require --oauth-dpop-nonce`:
+/// the metadata says tokens must be DPoP-bound; a request without one is
+/// challenged `DPoP`; a bound token with its proof is asked for a nonce,
+/// then let through; the same token as a bearer token is refused.
+#[test]
+fn an_mcp_endpoint_takes_dpop_bound_tokens_with_their_proofs() {
+    use ring::signature::{EcdsaKeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+    let key = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+    let issuer = issuer(&key);
+    let (_server, url) = mcp_serve(&[
+        "--oauth-issuer",
+        &issuer,
+        "--oauth-dpop",
+        "require",
+        "--oauth-dpop-nonce",
+    ]);
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let reply = raw(&addr, "GET", "/.well-known/oauth-protected-resource/mcp", &[], "");
+    let body: serde_json::Value = serde_json::from_str(reply.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["dpop_bound_access_tokens_required"], true, "{body}");
+
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let base = [
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+    ];
+    let post = |extra: &[String]| {
+        let mut headers: Vec<&str> = base.to_vec();
+        headers.extend(extra.iter().map(String::as_str));
+        raw(&addr, "POST", "/mcp", &headers, initialize)
+    };
+    let challenge_of = |reply: &str| {
+        reply
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("www-authenticate:"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let reply = post(&[]);
+    assert!(reply.starts_with("HTTP/1.1 401"), "{reply}");
+    let challenges = challenge_of(&reply);
+    assert!(
+        challenges.iter().all(|c| c.contains("DPoP")),
+        "DPoP only: {challenges:?}"
+    );
+
+    // The holder's key, the token bound to it.
+    let ec = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let ec = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, ec.as_ref(), &rng).unwrap();
+    let point = ec.public_key().as_ref().to_vec();
+    let jwk = json!({"kty": "EC", "crv": "P-256", "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..])});
+    let jkt = jrpc::auth::thumbprint(&jwk).unwrap();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let sign = |header: serde_json::Value, claims: serde_json::Value, signer: &dyn Fn(&[u8]) -> Vec<u8>| {
+        let signed = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signer(signed.as_bytes())))
+    };
+    let token = sign(
+        json!({"alg": "EdDSA", "kid": "k1", "typ": "at+jwt"}),
+        json!({"iss": issuer, "aud": url, "sub": "alice", "exp": now + 300, "cnf": {"jkt": jkt}}),
+        &|m| key.sign(m).as_ref().to_vec(),
+    );
+    let proof = |jti: &str, nonce: Option<&str>| {
+        let ath = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()));
+        let mut claims = json!({"jti": jti, "htm": "POST", "htu": url, "iat": now, "ath": ath});
+        if let Some(nonce) = nonce {
+            claims["nonce"] = json!(nonce);
+        }
+        sign(
+            json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": jwk}),
+            claims,
+            &|m| {
+                ec.sign(&ring::rand::SystemRandom::new(), m)
+                    .unwrap()
+                    .as_ref()
+                    .to_vec()
+            },
+        )
+    };
+    let reply = post(&[
+        format!("Authorization: DPoP {token}"),
+        format!("DPoP: {}", proof("a", None)),
+    ]);
+    assert!(reply.starts_with("HTTP/1.1 401"), "{reply}");
+    assert!(
+        challenge_of(&reply).iter().any(|c| c.contains("use_dpop_nonce")),
+        "{reply}"
+    );
+    let nonce = reply
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("dpop-nonce:")
+                .then(|| l[11..].trim().to_owned())
+        })
+        .expect("a DPoP-Nonce");
+    let reply = post(&[
+        format!("Authorization: DPoP {token}"),
+        format!("DPoP: {}", proof("b", Some(&nonce))),
+    ]);
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    // The same proof again, and the token as a bearer token: refused.
+    let reply = post(&[
+        format!("Authorization: DPoP {token}"),
+        format!("DPoP: {}", proof("b", Some(&nonce))),
+    ]);
+    assert!(reply.starts_with("HTTP/1.1 401"), "{reply}");
+    let reply = post(&[format!("Authorization: Bearer {token}")]);
+    assert!(reply.starts_with("HTTP/1.1 401"), "{reply}");
+}

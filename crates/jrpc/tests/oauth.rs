@@ -607,3 +607,184 @@ async fn opaque_tokens_are_checked_by_introspection() {
     let answer = post(&other, Some("Bearer opaque-good"), "/", "whoami").await;
     assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
 }
+
+/// One POST with `headers` (`Authorization`, `DPoP`): status, challenges,
+/// the `DPoP-Nonce` given, and the body.
+async fn post_headers(
+    url: &str,
+    extra: &[(&str, String)],
+) -> (StatusCode, Vec<String>, Option<String>, Value) {
+    let client = Client::builder().http(url).unwrap();
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    for (name, value) in extra {
+        headers.insert(
+            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            HeaderValue::from_str(value).unwrap(),
+        );
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "whoami"}).to_string();
+    let response = client
+        .send_streaming(Method::POST, headers, Bytes::from(body))
+        .await
+        .unwrap();
+    let status = response.status();
+    let challenges = response
+        .headers()
+        .get_all("www-authenticate")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    let nonce = response
+        .headers()
+        .get("dpop-nonce")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (
+        status,
+        challenges,
+        nonce,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// A DPoP proof by `key` for a POST to `url` carrying `token`.
+fn proof(key: &Signer, url: &str, token: &str, nonce: Option<&str>, jti: &str) -> String {
+    let ath = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()));
+    let mut claims = json!({"jti": jti, "htm": "POST", "htu": url, "iat": now(), "ath": ath});
+    if let Some(nonce) = nonce {
+        claims["nonce"] = json!(nonce);
+    }
+    key.sign(
+        json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": key.jwk("dpop")}),
+        &claims,
+    )
+}
+
+/// `BearerAuth::dpop` over real sockets: a DPoP-bound token with its proof
+/// is let through once per proof; a bound token as a bearer token, an
+/// unbound token as DPoP, a replayed or foreign proof are refused with
+/// `WWW-Authenticate: DPoP …`, all with the same body; nonces are asked
+/// for and honoured.
+#[tokio::test]
+async fn dpop_bound_tokens_need_their_proofs() {
+    use jrpc::auth::Dpop;
+    let issuer_key = Signer::ec();
+    let issuer = Issuer::start(json!({"keys": [issuer_key.jwk("k")]})).await;
+    let serve = |dpop: Dpop| {
+        let issuer_url = issuer.url.clone();
+        async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}/", listener.local_addr().unwrap());
+            let verifier = JwtVerifier::builder(&issuer_url).audience(&url).build();
+            let bearer = BearerAuth::new(verifier).dpop(dpop);
+            (HttpServer::new(router()).bearer(bearer).serve_tcp(listener), url)
+        }
+    };
+    let (_required, url) = serve(Dpop::require()).await;
+    let holder = Signer::ec();
+    let jkt = jrpc::auth::thumbprint(&holder.jwk("dpop")).unwrap();
+    let mut bound = claims(&issuer.url, &url, "rpc");
+    bound["cnf"] = json!({"jkt": jkt});
+    let token = issuer_key.sign(json!({"alg": "ES256", "kid": "k"}), &bound);
+    let unbound = issuer_key.sign(
+        json!({"alg": "ES256", "kid": "k"}),
+        &claims(&issuer.url, &url, "rpc"),
+    );
+
+    let good = proof(&holder, &url, &token, None, "one");
+    let dpop_auth =
+        |token: &str, proof: String| vec![("authorization", format!("DPoP {token}")), ("dpop", proof)];
+    let (status, _, _, body) = post_headers(&url, &dpop_auth(&token, good.clone())).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["identity"], "alice");
+
+    let stranger = Signer::ec();
+    type Headers = Vec<(&'static str, String)>;
+    let refusals: Vec<(&str, Headers, &str)> = vec![
+        ("a replayed proof", dpop_auth(&token, good), "invalid_dpop_proof"),
+        (
+            "a proof by another key",
+            dpop_auth(&token, proof(&stranger, &url, &token, None, "two")),
+            "invalid_dpop_proof",
+        ),
+        (
+            "a proof for another URL",
+            dpop_auth(&token, proof(&holder, "http://elsewhere/", &token, None, "three")),
+            "invalid_dpop_proof",
+        ),
+        (
+            "no proof",
+            vec![("authorization", format!("DPoP {token}"))],
+            "invalid_dpop_proof",
+        ),
+        (
+            "the bound token as a bearer token",
+            vec![("authorization", format!("Bearer {token}"))],
+            "invalid_token",
+        ),
+        (
+            "an unbound token as DPoP",
+            dpop_auth(&unbound, proof(&holder, &url, &unbound, None, "four")),
+            "invalid_token",
+        ),
+        (
+            "a bearer token where DPoP is required",
+            vec![("authorization", format!("Bearer {unbound}"))],
+            "invalid_token",
+        ),
+    ];
+    let mut bodies = Vec::new();
+    for (what, headers, error) in refusals {
+        let (status, challenges, _, body) = post_headers(&url, &headers).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{what}");
+        assert!(
+            challenges
+                .iter()
+                .any(|c| c.starts_with("DPoP") && c.contains(&format!("error=\"{error}\""))),
+            "{what}: {challenges:?}"
+        );
+        bodies.push(body);
+    }
+    assert!(
+        bodies.windows(2).all(|w| w[0] == w[1]),
+        "one body for every refusal: {bodies:?}"
+    );
+
+    // With nonces: asked for, then honoured.
+    let (_with_nonces, url) = serve(Dpop::require().nonces([3; 32])).await;
+    let mut bound = claims(&issuer.url, &url, "rpc");
+    bound["cnf"] = json!({"jkt": jkt});
+    let token = issuer_key.sign(json!({"alg": "ES256", "kid": "k"}), &bound);
+    let (status, challenges, nonce, _) =
+        post_headers(&url, &dpop_auth(&token, proof(&holder, &url, &token, None, "n1"))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        challenges.iter().any(|c| c.contains("use_dpop_nonce")),
+        "{challenges:?}"
+    );
+    let nonce = nonce.expect("a DPoP-Nonce");
+    let (status, _, _, body) = post_headers(
+        &url,
+        &dpop_auth(&token, proof(&holder, &url, &token, Some(&nonce), "n2")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Where DPoP is allowed, bearer tokens still pass, and a request
+    // without a token is offered both schemes.
+    let (_allowed, url) = serve(Dpop::allow()).await;
+    let unbound = issuer_key.sign(
+        json!({"alg": "ES256", "kid": "k"}),
+        &claims(&issuer.url, &url, "rpc"),
+    );
+    let (status, _, _, _) = post_headers(&url, &[("authorization", format!("Bearer {unbound}"))]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, challenges, _, _) = post_headers(&url, &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(
+        challenges.iter().any(|c| c.starts_with("Bearer")),
+        "{challenges:?}"
+    );
+    assert!(challenges.iter().any(|c| c.starts_with("DPoP")), "{challenges:?}");
+}

@@ -470,6 +470,18 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
     pub(super) oauth_scope: Vec<String>,
 
+    /// DPoP-bound tokens (RFC 9449): allow (beside bearer tokens) or
+    /// require. A bound token comes as Authorization: DPoP TOKEN with a
+    /// DPoP proof of its key (method, URL, time, token hash, a one-time
+    /// id); sent as a bearer token it is refused. Needs --oauth-issuer.
+    #[arg(long, value_name = "MODE", value_parser = crate::serve::parse_dpop_mode, requires = "oauth_issuer")]
+    pub(super) oauth_dpop: Option<jrpc::auth::DpopMode>,
+
+    /// With --oauth-dpop: require the server's nonce in every proof
+    /// (answered 401 use_dpop_nonce with a DPoP-Nonce first).
+    #[arg(long, requires = "oauth_dpop")]
+    pub(super) oauth_dpop_nonce: bool,
+
     /// A scope a tool's calls need besides those of --oauth-scope
     /// (TOOL=SCOPE); a token without it gets 403 insufficient_scope.
     /// Repeatable.

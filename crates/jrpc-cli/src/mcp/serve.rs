@@ -113,7 +113,8 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
                         "--oauth-issuer over a Unix socket needs --oauth-resource URL: the endpoint's URL as clients name it, which tokens must name as their audience"
                     );
                 }
-                options = options.oauth(oauth_settings(issuer, &serve)?);
+                let shared_secret = server.shared_state().request_state_secret();
+                options = options.oauth(oauth_settings(issuer, &serve, shared_secret)?);
             }
             let serving = match addr.strip_prefix("unix:") {
                 #[cfg(unix)]
@@ -145,7 +146,11 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
 }
 
 /// The OAuth settings of `jrpc mcp serve --http … --oauth-issuer URL`.
-fn oauth_settings(issuer: &str, serve: &ServeArgs) -> anyhow::Result<jrpc_mcp::http::OAuth> {
+fn oauth_settings(
+    issuer: &str,
+    serve: &ServeArgs,
+    shared_secret: Option<[u8; 32]>,
+) -> anyhow::Result<jrpc_mcp::http::OAuth> {
     crate::serve::check_issuer_url(issuer)?;
     let mut oauth = jrpc_mcp::http::OAuth::issuer(issuer).require_scopes(serve.oauth_scope.iter().cloned());
     if let Some(resource) = &serve.oauth_resource {
@@ -153,6 +158,12 @@ fn oauth_settings(issuer: &str, serve: &ServeArgs) -> anyhow::Result<jrpc_mcp::h
     }
     if let Some(audience) = &serve.oauth_audience {
         oauth = oauth.audience(audience);
+    }
+    if let Some(mode) = serve.oauth_dpop {
+        // Replicas sharing state agree on the nonce key (derived from the
+        // requestState one); a lone server has its own.
+        let secret = shared_secret.unwrap_or_else(crate::serve::random_key);
+        oauth = oauth.dpop(crate::serve::dpop_settings(mode, serve.oauth_dpop_nonce, secret));
     }
     for rule in &serve.oauth_tool_scope {
         let Some((tool, scope)) = rule

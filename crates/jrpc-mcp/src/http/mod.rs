@@ -504,7 +504,10 @@ impl StreamableHttp {
                 );
                 return unread(&request, refusal);
             }
-            Some(Ok(guard)) => match guard.admit(request.uri(), request.headers()).await {
+            Some(Ok(guard)) => match guard
+                .admit(request.method(), request.uri(), request.headers())
+                .await
+            {
                 Ok(grant) => Some(grant),
                 Err(refusal) => return unread(&request, refusal),
             },

@@ -50,6 +50,7 @@ pub struct OAuth {
     audience: Option<String>,
     required: Vec<String>,
     tool_scopes: Vec<(String, String)>,
+    dpop: Option<jrpc::auth::Dpop>,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -85,6 +86,7 @@ impl OAuth {
             resource: None,
             audience: None,
             required: Vec::new(),
+            dpop: None,
             tool_scopes: Vec::new(),
         }
     }
@@ -112,6 +114,16 @@ impl OAuth {
     /// A call of `tool` needs `scope` too (several add up).
     pub fn tool_scope(mut self, tool: impl Into<String>, scope: impl Into<String>) -> Self {
         self.tool_scopes.push((tool.into(), scope.into()));
+        self
+    }
+
+    /// Accepts DPoP-bound tokens (RFC 9449) as `dpop` says, beside bearer
+    /// tokens or only them (see
+    /// [`BearerAuth::dpop`](jrpc::server::http::BearerAuth::dpop)); proofs
+    /// must name the resource URL's scheme and host (unless `dpop` names
+    /// an origin of its own).
+    pub fn dpop(mut self, dpop: jrpc::auth::Dpop) -> Self {
+        self.dpop = Some(dpop);
         self
     }
 
@@ -147,20 +159,38 @@ impl OAuth {
                 scopes_supported.push(scope.clone());
             }
         }
-        let metadata = serde_json::json!({
+        let mut metadata = serde_json::json!({
             "resource": resource,
             "authorization_servers": authorization_servers,
             "scopes_supported": scopes_supported,
             "bearer_methods_supported": ["header"],
         });
+        if let Some(dpop) = &self.dpop {
+            // RFC 9449 §5.2 / RFC 9728 §2.
+            metadata["dpop_signing_alg_values_supported"] =
+                serde_json::json!(["ES256", "ES384", "RS256", "PS256", "EdDSA"]);
+            metadata["dpop_bound_access_tokens_required"] = serde_json::json!(dpop.is_required());
+        }
         let mut tool_scopes: HashMap<String, Vec<String>> = HashMap::new();
         for (tool, scope) in &self.tool_scopes {
             tool_scopes.entry(tool.clone()).or_default().push(scope.clone());
         }
+        let mut bearer = BearerAuth::new(verifier)
+            .require_scopes(self.required.iter().cloned())
+            .resource_metadata(metadata_url);
+        if let Some(dpop) = &self.dpop {
+            // Proofs name the endpoint as clients reach it: the resource.
+            let origin = resource
+                .parse::<Uri>()
+                .ok()
+                .and_then(|u| Some(format!("{}://{}", u.scheme_str()?, u.authority()?)));
+            bearer = bearer.dpop(match origin {
+                Some(origin) if !dpop.has_origin() => dpop.clone().origin(origin),
+                _ => dpop.clone(),
+            });
+        }
         Ok(Guard {
-            bearer: BearerAuth::new(verifier)
-                .require_scopes(self.required.iter().cloned())
-                .resource_metadata(metadata_url),
+            bearer,
             required: self.required.clone(),
             tool_scopes,
             metadata: Bytes::from(metadata.to_string()),
@@ -222,10 +252,11 @@ impl Guard {
     /// The request's grant, or the refusal to answer with.
     pub(super) async fn admit(
         &self,
+        method: &http::Method,
         uri: &Uri,
         headers: &HeaderMap,
     ) -> Result<AccessToken, Response<RouteBody>> {
-        self.bearer.check(uri, headers).await
+        self.bearer.check(method, uri, headers).await
     }
 
     /// A refusal when a message of `body` (one, or a batch) calls a tool

@@ -67,7 +67,7 @@ enum PublicKey {
 impl Jwk {
     /// Reads one key of a set; `None` for a key that cannot sign what we
     /// accept (an encryption key, an unknown type or curve, a bad field).
-    fn read(key: &Value) -> Option<Jwk> {
+    pub(crate) fn read(key: &Value) -> Option<Jwk> {
         let field = |name: &str| key.get(name).and_then(Value::as_str);
         let bytes = |name: &str| field(name).and_then(|v| URL_SAFE_NO_PAD.decode(v).ok());
         if field("use").is_some_and(|u| u != "sig") {

@@ -25,6 +25,7 @@
 //! [`Authorize`](crate::middleware::Authorize) can require a scope per
 //! method.
 
+pub(crate) mod dpop;
 mod introspection;
 mod issuer;
 mod jwk;
@@ -34,6 +35,7 @@ mod token;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+pub use dpop::{thumbprint, Dpop, DpopMode, MemoryReplayCache, ReplayCache};
 pub use introspection::IntrospectionVerifier;
 pub use issuer::metadata_urls;
 pub use jwk::JwkSet;

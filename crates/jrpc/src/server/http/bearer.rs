@@ -16,7 +16,7 @@ use tower::{Layer, Service};
 
 use super::exchange::{error_response, ErrorBody};
 use super::layers::{Gate as _, RateLimit};
-use crate::auth::{AccessToken, TokenError, TokenVerifier};
+use crate::auth::{AccessToken, Dpop, TokenError, TokenVerifier};
 use crate::context::Scopes;
 use crate::message::{codes, Error};
 
@@ -45,6 +45,8 @@ pub struct BearerAuth {
     /// Refused requests are charged to the client here, so that tokens
     /// cannot be guessed faster than calls can be made.
     charge: Option<RateLimit>,
+    /// DPoP-bound tokens, when accepted.
+    dpop: Option<Dpop>,
 }
 
 impl std::fmt::Debug for BearerAuth {
@@ -72,6 +74,24 @@ pub(crate) enum Refused {
     /// `503` with `Retry-After`, not `401` — a client told its good token
     /// is invalid would log in again, in a loop.
     Unavailable,
+    /// A DPoP-bound token whose proof is missing or not good for this
+    /// request.
+    Proof,
+    /// A DPoP proof without the server's current nonce.
+    UseNonce,
+}
+
+/// The signature algorithms DPoP proofs may use, as challenges name them.
+const DPOP_ALGS: &str = "ES256 ES384 RS256 RS384 RS512 PS256 PS384 PS512 EdDSA";
+
+/// A token as a request presents it.
+struct Presented {
+    token: String,
+    /// The `DPoP` proof, when the token came as `Authorization: DPoP`.
+    proof: Option<Result<String, ()>>,
+    method: String,
+    authority: String,
+    path: String,
 }
 
 /// How long a client waits before asking again while tokens cannot be
@@ -87,7 +107,28 @@ impl BearerAuth {
             resource_metadata: None,
             exempt: Arc::new([]),
             charge: None,
+            dpop: None,
         }
+    }
+
+    /// Accepts DPoP-bound tokens (RFC 9449) as `dpop` says: beside bearer
+    /// tokens, or only them. A bound token (`cnf.jkt`) comes as
+    /// `Authorization: DPoP <token>` with a `DPoP` proof of the key it is
+    /// bound to; sent as a bearer token, it is refused. Refusals say
+    /// `WWW-Authenticate: DPoP error="invalid_dpop_proof"` (or
+    /// `invalid_token`, or `use_dpop_nonce` with a `DPoP-Nonce`), all with
+    /// the same body.
+    ///
+    /// ```
+    /// use jrpc::auth::{Dpop, JwtVerifier};
+    /// use jrpc::server::http::BearerAuth;
+    ///
+    /// let verifier = JwtVerifier::builder("https://auth.example.com").audience("https://mcp.example.com/").build();
+    /// let bearer = BearerAuth::new(verifier).dpop(Dpop::require().origin("https://mcp.example.com"));
+    /// ```
+    pub fn dpop(mut self, dpop: Dpop) -> Self {
+        self.dpop = Some(dpop);
+        self
     }
 
     /// Charges every refused request to `limit` (the one calls are charged
@@ -134,17 +175,100 @@ impl BearerAuth {
     /// layer.
     pub async fn check<B: ErrorBody>(
         &self,
+        method: &http::Method,
         uri: &http::Uri,
         headers: &http::HeaderMap,
     ) -> Result<AccessToken, Response<B>> {
-        let granted = match token_of(uri, headers) {
-            Ok(token) => self.verified(&token).await,
+        let granted = match self.presented(method, uri, headers) {
+            Ok(presented) => self.verified(&presented).await,
             Err(refused) => Err(refused),
         };
         granted.map_err(|refused| self.refusal(&refused))
     }
 
-    async fn verified(&self, token: &str) -> Result<AccessToken, Refused> {
+    /// The token (and proof) of a request, taken out before anything is
+    /// awaited (a request's body need not be `Sync`).
+    fn presented(
+        &self,
+        method: &http::Method,
+        uri: &http::Uri,
+        headers: &http::HeaderMap,
+    ) -> Result<Presented, Refused> {
+        if query_has_token(uri.query()) {
+            return Err(Refused::Request(
+                "send the token in the Authorization header, not the URL",
+            ));
+        }
+        let (scheme, token) = authorization(headers).ok_or(Refused::Missing)?;
+        let proof = if scheme.eq_ignore_ascii_case("bearer") {
+            None
+        } else if scheme.eq_ignore_ascii_case("dpop") && self.dpop.is_some() {
+            // Exactly one proof (RFC 9449 §4.3).
+            let mut proofs = headers.get_all("dpop").iter();
+            Some(match (proofs.next(), proofs.next()) {
+                (Some(proof), None) => proof.to_str().map(str::to_owned).map_err(|_| ()),
+                _ => Err(()),
+            })
+        } else {
+            return Err(Refused::Missing);
+        };
+        let authority = uri
+            .authority()
+            .map(|a| a.as_str().to_owned())
+            .or_else(|| headers.get(header::HOST)?.to_str().ok().map(str::to_owned))
+            .unwrap_or_default();
+        Ok(Presented {
+            token: token.to_owned(),
+            proof,
+            method: method.as_str().to_owned(),
+            authority,
+            path: uri.path().to_owned(),
+        })
+    }
+
+    async fn verified(&self, presented: &Presented) -> Result<AccessToken, Refused> {
+        let token = self.verified_token(&presented.token).await?;
+        let bound = token
+            .claims
+            .get("cnf")
+            .and_then(|cnf| cnf.get("jkt"))
+            .and_then(serde_json::Value::as_str);
+        match (&self.dpop, &presented.proof, bound) {
+            // A bound token is good only with its proof.
+            (_, None, Some(_)) => {
+                tracing::debug!("a DPoP-bound token was sent as a bearer token");
+                Err(Refused::Invalid)
+            }
+            (Some(dpop), None, None) if dpop.is_required() => Err(Refused::Invalid),
+            (Some(_), Some(_), None) => {
+                tracing::debug!("a bearer token was sent as DPoP");
+                Err(Refused::Invalid)
+            }
+            (Some(dpop), Some(proof), Some(jkt)) => {
+                let proof = proof.as_deref().map_err(|()| Refused::Proof)?;
+                let request = (
+                    presented.method.as_str(),
+                    presented.authority.as_str(),
+                    presented.path.as_str(),
+                );
+                match dpop.check(proof, request, &presented.token, jkt).await {
+                    Ok(()) => Ok(token),
+                    Err(crate::auth::dpop::ProofRefused::Invalid(why)) => {
+                        tracing::debug!(why, "DPoP proof refused");
+                        Err(Refused::Proof)
+                    }
+                    Err(crate::auth::dpop::ProofRefused::UseNonce) => Err(Refused::UseNonce),
+                    Err(crate::auth::dpop::ProofRefused::Unavailable(why)) => {
+                        tracing::warn!(%why, "DPoP proof not checked");
+                        Err(Refused::Unavailable)
+                    }
+                }
+            }
+            _ => Ok(token),
+        }
+    }
+
+    async fn verified_token(&self, token: &str) -> Result<AccessToken, Refused> {
         let token = self.verifier.verify(token).await.map_err(|e| match &e {
             TokenError::Unavailable(_) => {
                 tracing::warn!("bearer token not checked: {e}");
@@ -163,6 +287,11 @@ impl BearerAuth {
 
     /// The response for a refusal: status, `WWW-Authenticate`, body.
     pub(crate) fn refusal<B: ErrorBody>(&self, refused: &Refused) -> Response<B> {
+        if self.dpop.is_some() {
+            if let Some(response) = self.dpop_refusal(refused) {
+                return response;
+            }
+        }
         match refused {
             Refused::Missing => {
                 let scope = (!self.required.is_empty()).then(|| self.required.join(" "));
@@ -173,12 +302,9 @@ impl BearerAuth {
                     "send Authorization: Bearer <token>",
                 )
             }
-            Refused::Invalid => self.respond(
-                StatusCode::UNAUTHORIZED,
-                Some("invalid_token"),
-                None,
-                "the token is not valid here",
-            ),
+            Refused::Invalid | Refused::Proof | Refused::UseNonce => {
+                self.respond(StatusCode::UNAUTHORIZED, Some("invalid_token"), None, INVALID)
+            }
             Refused::Scope(needed) => self.insufficient_scope(needed, "the token lacks a scope this needs"),
             Refused::Request(why) => {
                 self.respond(StatusCode::BAD_REQUEST, Some("invalid_request"), None, why)
@@ -195,6 +321,54 @@ impl BearerAuth {
                 response
             }
         }
+    }
+
+    /// A refusal where DPoP is accepted: `DPoP` challenges (beside the
+    /// `Bearer` one while bearer tokens are accepted too), the same body
+    /// for every token or proof refused. `None` leaves it to the bearer
+    /// refusals (a scope, a bad request, an outage).
+    fn dpop_refusal<B: ErrorBody>(&self, refused: &Refused) -> Option<Response<B>> {
+        let dpop = self.dpop.as_ref()?;
+        let (error, nonce) = match refused {
+            Refused::Missing => (None, None),
+            Refused::Invalid => (Some("invalid_token"), None),
+            Refused::Proof => (Some("invalid_dpop_proof"), None),
+            Refused::UseNonce => (Some("use_dpop_nonce"), dpop.fresh_nonce()),
+            _ => return None,
+        };
+        let mut params = vec![format!("algs=\"{DPOP_ALGS}\"")];
+        if let Some(error) = error {
+            params.insert(0, format!("error=\"{error}\""));
+        }
+        if let Some(url) = &self.resource_metadata {
+            params.push(format!("resource_metadata=\"{}\"", quoted(url)));
+        }
+        let data = if matches!(refused, Refused::Missing) {
+            "send Authorization: DPoP <token> with a DPoP proof"
+        } else {
+            INVALID
+        };
+        let error_body = Error::new(codes::UNAUTHORIZED, "Unauthorized").with_data(data);
+        let mut response: Response<B> = error_response(StatusCode::UNAUTHORIZED, error_body);
+        let headers = response.headers_mut();
+        // While bearer tokens are accepted too, a client without a token
+        // may use either.
+        if matches!(refused, Refused::Missing) && !dpop.is_required() {
+            let mut bearer = String::from("Bearer");
+            if let Some(url) = &self.resource_metadata {
+                bearer.push_str(&format!(" resource_metadata=\"{}\"", quoted(url)));
+            }
+            if let Ok(value) = HeaderValue::from_str(&bearer) {
+                headers.append(header::WWW_AUTHENTICATE, value);
+            }
+        }
+        if let Ok(value) = HeaderValue::from_str(&format!("DPoP {}", params.join(", "))) {
+            headers.append(header::WWW_AUTHENTICATE, value);
+        }
+        if let Some(value) = nonce.and_then(|n| HeaderValue::from_str(&n).ok()) {
+            headers.insert("dpop-nonce", value);
+        }
+        Some(response)
     }
 
     /// `403` with `Bearer error="insufficient_scope", scope="…"`: what a
@@ -255,27 +429,29 @@ impl BearerAuth {
     }
 }
 
-/// The request's token, taken out before anything is awaited (a request's
-/// body need not be `Sync`).
-fn token_of(uri: &http::Uri, headers: &http::HeaderMap) -> Result<String, Refused> {
-    if query_has_token(uri.query()) {
-        return Err(Refused::Request(
-            "send the token in the Authorization header, not the URL",
-        ));
-    }
-    bearer_token(headers).map(str::to_owned).ok_or(Refused::Missing)
-}
+/// What every refused token or proof is told: the same, whatever was
+/// wrong.
+const INVALID: &str = "the token is not valid here";
 
-/// The token of `Authorization: Bearer <token>`, when there is exactly one
-/// such header.
-fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
+/// The scheme and token of the one `Authorization` header, when there is
+/// exactly one.
+fn authorization(headers: &http::HeaderMap) -> Option<(&str, &str)> {
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
     let (Some(value), None) = (values.next(), values.next()) else {
         return None;
     };
     let (scheme, token) = value.to_str().ok()?.split_once(' ')?;
     let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+    (!token.is_empty()).then_some((scheme, token))
+}
+
+/// The token of `Authorization: Bearer <token>`, when there is exactly one
+/// such header.
+#[cfg(test)]
+fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
+    authorization(headers)
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token)
 }
 
 /// Whether a query string carries `access_token` (RFC 6750 §2.3, which
@@ -334,10 +510,10 @@ where
         let ready = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, ready);
         let auth = self.auth.clone();
-        let token = token_of(request.uri(), request.headers());
+        let presented = auth.presented(request.method(), request.uri(), request.headers());
         Box::pin(async move {
-            let granted = match token {
-                Ok(token) => auth.verified(&token).await,
+            let granted = match presented {
+                Ok(presented) => auth.verified(&presented).await,
                 Err(refused) => Err(refused),
             };
             match granted {
