@@ -117,12 +117,19 @@ step "MCP interop: McpClient (examples/mcp_client_checks.rs) against the Python 
 
 step "OAuth with real parts: oidc-provider (npm, pinned) as the authorization server of jrpc mcp serve --oauth-issuer; the Python SDK's OAuth client and jrpc mcp login through it"
 "$venv/bin/python" crates/jrpc-mcp/tests/interop/oauth_interop.py "$target_dir/debug/jrpc"
+step "DPoP: proofs made with PyJWT (pinned) against jrpc mcp serve --oauth-dpop require --oauth-dpop-nonce, hostile ones refused"
+jose_venv="$target_dir/jose-venv"
+if [ ! -x "$jose_venv/bin/python" ]; then
+  python3 -m venv "$jose_venv"
+fi
+"$jose_venv/bin/pip" install --quiet --disable-pip-version-check "pyjwt[crypto]==2.10.1"
+"$jose_venv/bin/python" crates/jrpc-mcp/tests/interop/dpop_interop.py "$target_dir/debug/jrpc"
 
 step "MCP conformance: the official suite's server scenarios (npm, pinned) against jrpc mcp serve --http --conformance"
 bash crates/jrpc-mcp/tests/interop/conformance.sh "$target_dir/debug/jrpc"
 step "MCP conformance: the same scenarios through HAProxy in front of three replicas sharing state through NATS JetStream"
 bash crates/jrpc-mcp/tests/interop/conformance_fleet.sh "$target_dir/debug/jrpc"
-step "MCP conformance: the suite's client scenarios (both requirement sets, auth/ included) against examples/mcp_conformance_client.rs"
+step "MCP conformance: the suite's client scenarios (both requirement sets, every auth/ extension, the Skills client scenarios) against examples/mcp_conformance_client.rs"
 bash crates/jrpc-mcp/tests/interop/conformance_client.sh "$target_dir/debug/examples/mcp_conformance_client"
 
 step "all passed"
