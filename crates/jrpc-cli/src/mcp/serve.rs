@@ -113,8 +113,7 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
                         "--oauth-issuer over a Unix socket needs --oauth-resource URL: the endpoint's URL as clients name it, which tokens must name as their audience"
                     );
                 }
-                let shared_secret = server.shared_state().request_state_secret();
-                options = options.oauth(oauth_settings(issuer, &serve, shared_secret)?);
+                options = options.oauth(oauth_settings(issuer, &serve, server.shared_state())?);
             }
             let serving = match addr.strip_prefix("unix:") {
                 #[cfg(unix)]
@@ -149,7 +148,7 @@ pub(super) async fn serve(serve: ServeArgs) -> anyhow::Result<std::process::Exit
 fn oauth_settings(
     issuer: &str,
     serve: &ServeArgs,
-    shared_secret: Option<[u8; 32]>,
+    shared: &std::sync::Arc<dyn jrpc_mcp::server::SharedState>,
 ) -> anyhow::Result<jrpc_mcp::http::OAuth> {
     crate::serve::check_issuer_url(issuer)?;
     let mut oauth = jrpc_mcp::http::OAuth::issuer(issuer).require_scopes(serve.oauth_scope.iter().cloned());
@@ -161,9 +160,18 @@ fn oauth_settings(
     }
     if let Some(mode) = serve.oauth_dpop {
         // Replicas sharing state agree on the nonce key (derived from the
-        // requestState one); a lone server has its own.
-        let secret = shared_secret.unwrap_or_else(crate::serve::random_key);
-        oauth = oauth.dpop(crate::serve::dpop_settings(mode, serve.oauth_dpop_nonce, secret));
+        // requestState one) and on the proofs used; a lone server keeps its
+        // own.
+        let secret = shared
+            .request_state_secret()
+            .unwrap_or_else(crate::serve::random_key);
+        let mut dpop = crate::serve::dpop_settings(mode, serve.oauth_dpop_nonce, secret);
+        if shared.is_shared() {
+            dpop = dpop.replay_cache(jrpc_mcp::server::shared::SharedReplayCache::new(
+                std::sync::Arc::clone(shared),
+            ));
+        }
+        oauth = oauth.dpop(dpop);
     }
     for rule in &serve.oauth_tool_scope {
         let Some((tool, scope)) = rule

@@ -28,6 +28,8 @@
 mod memory;
 #[cfg(feature = "nats")]
 mod nats;
+#[cfg(feature = "oauth")]
+mod replay;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -38,6 +40,8 @@ use futures_util::stream::BoxStream;
 pub use memory::InMemory;
 #[cfg(feature = "nats")]
 pub use nats::{NatsState, NatsStateBuilder};
+#[cfg(feature = "oauth")]
+pub use replay::SharedReplayCache;
 
 /// A future of the shared state.
 pub type StateFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StateError>> + Send + 'a>>;
