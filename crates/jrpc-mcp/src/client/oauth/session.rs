@@ -534,28 +534,9 @@ impl Session {
         resource: &str,
         scope: Option<&str>,
     ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
-        let config = &self.config;
-        let Some(client_id) = &config.client_id else {
-            return Err(OAuthError::Registration(
-                "the client credentials grant needs a client id (and a secret or a key)".into(),
-            ));
-        };
-        let dpop = self.dpop_for(metadata)?;
-        let auth = ClientAuth {
-            client_id,
-            secret: config.client_secret.as_deref(),
-            method: config.auth_method.as_deref(),
-            key: config.key.as_ref(),
-            dpop: dpop.as_deref(),
-        };
-        let mut form = vec![
-            ("grant_type", "client_credentials".to_owned()),
-            ("resource", resource.to_owned()),
-        ];
-        if let Some(scope) = scope {
-            form.push(("scope", scope.to_owned()));
-        }
-        Ok((grant::request(metadata, &auth, form, scope).await?, None))
+        let grant = vec![("grant_type", "client_credentials".to_owned())];
+        let needs = "the client credentials grant needs a client id (and a secret or a key)";
+        self.machine_grant(metadata, resource, scope, grant, needs).await
     }
 
     /// The JWT-bearer grant (RFC 7523 §2.1) with `assertion` (a
@@ -568,12 +549,25 @@ impl Session {
         scope: Option<&str>,
         assertion: String,
     ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
+        let grant = vec![("grant_type", JWT_BEARER.to_owned()), ("assertion", assertion)];
+        let needs = "the JWT-bearer grant needs the client id the authorization server knows the workload by";
+        self.machine_grant(metadata, resource, scope, grant, needs).await
+    }
+
+    /// A grant for a program acting for itself, as the pre-registered
+    /// client (`needs` says why one is needed when there is none): no
+    /// browser, no registration.
+    async fn machine_grant(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scope: Option<&str>,
+        mut form: Vec<(&'static str, String)>,
+        needs: &str,
+    ) -> Result<(Tokens, Option<RegisteredClient>), OAuthError> {
         let config = &self.config;
         let Some(client_id) = &config.client_id else {
-            return Err(OAuthError::Registration(
-                "the JWT-bearer grant needs the client id the authorization server knows the workload by"
-                    .into(),
-            ));
+            return Err(OAuthError::Registration(needs.into()));
         };
         let dpop = self.dpop_for(metadata)?;
         let auth = ClientAuth {
@@ -583,11 +577,7 @@ impl Session {
             key: config.key.as_ref(),
             dpop: dpop.as_deref(),
         };
-        let mut form = vec![
-            ("grant_type", JWT_BEARER.to_owned()),
-            ("assertion", assertion),
-            ("resource", resource.to_owned()),
-        ];
+        form.push(("resource", resource.to_owned()));
         if let Some(scope) = scope {
             form.push(("scope", scope.to_owned()));
         }
