@@ -771,6 +771,38 @@ async fn dpop_bound_tokens_need_their_proofs() {
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
+    // A WebSocket's proof is on its upgrade request: `htm` GET.
+    let upgrade = |proof: String| {
+        let addr = url.trim_start_matches("http://").trim_end_matches('/').to_owned();
+        let token = token.clone();
+        async move {
+            let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            let request = format!(
+                "GET / HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+                 Authorization: DPoP {token}\r\nDPoP: {proof}\r\n\r\n"
+            );
+            tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes())
+                .await
+                .unwrap();
+            let mut head = vec![0u8; 12];
+            tokio::io::AsyncReadExt::read_exact(&mut stream, &mut head)
+                .await
+                .unwrap();
+            String::from_utf8_lossy(&head).into_owned()
+        }
+    };
+    let ws_proof = |htm: &str, jti: &str, nonce: &str| {
+        let ath = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()));
+        let claims = json!({"jti": jti, "htm": htm, "htu": url, "iat": now(), "ath": ath, "nonce": nonce});
+        holder.sign(
+            json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": holder.jwk("dpop")}),
+            &claims,
+        )
+    };
+    assert_eq!(upgrade(ws_proof("GET", "ws1", &nonce)).await, "HTTP/1.1 101");
+    assert_eq!(upgrade(ws_proof("POST", "ws2", &nonce)).await, "HTTP/1.1 401");
+
     // Where DPoP is allowed, bearer tokens still pass, and a request
     // without a token is offered both schemes.
     let (_allowed, url) = serve(Dpop::allow()).await;
