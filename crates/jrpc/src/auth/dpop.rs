@@ -188,10 +188,10 @@ impl Dpop {
         self
     }
 
-    /// The scheme and authority clients reach this server at
-    /// (`https://mcp.example.com`), which `htu` must name: behind a proxy,
-    /// the request's own `Host` may differ. Without it, `htu` must name the
-    /// request's `Host` and path, by either scheme.
+    /// The scheme and authority clients are given for this server
+    /// (`https://mcp.example.com`), which `htu` may name: behind a proxy,
+    /// the request's own `Host` may differ. `htu` naming the request's
+    /// `Host` and path (by either scheme) is accepted too.
     pub fn origin(mut self, origin: impl AsRef<str>) -> Self {
         self.origin = Some(origin.as_ref().trim_end_matches('/').into());
         self
@@ -315,29 +315,31 @@ impl Dpop {
         decode_object(payload).ok_or(ProofRefused::Invalid("payload"))
     }
 
-    /// Whether `htu` names this request: its authority and path (the
-    /// configured origin's, when set; by either scheme otherwise), without
-    /// query or fragment.
+    /// Whether `htu` names this request, without query or fragment: its
+    /// path at the configured origin (the URL clients are given), or at the
+    /// host the request names (`Host`, by either scheme: the URL the client
+    /// used, `localhost` or an address).
     fn htu_names(&self, htu: &str, authority: &str, path: &str) -> bool {
         if htu.contains(['?', '#']) {
             return false;
         }
         let trim = |p: &str| p.trim_end_matches('/').to_owned();
-        match &self.origin {
-            Some(origin) => htu
-                .strip_prefix(&**origin)
-                .is_some_and(|rest| trim(rest) == trim(path)),
-            None => {
-                let Some(rest) = htu
-                    .strip_prefix("https://")
-                    .or_else(|| htu.strip_prefix("http://"))
-                else {
-                    return false;
-                };
-                let (host, rest_path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-                host.eq_ignore_ascii_case(authority) && trim(rest_path) == trim(path)
-            }
+        let at_origin = self
+            .origin
+            .as_deref()
+            .and_then(|origin| htu.strip_prefix(origin))
+            .is_some_and(|rest| (rest.is_empty() || rest.starts_with('/')) && trim(rest) == trim(path));
+        if at_origin {
+            return true;
         }
+        let Some(rest) = htu
+            .strip_prefix("https://")
+            .or_else(|| htu.strip_prefix("http://"))
+        else {
+            return false;
+        };
+        let (host, rest_path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        !authority.is_empty() && host.eq_ignore_ascii_case(authority) && trim(rest_path) == trim(path)
     }
 }
 
@@ -628,6 +630,25 @@ mod tests {
             check(&one, &key.sign(&header(&key), &c), &key.jkt()).await,
             Err(ProofRefused::UseNonce)
         );
+    }
+
+    #[test]
+    fn htu_names_the_request_at_the_origin_given_or_at_its_host() {
+        let dpop = Dpop::require().origin("https://mcp.example.com/");
+        let names = |htu: &str, host: &str| dpop.htu_names(htu, host, "/mcp");
+        assert!(names("https://mcp.example.com/mcp", "10.0.0.5:8000"), "the origin given");
+        assert!(names("http://localhost:8000/mcp", "localhost:8000"), "the Host the client named");
+        assert!(names("http://localhost:8000/mcp/", "localhost:8000"), "a trailing slash");
+        for (htu, host) in [
+            ("https://mcp.example.com.evil/mcp", "x"),
+            ("https://mcp.example.com/other", "x"),
+            ("http://localhost:8000/mcp", "127.0.0.1:8000"),
+            ("https://evil.example/mcp", "localhost:8000"),
+            ("https://mcp.example.com/mcp?x=1", "x"),
+            ("mcp.example.com/mcp", "mcp.example.com"),
+        ] {
+            assert!(!names(htu, host), "{htu} with Host {host}");
+        }
     }
 
     #[test]
