@@ -482,6 +482,11 @@ async fn follow<T, S, E, F, G>(
                     break;
                 }
                 () = tokio::time::sleep(SILENCE) => {
+                    // The server is gone: so is its reader (within a
+                    // second, not at the next message).
+                    if events.is_closed() {
+                        return;
+                    }
                     match stream_end(&stream).await {
                         Ok(end) if Some(end) > from => {
                             tracing::debug!("shared state: {what} went on without this reader; following again");
