@@ -104,7 +104,10 @@ fn authorization_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String
     let url = format!("http://{}", listener.local_addr().unwrap());
     let metadata = json!({"issuer": url, "authorization_endpoint": format!("{url}/authorize"),
         "token_endpoint": format!("{url}/token"), "registration_endpoint": format!("{url}/register"),
-        "code_challenge_methods_supported": ["S256"], "authorization_response_iss_parameter_supported": true});
+        "code_challenge_methods_supported": ["S256"], "authorization_response_iss_parameter_supported": true,
+        // It would bind tokens to a key; the MCP server does not take
+        // bound tokens, so the client must not ask for one.
+        "dpop_signing_alg_values_supported": ["ES256"]});
     let log = std::sync::Arc::<std::sync::Mutex<Vec<String>>>::default();
     let seen = std::sync::Arc::clone(&log);
     let issuer = url.clone();
@@ -130,6 +133,9 @@ fn authorization_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String
                     length = value.trim().parse().unwrap_or(0);
                 }
                 basic |= lower.starts_with("authorization: basic ");
+                if lower.starts_with("dpop:") {
+                    seen.lock().unwrap().push("a DPoP proof".to_owned());
+                }
             }
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
@@ -308,6 +314,10 @@ async fn the_client_logs_in_steps_up_for_a_tools_scope_and_renews_once_for_many(
         assert!(
             seen.iter().any(|p| p == "registered mcp mcp:write"),
             "{protocol}: {seen:?}"
+        );
+        assert!(
+            !seen.iter().any(|p| p == "a DPoP proof"),
+            "{protocol}: no bound token for a server that takes none: {seen:?}"
         );
         let held = login.credentials(&url).unwrap().unwrap();
         assert_eq!(held.issuer, issuer);

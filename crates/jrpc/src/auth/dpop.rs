@@ -636,9 +636,18 @@ mod tests {
     fn htu_names_the_request_at_the_origin_given_or_at_its_host() {
         let dpop = Dpop::require().origin("https://mcp.example.com/");
         let names = |htu: &str, host: &str| dpop.htu_names(htu, host, "/mcp");
-        assert!(names("https://mcp.example.com/mcp", "10.0.0.5:8000"), "the origin given");
-        assert!(names("http://localhost:8000/mcp", "localhost:8000"), "the Host the client named");
-        assert!(names("http://localhost:8000/mcp/", "localhost:8000"), "a trailing slash");
+        assert!(
+            names("https://mcp.example.com/mcp", "10.0.0.5:8000"),
+            "the origin given"
+        );
+        assert!(
+            names("http://localhost:8000/mcp", "localhost:8000"),
+            "the Host the client named"
+        );
+        assert!(
+            names("http://localhost:8000/mcp/", "localhost:8000"),
+            "a trailing slash"
+        );
         for (htu, host) in [
             ("https://mcp.example.com.evil/mcp", "x"),
             ("https://mcp.example.com/other", "x"),

@@ -13,6 +13,9 @@ pub(crate) struct Challenge {
     /// `resource_metadata` (RFC 9728 §5.1): where the protected resource
     /// metadata is.
     pub(crate) resource_metadata: Option<String>,
+    /// The server challenged with the `DPoP` scheme: it takes DPoP-bound
+    /// tokens (RFC 9449 §7.1).
+    pub(crate) dpop: bool,
 }
 
 impl Challenge {
@@ -96,6 +99,11 @@ fn parse_bearer(value: &str) -> Option<Challenge> {
             if in_bearer && found.is_none() {
                 found = Some(Challenge::default());
             }
+            if token.eq_ignore_ascii_case("dpop") {
+                if let Some(challenge) = found.as_mut() {
+                    challenge.dpop = true;
+                }
+            }
             rest = after;
         }
     }
@@ -174,6 +182,7 @@ mod tests {
                 error: (!error.is_empty()).then(|| error.to_owned()),
                 scope: (!scope.is_empty()).then(|| scope.to_owned()),
                 resource_metadata: (!metadata.is_empty()).then(|| metadata.to_owned()),
+                dpop: value.to_ascii_lowercase().contains("dpop"),
             });
             assert_eq!(got, expected, "{value}");
         }

@@ -18,6 +18,9 @@ pub(crate) struct ResourceMetadata {
     pub(crate) resource: String,
     pub(crate) authorization_servers: Vec<String>,
     pub(crate) scopes_supported: Option<Vec<String>>,
+    /// The server takes DPoP-bound tokens (RFC 9449 §5.2: it lists proof
+    /// algorithms, or requires bound tokens).
+    pub(crate) dpop: bool,
 }
 
 /// What the client uses of an authorization server's metadata.
@@ -93,6 +96,8 @@ fn read_resource_metadata(document: &Map<String, Value>) -> Result<ResourceMetad
         resource,
         authorization_servers,
         scopes_supported: strings(document.get("scopes_supported")),
+        dpop: strings(document.get("dpop_signing_alg_values_supported")).is_some_and(|algs| !algs.is_empty())
+            || document.get("dpop_bound_access_tokens_required") == Some(&Value::Bool(true)),
     })
 }
 

@@ -33,6 +33,10 @@ pub(crate) struct Session {
     /// The key tokens are bound to, when the authorization server binds
     /// them (DPoP): kept with the credentials.
     dpop: Mutex<Option<Arc<DpopKey>>>,
+    /// Whether the MCP server takes DPoP-bound tokens (its challenge or its
+    /// metadata said so): a bound token is asked for only then, since a
+    /// server that does not take them could not use it.
+    resource_dpop: std::sync::atomic::AtomicBool,
 }
 
 /// What one renewal leaves for the next.
@@ -97,6 +101,7 @@ impl Session {
             }),
             finished: std::sync::atomic::AtomicU64::new(0),
             dpop: Mutex::new(dpop),
+            resource_dpop: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -166,6 +171,15 @@ impl Session {
             && Challenge::from_headers(headers).and_then(|c| c.error).as_deref() == Some(dpop::USE_NONCE)
     }
 
+    /// Whether the MCP server takes DPoP-bound tokens: its `DPoP` challenge,
+    /// or its metadata.
+    fn note_dpop(&self, challenge: &Challenge, resource: &discovery::ResourceMetadata) {
+        if challenge.dpop || resource.dpop {
+            self.resource_dpop
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     fn dpop_key(&self) -> Option<Arc<DpopKey>> {
         self.dpop.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -173,7 +187,8 @@ impl Session {
     /// The key to bind tokens of `metadata`'s server to: none when it does
     /// not bind them; the one held, else a new one.
     fn dpop_for(&self, metadata: &ServerMetadata) -> Result<Option<Arc<DpopKey>>, OAuthError> {
-        if !dpop::supported(metadata.dpop_signing_alg_values_supported.as_deref()) {
+        let resource_takes_it = self.resource_dpop.load(std::sync::atomic::Ordering::Relaxed);
+        if !resource_takes_it || !dpop::supported(metadata.dpop_signing_alg_values_supported.as_deref()) {
             return Ok(None);
         }
         let mut held = self.dpop.lock().unwrap_or_else(|p| p.into_inner());
@@ -325,6 +340,7 @@ impl Session {
         };
         let resource =
             discovery::resource_metadata(&self.server, challenge.resource_metadata.as_deref()).await?;
+        self.note_dpop(challenge, &resource);
         if !resource.authorization_servers.contains(&held.issuer) {
             // The server moved to another authorization server: what the
             // old one issued is no good there.
@@ -423,6 +439,7 @@ impl Session {
         let config = &self.config;
         let resource =
             discovery::resource_metadata(&self.server, challenge.resource_metadata.as_deref()).await?;
+        self.note_dpop(challenge, &resource);
         let held = self.held();
         // An authorization server this client holds credentials for, when
         // the server lists several; else the first. Issuers are compared
