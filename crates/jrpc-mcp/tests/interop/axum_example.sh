@@ -21,9 +21,18 @@ for _ in $(seq 200); do
 done
 [ -n "$url" ] || { echo "mcp_in_axum did not say where it listens:" >&2; cat "$log" >&2; exit 1; }
 hello=${url%/api/mcp}/hello
-"$python" - "$hello" <<'PY'
-import sys, urllib.request
-body = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+# The app says where it listens once it is bound; should it die right
+# after, say so with its log rather than with a refused connection.
+"$python" - "$hello" <<'PY' || { echo "mcp_in_axum (pid $pid, $(kill -0 "$pid" 2>/dev/null && echo alive || echo gone)):" >&2; cat "$log" >&2; exit 1; }
+import sys, time, urllib.error, urllib.request
+for attempt in range(50):
+    try:
+        body = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+        break
+    except urllib.error.URLError as e:
+        if attempt == 49:
+            raise
+        time.sleep(0.1)
 assert "own route" in body, body
 print("the app's own route answers beside the MCP endpoint")
 PY
