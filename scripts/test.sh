@@ -102,11 +102,13 @@ step "jrpc bench --report: the pages in headless Chromium (plots drawn, nothing 
 bash crates/jrpc-cli/tests/bench_report/run.sh "$target_dir/debug/jrpc"
 
 step "MCP interop: the official Python SDK (pinned) as a client of jrpc mcp serve, over stdio and Streamable HTTP"
+# A virtual environment at $1 of its own, with the pinned packages "${@:2}".
+venv_with() {
+  [ -x "$1/bin/python" ] || python3 -m venv "$1"
+  "$1/bin/pip" install --quiet --disable-pip-version-check "${@:2}"
+}
 venv="$target_dir/mcp-venv"
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check "mcp==2.3.0"
+venv_with "$venv" "mcp==2.3.0"
 "$venv/bin/python" crates/jrpc-mcp/tests/interop/python_client.py "$target_dir/debug/jrpc"
 step "MCP interop: the Python SDK against MCP mounted in an axum app (examples/mcp_in_axum.rs)"
 bash crates/jrpc-mcp/tests/interop/axum_example.sh "$target_dir/debug/examples/mcp_in_axum" "$venv/bin/python"
@@ -119,10 +121,7 @@ step "OAuth with real parts: oidc-provider (npm, pinned) as the authorization se
 "$venv/bin/python" crates/jrpc-mcp/tests/interop/oauth_interop.py "$target_dir/debug/jrpc"
 step "DPoP: proofs made with PyJWT (pinned) against jrpc mcp serve --oauth-dpop require --oauth-dpop-nonce, hostile ones refused"
 jose_venv="$target_dir/jose-venv"
-if [ ! -x "$jose_venv/bin/python" ]; then
-  python3 -m venv "$jose_venv"
-fi
-"$jose_venv/bin/pip" install --quiet --disable-pip-version-check "pyjwt[crypto]==2.10.1"
+venv_with "$jose_venv" "pyjwt[crypto]==2.10.1"
 "$jose_venv/bin/python" crates/jrpc-mcp/tests/interop/dpop_interop.py "$target_dir/debug/jrpc"
 
 step "MCP conformance: the official suite's server scenarios (npm, pinned) against jrpc mcp serve --http --conformance"

@@ -8,15 +8,7 @@ mod common;
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 
-use common::{text, Served, JRPC};
-
-fn jrpc(args: &[&str]) -> Output {
-    Command::new(JRPC)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::{jrpc, text, Served, JRPC};
 
 #[test]
 fn a_word_that_starts_like_json_and_is_not_is_refused() {

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 mod common;
 
-use common::{text, JRPC};
+use common::{jrpc, text, JRPC};
 
 fn chatty_server() -> Vec<String> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/bridge/chatty_server.py");
@@ -92,10 +92,6 @@ impl Drop for Bridge {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn jrpc(args: &[&str]) -> Output {
-    Command::new(JRPC).args(args).output().unwrap()
 }
 
 /// `jrpc check`'s outcome per rule (the titles differ by transport).

@@ -8,9 +8,9 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-use common::{mcp_serve_on, text, Served, JRPC};
+use common::{jrpc, mcp_serve_on, text, Served};
 
 /// A socket path of the test's own, in a folder removed when it ends.
 struct SocketDir(PathBuf);
@@ -44,14 +44,6 @@ fn url_of(path: &Path) -> String {
         }
     }
     url
-}
-
-fn jrpc(args: &[&str]) -> Output {
-    Command::new(JRPC)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
 }
 
 /// Asks process `pid` to stop as Ctrl-C or a service manager would.

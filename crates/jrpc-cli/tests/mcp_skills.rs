@@ -3,17 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-
-use common::{mcp_serve, text, JRPC};
-
-fn jrpc(args: &[&str]) -> std::process::Output {
-    Command::new(JRPC)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::{jrpc, mcp_serve, text};
 
 #[test]
 fn a_folder_of_skills_is_served_listed_and_saved_back_verified() {

@@ -75,6 +75,11 @@ impl Drop for Served {
     }
 }
 
+/// Runs `jrpc ARGS` (no stdin) to its end.
+pub fn jrpc(args: &[&str]) -> Output {
+    Command::new(JRPC).args(args).output().unwrap()
+}
+
 /// A command's status, stdout and stderr, for assertion messages.
 pub fn text(out: &Output) -> String {
     format!(

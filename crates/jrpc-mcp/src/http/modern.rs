@@ -309,7 +309,7 @@ impl StreamableHttp {
         // The connection's facts are the HTTP server's, made once for all
         // its requests; the headers are this request's own.
         let mut call =
-            Call::request(id.clone(), method.as_ref(), params).with_connection(Arc::clone(cx.connection()));
+            Call::request(id, method.as_ref(), params).with_connection(Arc::clone(cx.connection()));
         call.extensions_mut().insert(headers);
         call.extensions_mut().insert(Arc::new(modern));
         if let Some(caller) = &caller {
@@ -319,7 +319,7 @@ impl StreamableHttp {
         // and the call goes straight to the method table (the layered stack
         // would cost it a few allocations).
         if let Some(refusal) = era::refuse_modern(&call) {
-            return Start::Answered(reply(&id, Err(refusal)));
+            return Start::Answered(reply(call.id().unwrap_or(&Id::NULL), Err(refusal)));
         }
         Start::Started(Started {
             served: serve_call_with(&self.table, call, messages),

@@ -27,16 +27,20 @@ if [ "$1" = "--url" ]; then
   trap 'rm -rf "$log" "$work"' EXIT
 else
   jrpc=$(realpath "$1")
-  "$jrpc" mcp serve --http 127.0.0.1:0 --conformance 2>"$log" &
-  server=$!
+  # Starts `jrpc mcp serve --http` with "$@" (in $server, its URL in $url).
+  serve() {
+    "$jrpc" mcp serve --http 127.0.0.1:0 "$@" 2>"$log" &
+    server=$!
+    url=
+    for _ in $(seq 100); do
+      url=$(sed -n 's/^jrpc: MCP (Streamable HTTP) at \(.*\)$/\1/p' "$log")
+      [ -n "$url" ] && break
+      sleep 0.1
+    done
+    [ -n "$url" ] || { echo "jrpc mcp serve --http $* did not start" >&2; cat "$log" >&2; exit 1; }
+  }
   trap 'kill "$server" 2>/dev/null || true; rm -rf "$log" "$work"' EXIT
-  url=
-  for _ in $(seq 100); do
-    url=$(sed -n 's/^jrpc: MCP (Streamable HTTP) at \(.*\)$/\1/p' "$log")
-    [ -n "$url" ] && break
-    sleep 0.1
-  done
-  [ -n "$url" ] || { echo "jrpc mcp serve --http did not start" >&2; cat "$log" >&2; exit 1; }
+  serve --conformance
 fi
 
 failed=0
@@ -87,15 +91,7 @@ skills() {
 skills
 if [ -n "${jrpc:-}" ]; then
   kill "$server" 2>/dev/null || true
-  "$jrpc" mcp serve --http 127.0.0.1:0 --skills crates/jrpc-mcp/tests/fixtures/skills 2>"$log" &
-  server=$!
-  url=
-  for _ in $(seq 100); do
-    url=$(sed -n 's/^jrpc: MCP (Streamable HTTP) at \(.*\)$/\1/p' "$log")
-    [ -n "$url" ] && break
-    sleep 0.1
-  done
-  [ -n "$url" ] || { echo "jrpc mcp serve --skills did not start" >&2; cat "$log" >&2; exit 1; }
+  serve --skills crates/jrpc-mcp/tests/fixtures/skills
   skills "--skills crates/jrpc-mcp/tests/fixtures/skills"
 fi
 exit "$failed"

@@ -375,9 +375,9 @@ fn header_and_payload_len(jwt: &str) -> usize {
     jwt.rfind('.').unwrap_or(0)
 }
 
+/// A base64url JSON object (a JWT's header or claims), as JWTs are read.
 fn decode_object(part: &str) -> Option<serde_json::Map<String, Value>> {
-    let bytes = URL_SAFE_NO_PAD.decode(part).ok()?;
-    match serde_json::from_slice(&bytes).ok()? {
+    match super::jwt::decode_json(part)? {
         Value::Object(map) => Some(map),
         _ => None,
     }

@@ -104,7 +104,7 @@ pub(crate) fn parse(token: &str) -> Result<Parsed<'_>, Refusal> {
     })
 }
 
-fn decode_json(part: &str) -> Option<Value> {
+pub(crate) fn decode_json(part: &str) -> Option<Value> {
     let bytes = URL_SAFE_NO_PAD.decode(part).ok()?;
     match serde_json::from_slice(&bytes).ok()? {
         object @ Value::Object(_) => Some(object),

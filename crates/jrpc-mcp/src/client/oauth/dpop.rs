@@ -100,14 +100,8 @@ impl DpopKey {
     /// The public key's JWK thumbprint (RFC 7638): what a bound token's
     /// `cnf.jkt` names.
     pub(crate) fn thumbprint(&self) -> String {
-        use sha2::Digest as _;
-        // The required members, in lexical order, no spaces.
-        let canonical = format!(
-            r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
-            self.jwk["x"].as_str().unwrap_or_default(),
-            self.jwk["y"].as_str().unwrap_or_default()
-        );
-        URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(canonical.as_bytes()))
+        // The same computation the resource server checks bound tokens with.
+        jrpc::auth::thumbprint(&self.jwk).unwrap_or_default()
     }
 
     /// A fresh proof for a request of `method` to `url`: for a resource

@@ -445,15 +445,6 @@ fn authorization(headers: &http::HeaderMap) -> Option<(&str, &str)> {
     (!token.is_empty()).then_some((scheme, token))
 }
 
-/// The token of `Authorization: Bearer <token>`, when there is exactly one
-/// such header.
-#[cfg(test)]
-fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
-    authorization(headers)
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token)
-}
-
 /// Whether a query string carries `access_token` (RFC 6750 §2.3, which
 /// OAuth 2.1 forbids: URLs end up in logs).
 fn query_has_token(query: Option<&str>) -> bool {
@@ -543,6 +534,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The token of `Authorization: Bearer <token>`, when there is exactly
+    /// one such header.
+    fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
+        authorization(headers)
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token)
+    }
 
     #[test]
     fn tokens_are_taken_from_one_authorization_header_only() {
