@@ -29,6 +29,10 @@ impl Kind {
             Kind::Rmcp => "rmcp",
         }
     }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
 }
 
 /// Where the client connects: a command to spawn, or a URL.
@@ -62,7 +66,10 @@ impl Client {
             let Target::Url(url) = target else {
                 return Err("the plain JSON-RPC baseline runs over HTTP".into());
             };
-            return Ok(Client::Raw(jrpc::client::Client::builder().connect_http(&url)?, Call::Plain));
+            return Ok(Client::Raw(
+                jrpc::client::Client::builder().connect_http(&url)?,
+                Call::Plain,
+            ));
         }
         if mode.modern() {
             return Self::connect_modern(kind, target).await;
@@ -108,7 +115,10 @@ impl Client {
                     preferred_versions: vec![ProtocolVersion::V_2026_07_28],
                 };
                 let running = match target {
-                    Target::Spawn(command) => ().serve_with_lifecycle(TokioChildProcess::new(command)?, lifecycle).await?,
+                    Target::Spawn(command) => {
+                        ().serve_with_lifecycle(TokioChildProcess::new(command)?, lifecycle)
+                            .await?
+                    }
                     Target::Url(url) => {
                         ().serve_with_lifecycle(StreamableHttpClientTransport::from_uri(url), lifecycle)
                             .await?

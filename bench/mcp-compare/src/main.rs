@@ -4,7 +4,7 @@
 //! JSON-RPC `add` over HTTP, the baseline of an MCP request's cost.
 //!
 //! ```text
-//! cargo run --release --manifest-path bench/mcp-compare/Cargo.toml -- [--runs 3] [--calls 20000] [--in-flight 16] [--only MODE]
+//! cargo run --release --manifest-path bench/mcp-compare/Cargo.toml -- [--runs 3] [--calls 20000] [--in-flight 16] [--only MODE] [--server jrpc-mcp|rmcp] [--client jrpc-mcp|rmcp]
 //! ```
 //!
 //! Every server runs as its own process (`serve SERVER MODE`, this same
@@ -33,11 +33,14 @@ struct Options {
     calls: u64,
     in_flight: u64,
     only: Option<Mode>,
+    /// Only this server, only this client.
+    server: Option<Server>,
+    client: Option<Kind>,
 }
 
 fn usage() -> io::Error {
     io::Error::other(
-        "usage: jrpc-mcp-compare [--runs N] [--calls N] [--in-flight N] [--only MODE]\n       \
+        "usage: jrpc-mcp-compare [--runs N] [--calls N] [--in-flight N] [--only MODE] [--server S] [--client C]\n       \
          jrpc-mcp-compare serve jrpc-mcp|rmcp MODE\n\
          MODE: stdio, http-sse, http-json (2025-11-25 sessions), stdio-2026, http-2026, http-jsonrpc (plain JSON-RPC)",
     )
@@ -56,6 +59,8 @@ fn main() -> Result<(), BoxError> {
         calls: 20_000,
         in_flight: 16,
         only: None,
+        server: None,
+        client: None,
     };
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
@@ -65,6 +70,8 @@ fn main() -> Result<(), BoxError> {
             "--calls" => options.calls = value()?.parse()?,
             "--in-flight" => options.in_flight = value()?.parse::<u64>()?.max(1),
             "--only" => options.only = Some(Mode::parse(&value()?).ok_or_else(usage)?),
+            "--server" => options.server = Some(Server::parse(&value()?).ok_or_else(usage)?),
+            "--client" => options.client = Some(Kind::parse(&value()?).ok_or_else(usage)?),
             _ => return Err(usage().into()),
         }
     }
@@ -108,11 +115,13 @@ async fn compare(options: Options) -> Result<(), BoxError> {
             continue;
         }
         for server in Server::ALL {
-            if !mode.served_by(server) {
+            if !mode.served_by(server) || options.server.is_some_and(|only| only != server) {
                 continue;
             }
             for client in Kind::ALL {
-                if mode == Mode::HttpJsonRpc && client != Kind::Jrpc {
+                if mode == Mode::HttpJsonRpc && client != Kind::Jrpc
+                    || options.client.is_some_and(|only| only != client)
+                {
                     continue;
                 }
                 let mut runs = Vec::new();

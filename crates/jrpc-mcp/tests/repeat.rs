@@ -65,11 +65,15 @@ impl Proxy {
         }
     }
 
-    fn fail(&self, n: usize) {
+    /// Cuts the connections open (and waits a moment, so that the client
+    /// sees its pooled ones closed: a connection cut while idle is not a
+    /// lost request) and refuses the next `n` new ones.
+    async fn fail(&self, n: usize) {
         for task in self.open.lock().unwrap().drain(..) {
             task.abort();
         }
         self.failing.store(n, Ordering::SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
 
@@ -90,25 +94,25 @@ async fn safe_calls_are_sent_again_and_others_are_not() {
 
     // A read-only tool: sent again (its safety read from the tool list,
     // asked for once).
-    proxy.fail(1);
+    proxy.fail(1).await;
     let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await.unwrap();
     assert_eq!(sum.joined_text(), "42");
     assert_eq!(client.repeats(), 1);
 
     // A tool that changes things: the loss is the caller's to judge.
-    proxy.fail(1);
+    proxy.fail(1).await;
     let error = client.call_tool("bump", json!({})).await.unwrap_err();
     assert!(error.to_string().contains("502"), "{error}");
     assert_eq!(client.repeats(), 1, "bump is never sent twice");
 
     // Lists and reads.
-    proxy.fail(2);
+    proxy.fail(2).await;
     let read = client.read_resource("demo://counter").await.unwrap();
     assert_eq!(read.contents.len(), 1);
     assert_eq!(client.repeats(), 3);
 
     // Past the budget: the last loss is the answer.
-    proxy.fail(100);
+    proxy.fail(100).await;
     let before = proxy.refused.load(Ordering::SeqCst);
     let error = client.read_resource("demo://greeting").await.unwrap_err();
     assert!(error.to_string().contains("502"), "{error}");
@@ -118,5 +122,5 @@ async fn safe_calls_are_sent_again_and_others_are_not() {
         "five attempts in all"
     );
     assert_eq!(client.repeats(), 7);
-    proxy.fail(0);
+    proxy.fail(0).await;
 }

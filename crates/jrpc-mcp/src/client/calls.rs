@@ -3,7 +3,6 @@
 //! rounds of input a modern server may ask for before it answers, and the
 //! MCP methods on top.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -15,11 +14,12 @@ use serde::{Deserialize, Serialize};
 use super::error::McpClientError;
 use super::listen::{Registered, Subscription};
 use super::repeat;
+use super::sent::{Meta, Sent};
 use super::wire::{Headers, Wire};
 use super::{era, McpClient};
 use crate::headers::{self, ParamHeader};
 use crate::types::{
-    codes, meta_keys, CallToolResult, CompleteParams, CompleteResult, GetPromptResult, InputRequiredResult,
+    codes, CallToolResult, CompleteParams, CompleteResult, GetPromptResult, InputRequiredResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
     ProgressToken, Prompt, ReadResourceResult, Resource, ResourceTemplate, ResultType, SubscriptionFilter,
     Tool,
@@ -42,33 +42,28 @@ impl McpClient {
     }
 
     /// `params` as sent: with the envelope in `_meta` to a modern server,
-    /// and a progress token when asked for.
-    fn with_meta<'p>(&self, params: &'p serde_json::Value, progress: bool) -> Cow<'p, serde_json::Value> {
+    /// and a progress token when asked for. Written as they are sent,
+    /// not copied first.
+    fn with_meta<'p>(&'p self, params: &'p serde_json::Value, progress: bool) -> Sent<'p> {
         let token = if progress { self.progress_meta() } else { None };
-        if (self.envelope.is_none() && token.is_none()) || !params.is_object() {
-            // Nothing to add (a legacy call without progress): no copy.
-            return Cow::Borrowed(params);
-        }
-        let mut params = params.clone();
-        let Some(object) = params.as_object_mut() else {
-            return Cow::Owned(params);
+        let envelope = match &self.envelope {
+            Some(serde_json::Value::Object(envelope)) => Some(envelope),
+            _ => None,
         };
-        let mut meta = match &self.envelope {
-            Some(serde_json::Value::Object(envelope)) => envelope.clone(),
-            _ => serde_json::Map::new(),
+        let log_level = match self.envelope {
+            Some(_) => *self.log_level.lock().unwrap_or_else(|p| p.into_inner()),
+            None => None,
         };
-        if self.envelope.is_some() {
-            if let Some(level) = *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) {
-                meta.insert(meta_keys::LOG_LEVEL.into(), serde_json::json!(level));
-            }
+        let meta = Meta {
+            envelope,
+            log_level,
+            token,
+        };
+        let added = !meta.is_empty() && params.is_object();
+        Sent {
+            params,
+            meta: added.then_some(meta),
         }
-        if let Some(token) = token {
-            meta.insert(meta_keys::PROGRESS_TOKEN.into(), serde_json::json!(token));
-        }
-        if !meta.is_empty() {
-            object.insert("_meta".into(), serde_json::Value::Object(meta));
-        }
-        Cow::Owned(params)
     }
 
     /// The headers a modern HTTP request of `method` carries.
@@ -109,35 +104,26 @@ impl McpClient {
         if self.server.modern {
             return self.send_modern(method, params, progress).await;
         }
-        let params = self.with_meta(params, progress);
+        let sent = self.with_meta(params, progress);
         let version = &self.server.version;
         Ok(self
             .wire
-            .call(version, method, &params, &Headers::default())
+            .call(version, method, &sent, &Headers::default())
             .await?)
     }
 
     /// A modern server's request: a `-32022` naming a version this client
     /// speaks is retried once in it, and a `tools/call` refused for its
     /// headers (`-32020`) is retried once after listing the tools again.
-    /// Boxed: listing the tools sends requests too, and a future cannot
-    /// contain itself.
-    fn send_modern<'a>(
-        &'a self,
-        method: &'a str,
-        params: &'a serde_json::Value,
-        progress: bool,
-    ) -> super::BoxFuture<'a, Result<Box<RawValue>, McpClientError>> {
-        Box::pin(self.send_modern_now(method, params, progress))
-    }
-
-    async fn send_modern_now(
+    /// Listing the tools sends requests too, and a future cannot contain
+    /// itself: those (rare) calls are boxed, not every request.
+    async fn send_modern(
         &self,
         method: &str,
         params: &serde_json::Value,
         progress: bool,
     ) -> Result<Box<RawValue>, McpClientError> {
-        let params = self.with_meta(params, progress);
+        let sent = self.with_meta(params, progress);
         let version = &self.server.version;
         let mut retried = false;
         // One budget for every reason to send again, within the call's time.
@@ -145,12 +131,12 @@ impl McpClient {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let headers = self.headers(method, &params);
+            let headers = self.headers(method, params);
             let left = self.timeout.saturating_sub(started.elapsed());
             let within = (attempts > 1).then_some(left);
             let error = match self
                 .wire
-                .call_within(version, method, &params, &headers, within)
+                .call_within(version, method, &sent, &headers, within)
                 .await
             {
                 Ok(raw) => return Ok(raw),
@@ -159,7 +145,7 @@ impl McpClient {
             if attempts < repeat::MAX_ATTEMPTS
                 && self.wire.can_repeat()
                 && repeat::worth_repeating(&error)
-                && self.safe_to_repeat(method, &params).await
+                && self.safe_to_repeat(method, params).await
             {
                 let wait = repeat::backoff(attempts);
                 if started.elapsed() + wait < self.timeout {
@@ -177,7 +163,7 @@ impl McpClient {
                 Some(codes::HEADER_MISMATCH) if method == "tools/call" && !retried => {
                     // The tool's annotations changed: learn them again.
                     self.results.forget("tools/list");
-                    self.list_tools().await?;
+                    Box::pin(self.list_tools()).await?;
                     true
                 }
                 _ => false,
@@ -210,7 +196,7 @@ impl McpClient {
         if let Some(safe) = known(self) {
             return safe;
         }
-        if self.list_tools().await.is_err() {
+        if Box::pin(self.list_tools()).await.is_err() {
             return false;
         }
         known(self).unwrap_or(false)
@@ -275,8 +261,7 @@ impl McpClient {
             if !self.server.modern {
                 return decode(&raw);
             }
-            let kind: Kind = serde_json::from_str(raw.get()).map_err(|e| CallError::Decode(Arc::new(e)))?;
-            if kind.result_type != Some(ResultType::InputRequired) {
+            if !may_ask_for_input(&raw)? {
                 // Kept only when asked without input: an answer that took
                 // rounds is not the answer to the params alone.
                 if let (Some(key), 0) = (key, rounds) {
@@ -499,7 +484,7 @@ impl McpClient {
         let task = if self.server.modern {
             let params = self
                 .with_meta(&serde_json::json!({ "notifications": filter }), false)
-                .into_owned();
+                .to_value();
             match &self.wire {
                 Wire::Peer(client) => {
                     // Until this one is acknowledged, no other may ask: the
@@ -538,7 +523,7 @@ impl McpClient {
                             .call_with(
                                 &version,
                                 "subscriptions/listen",
-                                &params,
+                                &Sent::from(&params),
                                 None,
                                 &[],
                                 &notify,
@@ -593,6 +578,19 @@ impl McpClient {
             acknowledged,
         })
     }
+}
+
+/// Whether a modern result is `input_required`. Most are not, and say so
+/// without the word anywhere in their text: then it is not read twice
+/// (the word can be spelled otherwise only with a `\u` escape; anything
+/// but an object is read, to be refused as before).
+fn may_ask_for_input(raw: &RawValue) -> Result<bool, CallError> {
+    let text = raw.get();
+    if text.starts_with('{') && !text.contains("input_required") && !text.contains("\\u") {
+        return Ok(false);
+    }
+    let kind: Kind = serde_json::from_str(text).map_err(|e| CallError::Decode(Arc::new(e)))?;
+    Ok(kind.result_type == Some(ResultType::InputRequired))
 }
 
 pub(super) fn decode<R: DeserializeOwned>(raw: &RawValue) -> Result<R, McpClientError> {

@@ -137,7 +137,8 @@ impl McpClientBuilder {
         loop {
             let params = serde_json::json!({ "_meta": self.envelope(&version, None) });
             let no_headers = wire::Headers::default();
-            let asked = wire.call(&version, "server/discover", &params, &no_headers);
+            let sent = super::sent::Sent::from(&params);
+            let asked = wire.call(&version, "server/discover", &sent, &no_headers);
             // Over a connection a legacy server may never answer a request
             // before `initialize`: the probe is bounded.
             let answer = match wire {

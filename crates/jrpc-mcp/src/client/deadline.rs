@@ -3,6 +3,7 @@
 //! not the server's, so it is given back.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -59,11 +60,14 @@ impl Deadline {
     /// Runs `work` until it ends or the deadline passes: then
     /// [`CallError::Timeout`], and `work` is dropped (over HTTP, its
     /// request's stream is closed: the server's signal to cancel it).
-    pub(crate) async fn run<T>(
-        &self,
-        work: impl Future<Output = Result<T, CallError>>,
-    ) -> Result<T, CallError> {
-        tokio::pin!(work);
+    ///
+    /// `work` is pinned by the caller: taken by value, it would be held
+    /// twice in this future (as the argument, and pinned), which doubled
+    /// the size of every call's future.
+    pub(crate) async fn run<T, F>(&self, mut work: Pin<&mut F>) -> Result<T, CallError>
+    where
+        F: Future<Output = Result<T, CallError>> + ?Sized,
+    {
         loop {
             // Listening before the state is read: a pause that ends in
             // between is not missed.
@@ -82,7 +86,7 @@ impl Deadline {
             };
             tokio::select! {
                 biased;
-                outcome = &mut work => return outcome,
+                outcome = work.as_mut() => return outcome,
                 () = resumed => {}
                 () = passes => {
                     let state = self.state();
@@ -142,7 +146,7 @@ mod tests {
             Ok(())
         };
         let started = Instant::now();
-        let outcome = deadline.run(slow).await;
+        let outcome = deadline.run(std::pin::pin!(slow)).await;
         assert!(matches!(outcome, Err(CallError::Timeout(limit)) if limit == Duration::from_millis(300)));
         assert_eq!(started.elapsed(), Duration::from_millis(300));
     }
@@ -159,7 +163,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(150)).await;
             Ok(7)
         };
-        assert_eq!(deadline.run(work).await.unwrap(), 7);
+        assert_eq!(deadline.run(std::pin::pin!(work)).await.unwrap(), 7);
     }
 
     #[tokio::test(start_paused = true)]
@@ -174,7 +178,10 @@ mod tests {
             Ok(())
         };
         let started = Instant::now();
-        assert!(matches!(deadline.run(work).await, Err(CallError::Timeout(_))));
+        assert!(matches!(
+            deadline.run(std::pin::pin!(work)).await,
+            Err(CallError::Timeout(_))
+        ));
         assert_eq!(started.elapsed(), Duration::from_secs(1));
     }
 
@@ -185,7 +192,7 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             Ok(1)
         };
-        assert_eq!(deadline.run(slow).await.unwrap(), 1);
+        assert_eq!(deadline.run(std::pin::pin!(slow)).await.unwrap(), 1);
         let pause = deadline.pause();
         pause.give_back();
     }
@@ -194,6 +201,9 @@ mod tests {
     async fn work_within_the_deadline_ends_as_it_ends() {
         let deadline = Deadline::after(Duration::from_secs(1));
         let failing = async { Err::<(), _>(CallError::Closed("gone".into())) };
-        assert!(matches!(deadline.run(failing).await, Err(CallError::Closed(_))));
+        assert!(matches!(
+            deadline.run(std::pin::pin!(failing)).await,
+            Err(CallError::Closed(_))
+        ));
     }
 }

@@ -49,7 +49,7 @@ impl Endpoint {
         headers: HeaderMap,
         body: Bytes,
         deadline: Option<&Deadline>,
-    ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+    ) -> Result<http::Response<jrpc::client::ResponseBody>, CallError> {
         #[cfg(feature = "oauth")]
         if let Some(session) = &self.oauth {
             return self
@@ -68,7 +68,7 @@ impl Endpoint {
         method: Method,
         #[allow(unused_mut)] mut headers: HeaderMap,
         body: Bytes,
-    ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+    ) -> Result<http::Response<jrpc::client::ResponseBody>, CallError> {
         #[cfg(feature = "oauth")]
         if let Some(session) = &self.oauth {
             authorize(session, &method, &mut headers)?;
@@ -84,7 +84,7 @@ impl Endpoint {
         headers: HeaderMap,
         body: Bytes,
         deadline: Option<&Deadline>,
-    ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+    ) -> Result<http::Response<jrpc::client::ResponseBody>, CallError> {
         use http::StatusCode;
         use http_body_util::BodyExt as _;
 

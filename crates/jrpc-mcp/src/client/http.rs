@@ -310,7 +310,7 @@ impl HttpSession {
 
     /// Reads the standalone stream `first` opened, then reopens it from its
     /// last event whenever it breaks.
-    async fn listen_on(self: Arc<Self>, first: Option<hyper::body::Incoming>) {
+    async fn listen_on(self: Arc<Self>, first: Option<jrpc::client::ResponseBody>) {
         let mut events = super::sse::SseParser::default();
         let mut failures = 0;
         let mut next = first;
@@ -333,7 +333,7 @@ impl HttpSession {
 
     /// A GET for an SSE stream, from after `last_id` when given; `None`
     /// when the server offers none.
-    async fn open_stream(&self, last_id: Option<&str>) -> Option<hyper::body::Incoming> {
+    async fn open_stream(&self, last_id: Option<&str>) -> Option<jrpc::client::ResponseBody> {
         let mut headers = self.headers("text/event-stream");
         if let Some(value) = last_id.and_then(|id| HeaderValue::from_str(id).ok()) {
             headers.insert(LAST_EVENT_ID, value);
@@ -387,7 +387,7 @@ impl HttpSession {
     /// whether the reply to `awaiting` was among them.
     async fn read_events(
         &self,
-        mut body: hyper::body::Incoming,
+        mut body: jrpc::client::ResponseBody,
         awaiting: Option<&Id>,
         events: &mut super::sse::SseParser,
     ) -> bool {
@@ -402,8 +402,10 @@ impl HttpSession {
                 self.deliver(Ok(Inbound::Frame(event.data.into()))).await;
             }
             if answered {
-                // The request's stream has nothing more to say.
-                break;
+                // The request's stream has nothing more to say: its end is
+                // read so that the connection is kept.
+                body.release();
+                return true;
             }
         }
         answered

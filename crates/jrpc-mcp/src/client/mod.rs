@@ -58,6 +58,7 @@ mod modern_http;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 mod repeat;
+mod sent;
 mod skills;
 #[cfg(feature = "http-client")]
 mod sse;

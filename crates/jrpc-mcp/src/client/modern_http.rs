@@ -4,6 +4,7 @@
 //! the request, then its response). No session, no standalone stream: a
 //! call is cancelled by closing its stream, which dropping its future does.
 
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,7 @@ use jrpc::message::RawValue;
 use jrpc::{CallError, Error, Id};
 use serde::Deserialize;
 
+use super::sent::Sent;
 use super::sse::SseParser;
 use crate::headers;
 
@@ -47,7 +49,7 @@ pub(crate) struct ModernHttp {
 struct Outgoing<'a> {
     version: &'a str,
     method: &'a str,
-    params: &'a serde_json::Value,
+    params: &'a Sent<'a>,
     /// `Mcp-Name`'s value, not yet encoded.
     name: Option<&'a str>,
     /// `Mcp-Param-*` headers, encoded.
@@ -70,6 +72,10 @@ struct Answer {
 }
 
 const BODY_SHOWN: usize = 512;
+
+const VERSION_NAME: HeaderName = HeaderName::from_static(headers::PROTOCOL_VERSION);
+const METHOD_NAME: HeaderName = HeaderName::from_static(headers::METHOD);
+const NAME_NAME: HeaderName = HeaderName::from_static(headers::NAME);
 
 /// Shows a message on jrpc's wire target (`jrpc mcp -v` prints them).
 fn trace(direction: &str, message: &[u8]) {
@@ -97,7 +103,7 @@ impl ModernHttp {
         &self,
         version: &str,
         method: &str,
-        params: &serde_json::Value,
+        params: &Sent<'_>,
         name: Option<&str>,
         param_headers: &[(String, String)],
         timeout: Option<Duration>,
@@ -124,7 +130,7 @@ impl ModernHttp {
         &self,
         version: &str,
         method: &str,
-        params: &serde_json::Value,
+        params: &Sent<'_>,
         name: Option<&str>,
         param_headers: &[(String, String)],
         notify: &(dyn Fn(&str, Option<serde_json::Value>) + Send + Sync),
@@ -138,7 +144,8 @@ impl ModernHttp {
             name,
             param_headers,
         };
-        deadline.run(self.send(request, notify, &deadline)).await
+        let work = std::pin::pin!(self.send(request, notify, &deadline));
+        deadline.run(work).await
     }
 
     /// One request sent and its answer read, with as many attempts as its
@@ -157,30 +164,32 @@ impl ModernHttp {
     ) -> Result<Box<RawValue>, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let encode = |e: serde_json::Error| CallError::Encode(e.to_string().into());
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":{},"params":{}}}"#,
-            serde_json::to_string(method).map_err(encode)?,
-            serde_json::to_string(params).map_err(encode)?,
-        );
-        trace(">", body.as_bytes());
+        // Written into one buffer, the params straight from the caller's.
+        let mut body = Vec::with_capacity(256);
+        // Writing to a Vec cannot fail.
+        let _ = write!(body, r#"{{"jsonrpc":"2.0","id":{id},"method":"#);
+        serde_json::to_writer(&mut body, method).map_err(encode)?;
+        body.extend_from_slice(br#","params":"#);
+        serde_json::to_writer(&mut body, params).map_err(encode)?;
+        body.push(b'}');
+        trace(">", &body);
         let mut headers = HeaderMap::new();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(
             header::ACCEPT,
             HeaderValue::from_static("application/json, text/event-stream"),
         );
-        let mut put = |name: &str, value: &str| -> Result<(), CallError> {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;
+        // The names are known: no allocation for them on every request.
+        let mut put = |name: HeaderName, value: &str| -> Result<(), CallError> {
             let value = HeaderValue::from_str(&headers::encode_value(value))
                 .map_err(|e| CallError::Encode(format!("header {name}: {e}").into()))?;
             headers.insert(name, value);
             Ok(())
         };
-        put(headers::PROTOCOL_VERSION, version)?;
-        put(headers::METHOD, method)?;
+        put(VERSION_NAME, version)?;
+        put(METHOD_NAME, method)?;
         if let Some(name) = name {
-            put(headers::NAME, name)?;
+            put(NAME_NAME, name)?;
         }
         for (name, value) in param_headers {
             // Encoded by the caller: put as they are.
@@ -208,6 +217,9 @@ impl ModernHttp {
                 let Ok(data) = frame.into_data() else { continue };
                 for event in events.feed(&data) {
                     if let Some(outcome) = read_message(id, event.data.as_bytes(), notify) {
+                        // The stream's end is read so that the connection
+                        // is kept.
+                        body.release();
                         return outcome;
                     }
                 }

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use jrpc::client::Client;
 use jrpc::CallError;
 
+use super::sent::Sent;
+
 /// The headers of one modern HTTP request beyond its version and method.
 #[derive(Debug, Default)]
 #[cfg_attr(not(feature = "http-client"), allow(dead_code))]
@@ -34,7 +36,7 @@ impl Wire {
         &self,
         version: &str,
         method: &str,
-        params: &serde_json::Value,
+        params: &Sent<'_>,
         headers: &Headers,
     ) -> Result<Box<serde_json::value::RawValue>, CallError> {
         self.call_within(version, method, params, headers, None).await
@@ -46,7 +48,7 @@ impl Wire {
         &self,
         version: &str,
         method: &str,
-        params: &serde_json::Value,
+        params: &Sent<'_>,
         headers: &Headers,
         timeout: Option<std::time::Duration>,
     ) -> Result<Box<serde_json::value::RawValue>, CallError> {

@@ -53,6 +53,19 @@ pub(crate) fn table(server: &McpServer) -> Router {
 
 /// Registers `$name` as a method of `$server` that takes `$params` (and the
 /// request's context) and runs `$handler`.
+/// A method whose handler is a method of the server taking it by value:
+/// its future is the handler's own (an `async` block around it would hold
+/// the params and the context twice, making every call's allocation
+/// larger).
+macro_rules! route_owned {
+    ($router:ident, $server:ident, $name:literal, $params:ty, $handler:ident) => {{
+        let server = $server.clone();
+        $router = $router.method($name, move |p: $params, ctx: RequestContext| {
+            server.clone().$handler(p, ctx)
+        });
+    }};
+}
+
 macro_rules! route {
     ($router:ident, $server:ident, $name:literal, |$s:ident, $p:ident: $params:ty, $ctx:ident| $body:expr) => {{
         let $s = $server.clone();
@@ -102,11 +115,12 @@ fn methods(server: &McpServer) -> Router {
             "tools/list",
             |s, p: Option<PaginatedParams>, ctx| s.list_tools(p.unwrap_or_default(), &ctx)
         );
-        route!(
+        route_owned!(
             router,
             server,
             "tools/call",
-            |s, p: Option<super::round_params::ToolCall>, ctx| s.call_tool(p, ctx).await
+            Option<super::round_params::ToolCall>,
+            call_tool
         );
     }
     if server.serves_resources() {
@@ -122,11 +136,12 @@ fn methods(server: &McpServer) -> Router {
             "resources/templates/list",
             |s, p: Option<PaginatedParams>, ctx| s.list_templates(p.unwrap_or_default(), &ctx)
         );
-        route!(
+        route_owned!(
             router,
             server,
             "resources/read",
-            |s, p: Option<super::round_params::ReadCall>, ctx| s.read_resource(p, ctx).await
+            Option<super::round_params::ReadCall>,
+            read_resource
         );
     }
     if catalog.skills.is_some() {
@@ -178,11 +193,12 @@ fn methods(server: &McpServer) -> Router {
             "prompts/list",
             |s, p: Option<PaginatedParams>, ctx| s.list_prompts(p.unwrap_or_default(), &ctx)
         );
-        route!(
+        route_owned!(
             router,
             server,
             "prompts/get",
-            |s, p: Option<super::round_params::PromptCall>, ctx| s.get_prompt(p, ctx).await
+            Option<super::round_params::PromptCall>,
+            get_prompt
         );
     }
     if server.announces_changes() {

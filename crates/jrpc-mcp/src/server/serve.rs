@@ -223,7 +223,7 @@ impl McpServer {
     }
 
     pub(crate) async fn call_tool(
-        &self,
+        self,
         p: Option<ToolCall>,
         ctx: RequestContext,
     ) -> Result<Answer<Stamped<CallToolResult>>, Error> {
@@ -276,7 +276,7 @@ impl McpServer {
     }
 
     pub(crate) async fn read_resource(
-        &self,
+        self,
         p: Option<ReadCall>,
         ctx: RequestContext,
     ) -> Result<Answer<Stamped<ReadResourceResult>>, Error> {
@@ -308,7 +308,7 @@ impl McpServer {
     }
 
     pub(crate) async fn get_prompt(
-        &self,
+        self,
         p: Option<PromptCall>,
         ctx: RequestContext,
     ) -> Result<Answer<Stamped<GetPromptResult>>, Error> {

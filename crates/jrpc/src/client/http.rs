@@ -4,7 +4,7 @@
 
 use std::io::Read as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,6 +20,8 @@ use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 
 use super::http_error::HttpError;
+use super::idle::Idle;
+use super::response_body::{Lease, ResponseBody};
 use super::retry::Retry;
 use crate::caller::{
     build_stack, null, BoxOutgoingService, CallError, Caller, Delivery, Outgoing, OutgoingLayerFn,
@@ -71,7 +73,7 @@ impl HttpClient {
         method: http::Method,
         headers: http::HeaderMap,
         body: Bytes,
-    ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+    ) -> Result<http::Response<ResponseBody>, CallError> {
         HttpTransport::send_streaming(&self.transport, method, headers, body).await
     }
 
@@ -150,8 +152,6 @@ pub(crate) struct HttpOptions {
 const MAX_REPLY: usize = 256 * 1024 * 1024;
 /// Requests at least this large are gzip-compressed when gzip is on.
 const COMPRESS_FROM: usize = 1024;
-/// Idle HTTP/1.1 connections kept for reuse.
-const MAX_IDLE: usize = 64;
 
 pub(crate) struct HttpTransport {
     uri: Uri,
@@ -163,7 +163,7 @@ pub(crate) struct HttpTransport {
     socket: Option<std::path::PathBuf>,
     options: HttpOptions,
     next_id: AtomicU64,
-    idle: Mutex<Vec<http1::SendRequest<Full<Bytes>>>>,
+    idle: Arc<Idle>,
     /// Turns for requests, when their number is bounded.
     turns: Option<tokio::sync::Semaphore>,
     h2: tokio::sync::Mutex<Option<http2::SendRequest<Full<Bytes>>>>,
@@ -265,7 +265,7 @@ impl HttpTransport {
             socket,
             options,
             next_id: AtomicU64::new(1),
-            idle: Mutex::new(Vec::new()),
+            idle: Arc::default(),
             turns,
             h2: tokio::sync::Mutex::new(None),
         }
@@ -516,19 +516,26 @@ impl HttpTransport {
         method: http::Method,
         headers: http::HeaderMap,
         body: Bytes,
-    ) -> Result<http::Response<hyper::body::Incoming>, CallError> {
+    ) -> Result<http::Response<ResponseBody>, CallError> {
         let path = self.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let mut request = Request::builder()
             .method(method)
             .uri(path)
-            .header(header::HOST, self.authority.clone())
             .body(Full::new(body))
             .map_err(|e| CallError::Encode(e.to_string().into()))?;
-        for (name, value) in &self.options.headers {
-            request.headers_mut().insert(name, value.clone());
+        // The caller's headers are the request's (not copied into another
+        // map); the client's own and `Host` go where the caller set none.
+        *request.headers_mut() = headers;
+        for name in self.options.headers.keys() {
+            if !request.headers().contains_key(name) {
+                // The last value, as when each was inserted in turn.
+                if let Some(value) = self.options.headers.get_all(name).iter().next_back() {
+                    request.headers_mut().insert(name, value.clone());
+                }
+            }
         }
-        for (name, value) in &headers {
-            request.headers_mut().insert(name, value.clone());
+        if let http::header::Entry::Vacant(entry) = request.headers_mut().entry(header::HOST) {
+            entry.insert(self.authority.clone());
         }
         let io = |e: hyper::Error| CallError::Io(Arc::new(std::io::Error::other(e)));
         let failed = |failure: Failure| match failure {
@@ -538,10 +545,11 @@ impl HttpTransport {
         };
         loop {
             if self.options.http2 && self.tls.is_none() || self.h2.lock().await.is_some() {
-                let mut sender = self.h2_sender().await.map_err(failed)?;
-                return sender.send_request(request).await.map_err(io);
+                let mut sender = Box::pin(self.h2_sender()).await.map_err(failed)?;
+                let response = sender.send_request(request).await.map_err(io)?;
+                return Ok(response.map(|body| ResponseBody::new(body, None)));
             }
-            let (mut sender, fresh) = match self.take_idle() {
+            let (mut sender, fresh) = match self.idle.take() {
                 Some(sender) => (sender, false),
                 None => match self.connect().await.map_err(failed)? {
                     Sender::H1(sender) => (sender, true),
@@ -555,13 +563,11 @@ impl HttpTransport {
                 Ok(response) => {
                     // The connection is free again once this response has
                     // been read to its end (an SSE stream may take long).
-                    let transport = Arc::clone(self);
-                    tokio::spawn(async move {
-                        if sender.ready().await.is_ok() {
-                            transport.put_idle(sender);
-                        }
-                    });
-                    return Ok(response);
+                    let lease = Lease {
+                        sender,
+                        idle: Arc::clone(&self.idle),
+                    };
+                    return Ok(response.map(|body| ResponseBody::new(body, Some(lease))));
                 }
                 Err(mut unsent) => match unsent.take_message() {
                     Some(again) if !fresh => request = again,
@@ -575,11 +581,11 @@ impl HttpTransport {
         let mut request = self.request(body).map_err(Failure::Final)?;
         loop {
             if self.options.http2 && self.tls.is_none() || self.h2.lock().await.is_some() {
-                let mut sender = self.h2_sender().await?;
+                let mut sender = Box::pin(self.h2_sender()).await?;
                 let response = sender.send_request(request).await;
                 return self.read(response).await;
             }
-            let (mut sender, fresh) = match self.take_idle() {
+            let (mut sender, fresh) = match self.idle.take() {
                 Some(sender) => (sender, false),
                 None => match self.connect().await? {
                     Sender::H1(sender) => (sender, true),
@@ -595,7 +601,7 @@ impl HttpTransport {
                     let reply = self.read(Ok(response)).await?;
                     // Only now is the connection free for the next request.
                     if !sender.is_closed() {
-                        self.put_idle(sender);
+                        self.idle.put(sender);
                     }
                     return Ok(reply);
                 }
@@ -668,20 +674,6 @@ impl HttpTransport {
         }
     }
 
-    fn take_idle(&self) -> Option<http1::SendRequest<Full<Bytes>>> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        idle.retain(|sender| !sender.is_closed());
-        let ready = idle.iter().rposition(|sender| sender.is_ready())?;
-        Some(idle.swap_remove(ready))
-    }
-
-    fn put_idle(&self, sender: http1::SendRequest<Full<Bytes>>) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.len() < MAX_IDLE {
-            idle.push(sender);
-        }
-    }
-
     async fn h2_sender(&self) -> Result<http2::SendRequest<Full<Bytes>>, Failure> {
         let mut slot = self.h2.lock().await;
         if let Some(sender) = slot.as_ref().filter(|s| !s.is_closed()) {
@@ -692,7 +684,7 @@ impl HttpTransport {
             Sender::H1(sender) if self.tls.is_some() => {
                 // The server stopped offering HTTP/2: back to HTTP/1.1.
                 *slot = None;
-                self.put_idle(sender);
+                self.idle.put(sender);
                 return Err(Failure::Connect(std::io::Error::other(
                     "the server now speaks HTTP/1.1; retry",
                 )));
@@ -703,7 +695,17 @@ impl HttpTransport {
         Ok(sender)
     }
 
-    async fn connect(&self) -> Result<Sender, Failure> {
+    /// A new connection, boxed: its future (TCP, TLS, the HTTP handshake)
+    /// is many kilobytes, and every request's future would otherwise
+    /// carry that much for the rare request that connects (moved and
+    /// allocated that large on each call).
+    fn connect(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Sender, Failure>> + Send + '_>> {
+        Box::pin(self.connect_now())
+    }
+
+    async fn connect_now(&self) -> Result<Sender, Failure> {
         #[cfg(unix)]
         if let Some(socket) = &self.socket {
             let stream = tokio::net::UnixStream::connect(socket).await.map_err(|e| {

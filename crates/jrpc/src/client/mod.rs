@@ -32,8 +32,12 @@ mod handle;
 pub(crate) mod http;
 #[cfg(feature = "http-client")]
 mod http_error;
+#[cfg(feature = "http-client")]
+mod idle;
 mod pool;
 mod reconnect;
+#[cfg(feature = "http-client")]
+mod response_body;
 mod retry;
 
 pub use crate::transport::child::StderrMode;
@@ -49,4 +53,6 @@ pub use http::HttpClient;
 #[cfg(feature = "http-client")]
 pub use http_error::HttpError;
 pub use reconnect::Reconnect;
+#[cfg(feature = "http-client")]
+pub use response_body::ResponseBody;
 pub use retry::{Retry, RetryLayer, RetryPolicy, RetryService, Retrying};

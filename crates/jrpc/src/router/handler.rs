@@ -199,14 +199,35 @@ where
 }
 
 fn boxed_result<T: Serialize>(fut: impl Future<Output = Result<T, Error>> + Send + 'static) -> ResultFuture {
-    Box::pin(async move {
-        let value = fut.await?;
+    Box::pin(Serialized { fut })
+}
+
+pin_project_lite::pin_project! {
+    /// A handler's future whose result is serialized when it is ready.
+    /// Not an `async` block: one awaiting `fut` holds it twice (captured,
+    /// and moved to be awaited), which doubled the allocation of every
+    /// async handler's future.
+    struct Serialized<F> {
+        #[pin]
+        fut: F,
+    }
+}
+
+impl<F, T> Future for Serialized<F>
+where
+    F: Future<Output = Result<T, Error>>,
+    T: Serialize,
+{
+    type Output = Result<Vec<u8>, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let value = std::task::ready!(self.project().fut.poll(cx))?;
         // Most results are objects of a few hundred bytes: start there
         // rather than grow from nothing.
         let mut out = Vec::with_capacity(crate::message::RESULT_CAPACITY);
         serialize_into(&mut out, &value)?;
-        Ok(out)
-    })
+        std::task::Poll::Ready(Ok(out))
+    }
 }
 
 // ---- plain methods ----
