@@ -23,8 +23,29 @@ use super::idle::{Idle, Sender};
 
 /// A response body still streaming; see
 /// [`HttpClient::send_streaming`](super::HttpClient::send_streaming).
-/// Read it to its end (or drop it) when done: over HTTP/1.1 its connection
-/// is reused only once it has been read to the end.
+/// Read it to its end, or [`release`](Self::release) it, when done: over
+/// HTTP/1.1 its connection is reused only once it has been read to the
+/// end (a body dropped before its end closes its connection).
+///
+/// ```no_run
+/// use http_body_util::BodyExt;
+///
+/// # async fn run(client: jrpc::client::HttpClient) -> Result<(), jrpc::CallError> {
+/// let response = client
+///     .send_streaming(http::Method::GET, http::HeaderMap::new(), bytes::Bytes::new())
+///     .await?;
+/// let mut events = response.into_body();
+/// while let Some(Ok(frame)) = events.frame().await {
+///     if let Ok(data) = frame.into_data() {
+///         if data.starts_with(b"data: ") {
+///             // What was awaited: the rest of the stream is not needed.
+///             break;
+///         }
+///     }
+/// }
+/// events.release();
+/// # Ok(()) }
+/// ```
 pub struct ResponseBody {
     inner: hyper::body::Incoming,
     /// The HTTP/1.1 connection the body comes on, until its end.
@@ -47,11 +68,15 @@ impl Lease {
         if sender.is_ready() {
             idle.put(sender);
         } else if !sender.is_closed() {
-            tokio::spawn(async move {
-                if sender.ready().await.is_ok() {
-                    idle.put(sender);
-                }
-            });
+            // Outside a runtime (a body read by another executor) the
+            // connection is let go instead.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    if sender.ready().await.is_ok() {
+                        idle.put(sender);
+                    }
+                });
+            }
         }
     }
 }
@@ -89,7 +114,10 @@ impl ResponseBody {
                 None => break,
             }
         }
-        tokio::spawn(async move {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
             let drain = async {
                 while let Some(Ok(frame)) = http_body_util::BodyExt::frame(&mut self).await {
                     read += frame.data_ref().map_or(0, Bytes::len);
