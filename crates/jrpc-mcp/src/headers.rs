@@ -23,6 +23,18 @@ pub const PARAM_PREFIX: &str = "mcp-param-";
 /// The schema annotation that names a parameter's header.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
 
+/// The headers above as names of the `http` crate, made once for both
+/// sides (a name that is not a standard header costs an allocation when
+/// made from text).
+#[cfg(any(feature = "http", feature = "http-client"))]
+pub(crate) mod names {
+    use http::HeaderName;
+
+    pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(super::PROTOCOL_VERSION);
+    pub(crate) const METHOD: HeaderName = HeaderName::from_static(super::METHOD);
+    pub(crate) const NAME: HeaderName = HeaderName::from_static(super::NAME);
+}
+
 const SENTINEL_START: &str = "=?base64?";
 const SENTINEL_END: &str = "?=";
 

@@ -42,7 +42,6 @@ const MAX_RESUMES: u32 = 5;
 const DEFAULT_RETRY_MS: u64 = 1_000;
 
 const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
 
 impl HttpSession {
@@ -111,7 +110,7 @@ impl HttpSession {
             headers.insert(SESSION_HEADER, session);
         }
         if let Some(version) = self.version.lock().unwrap_or_else(|p| p.into_inner()).clone() {
-            headers.insert(VERSION_HEADER, version);
+            headers.insert(crate::headers::names::PROTOCOL_VERSION, version);
         }
         headers
     }

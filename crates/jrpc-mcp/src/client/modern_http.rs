@@ -73,10 +73,6 @@ struct Answer {
 
 const BODY_SHOWN: usize = 512;
 
-const VERSION_NAME: HeaderName = HeaderName::from_static(headers::PROTOCOL_VERSION);
-const METHOD_NAME: HeaderName = HeaderName::from_static(headers::METHOD);
-const NAME_NAME: HeaderName = HeaderName::from_static(headers::NAME);
-
 /// Shows a message on jrpc's wire target (`jrpc mcp -v` prints them).
 fn trace(direction: &str, message: &[u8]) {
     if tracing::enabled!(target: "jrpc::wire", tracing::Level::TRACE) {
@@ -186,10 +182,10 @@ impl ModernHttp {
             headers.insert(name, value);
             Ok(())
         };
-        put(VERSION_NAME, version)?;
-        put(METHOD_NAME, method)?;
+        put(headers::names::PROTOCOL_VERSION, version)?;
+        put(headers::names::METHOD, method)?;
         if let Some(name) = name {
-            put(NAME_NAME, name)?;
+            put(headers::names::NAME, name)?;
         }
         for (name, value) in param_headers {
             // Encoded by the caller: put as they are.

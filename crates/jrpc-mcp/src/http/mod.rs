@@ -60,7 +60,7 @@ pub const VERSION_HEADER: &str = crate::headers::PROTOCOL_VERSION;
 
 /// The two headers every request is routed by, parsed once.
 const SESSION_NAME: HeaderName = HeaderName::from_static(SESSION_HEADER);
-const VERSION_NAME: HeaderName = HeaderName::from_static(VERSION_HEADER);
+const VERSION_NAME: HeaderName = crate::headers::names::PROTOCOL_VERSION;
 
 /// Settings of the Streamable HTTP endpoint.
 #[derive(Debug, Clone)]

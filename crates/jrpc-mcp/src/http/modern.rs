@@ -55,10 +55,6 @@ fn mismatch(why: impl Into<String>) -> Error {
     Error::new(codes::HEADER_MISMATCH, "Header mismatch").with_data(&why.into())
 }
 
-/// The headers a modern request mirrors its body in, parsed once.
-const METHOD_NAME: HeaderName = HeaderName::from_static(headers::METHOD);
-const NAME_NAME: HeaderName = HeaderName::from_static(headers::NAME);
-
 /// The one value of header `name`: `None` when absent, an error when it
 /// comes more than once or is not text.
 fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h str>, Error> {
@@ -126,7 +122,7 @@ fn read_in_one_pass<'a>(
         let (read, envelope) = split(request.params?);
         Some((request.id, request.method, Reading::Already(read, envelope?)))
     }
-    match headers.get(&METHOD_NAME)?.as_bytes() {
+    match headers.get(&headers::names::METHOD)?.as_bytes() {
         b"tools/call" => typed(body, limits, |p: ToolCall<RequestEnvelope>| {
             let (call, envelope) = p.split_meta();
             (ReadAlready::Tool(call), envelope)
@@ -340,8 +336,8 @@ impl StreamableHttp {
         let envelope = reading.envelope();
         let named = reading.named();
         let version = single(headers, &VERSION_NAME)?;
-        let method = single(headers, &METHOD_NAME)?;
-        let name = single(headers, &NAME_NAME)?;
+        let method = single(headers, &headers::names::METHOD)?;
+        let name = single(headers, &headers::names::NAME)?;
         if version != Some(envelope.protocol_version.as_str()) {
             return Err(mismatch(format!(
                 "MCP-Protocol-Version {version:?} does not match the body's {:?}",

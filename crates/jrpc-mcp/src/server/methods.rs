@@ -53,6 +53,16 @@ pub(crate) fn table(server: &McpServer) -> Router {
 
 /// Registers `$name` as a method of `$server` that takes `$params` (and the
 /// request's context) and runs `$handler`.
+macro_rules! route {
+    ($router:ident, $server:ident, $name:literal, |$s:ident, $p:ident: $params:ty, $ctx:ident| $body:expr) => {{
+        let $s = $server.clone();
+        $router = $router.method($name, move |$p: $params, $ctx: RequestContext| {
+            let $s = $s.clone();
+            async move { $body }
+        });
+    }};
+}
+
 /// A method whose handler is a method of the server taking it by value:
 /// its future is the handler's own (an `async` block around it would hold
 /// the params and the context twice, making every call's allocation
@@ -62,16 +72,6 @@ macro_rules! route_owned {
         let server = $server.clone();
         $router = $router.method($name, move |p: $params, ctx: RequestContext| {
             server.clone().$handler(p, ctx)
-        });
-    }};
-}
-
-macro_rules! route {
-    ($router:ident, $server:ident, $name:literal, |$s:ident, $p:ident: $params:ty, $ctx:ident| $body:expr) => {{
-        let $s = $server.clone();
-        $router = $router.method($name, move |$p: $params, $ctx: RequestContext| {
-            let $s = $s.clone();
-            async move { $body }
         });
     }};
 }

@@ -699,9 +699,7 @@ impl HttpTransport {
     /// is many kilobytes, and every request's future would otherwise
     /// carry that much for the rare request that connects (moved and
     /// allocated that large on each call).
-    fn connect(
-        &self,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Sender, Failure>> + Send + '_>> {
+    fn connect(&self) -> futures_util::future::BoxFuture<'_, Result<Sender, Failure>> {
         Box::pin(self.connect_now())
     }
 

@@ -101,40 +101,39 @@ impl ResponseBody {
         if self.lease.is_none() {
             return;
         }
+        // Whether to read on after `frame`: data, and not too much of it.
         let mut read = 0;
-        loop {
-            match http_body_util::BodyExt::frame(&mut self).now_or_never() {
-                Some(Some(Ok(frame))) => {
-                    read += frame.data_ref().map_or(0, Bytes::len);
-                    if read > MOST {
-                        return;
-                    }
-                }
-                Some(_) => return,
-                None => break,
+        let mut goes_on = move |frame: Option<Result<Frame<Bytes>, hyper::Error>>| match frame {
+            Some(Ok(frame)) => {
+                read += frame.data_ref().map_or(0, Bytes::len);
+                read <= MOST
+            }
+            _ => false,
+        };
+        while let Some(frame) = http_body_util::BodyExt::frame(&mut self).now_or_never() {
+            if !goes_on(frame) {
+                return;
             }
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         runtime.spawn(async move {
-            let drain = async {
-                while let Some(Ok(frame)) = http_body_util::BodyExt::frame(&mut self).await {
-                    read += frame.data_ref().map_or(0, Bytes::len);
-                    if read > MOST {
-                        return;
-                    }
-                }
-            };
+            let drain = async { while goes_on(http_body_util::BodyExt::frame(&mut self).await) {} };
             let _ = tokio::time::timeout(LONGEST, drain).await;
         });
     }
 
+    /// The connection back in the pool, if this body still holds it.
+    fn give_back(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            lease.give_back();
+        }
+    }
+
     fn end_if_ended(&mut self) {
         if self.inner.is_end_stream() {
-            if let Some(lease) = self.lease.take() {
-                lease.give_back();
-            }
+            self.give_back();
         }
     }
 }
@@ -158,11 +157,7 @@ impl Body for ResponseBody {
         let this = &mut *self;
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         match &polled {
-            Poll::Ready(None) => {
-                if let Some(lease) = this.lease.take() {
-                    lease.give_back();
-                }
-            }
+            Poll::Ready(None) => this.give_back(),
             // A failed body leaves its connection unusable: dropped.
             Poll::Ready(Some(Err(_))) => this.lease = None,
             Poll::Ready(Some(Ok(_))) => this.end_if_ended(),

@@ -105,8 +105,7 @@ async fn accept(listener: tokio::net::TcpListener, options: WsOptions, tx: mpsc:
             crate::transport::tcp::keep_alive(&stream);
             let info = ConnectionInfo {
                 transport: "websocket",
-                peer_addr: stream.peer_addr().ok().map(crate::transport::tcp::addr_text),
-                local_addr: stream.local_addr().ok().map(crate::transport::tcp::addr_text),
+                ..crate::transport::tcp::info(&stream)
             };
             let upgrade = tokio_tungstenite::accept_async_with_config(stream, Some(options.config()));
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, upgrade).await {
