@@ -23,9 +23,7 @@ use tokio::sync::mpsc;
 
 use super::session::HttpSession;
 use super::streams::{Listener, Message, StreamTable};
-use super::{
-    accepted, accepts, json_body, refuse, Caller, Refusal, StreamableHttp, SESSION_HEADER, VERSION_HEADER,
-};
+use super::{accepted, accepts, refuse, Caller, Refusal, StreamableHttp, SESSION_HEADER, VERSION_HEADER};
 use crate::server::RequestOutbound;
 use crate::types::LEGACY_PROTOCOL_VERSIONS;
 
@@ -264,7 +262,7 @@ impl StreamableHttp {
         match first {
             Some(reply) if reply.reply => {
                 streams.forget(listener.stream);
-                json_body(Bytes::copy_from_slice(reply.data.as_bytes()))
+                route::json_response(Bytes::copy_from_slice(reply.data.as_bytes()))
             }
             first => self.event_stream(streams, listener, first, true, cx),
         }
@@ -384,7 +382,7 @@ async fn json_reply(mut listener: Listener, streams: &StreamTable) -> Response<R
     let reply = listener.messages.recv().await;
     streams.forget(listener.stream);
     match reply {
-        Some(reply) => json_body(Bytes::copy_from_slice(reply.data.as_bytes())),
+        Some(reply) => route::json_response(Bytes::copy_from_slice(reply.data.as_bytes())),
         None => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             Error::internal_error().with_data("the session ended before answering"),

@@ -35,10 +35,12 @@ mod session;
 mod streams;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::{ready, BoxFuture, Either};
 use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
 use jrpc::server::http::route::{self, refused_before_body, RouteBody, RouteContext};
 use jrpc::server::http::{HttpBody, HttpServer};
@@ -248,10 +250,7 @@ impl McpServer {
                 async move { response }
             });
         }
-        let http = http.route(path, move |request, cx| {
-            let endpoint = endpoint.clone();
-            async move { endpoint.handle(request, cx).await }
-        });
+        let http = http.route(path, move |request, cx| endpoint.handle(request, cx));
         http.serve(listener)
     }
 }
@@ -333,14 +332,6 @@ fn host_of(authority: &str) -> &str {
         return authority.find(']').map_or(authority, |end| &authority[..=end]);
     }
     authority.rsplit_once(':').map_or(authority, |(host, _)| host)
-}
-
-fn json_body(reply: impl Into<bytes::Bytes>) -> Response<RouteBody> {
-    let mut response = Response::new(route::full_body(reply));
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 fn accepted() -> Response<RouteBody> {
@@ -489,109 +480,146 @@ impl StreamableHttp {
     }
 
     /// Handles one HTTP request to the endpoint.
-    pub async fn handle(&self, request: Request<HttpBody>, cx: RouteContext) -> Response<RouteBody> {
-        let unread = |request: &Request<HttpBody>, refusal| refused_before_body(request.body(), refusal);
+    ///
+    /// What can be decided before the first wait (the origin, the method,
+    /// a POST's media types) is decided before the future is made, so that
+    /// the future, allocated for every request, holds only what the waits
+    /// need (a smaller one is a cheaper allocation).
+    pub fn handle(
+        &self,
+        request: Request<HttpBody>,
+        cx: RouteContext,
+    ) -> impl Future<Output = Response<RouteBody>> + Send + 'static {
         if let Some(refusal) = self.check_origin(request.headers()) {
-            return unread(&request, refusal);
+            return Either::Left(ready(refused_before_body(request.body(), refusal)));
         }
         #[cfg(feature = "oauth")]
-        let grant = match self.guard.as_deref() {
-            None => None,
-            Some(Err(e)) => {
-                let refusal = refuse(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    Error::internal_error().with_data(e.as_str()),
-                );
-                return unread(&request, refusal);
-            }
-            Some(Ok(guard)) => match guard
-                .admit(request.method(), request.uri(), request.headers())
-                .await
-            {
-                Ok(grant) => Some(grant),
-                Err(refusal) => return unread(&request, refusal),
-            },
-        };
-        #[cfg(not(feature = "oauth"))]
-        let grant = None;
-        #[cfg(feature = "oauth")]
-        let caller = grant.as_ref().map(Caller::of);
-        #[cfg(not(feature = "oauth"))]
-        let caller: Option<Caller> = None;
+        if let Some(guard) = self.guard.clone() {
+            // Admission waits (a key set may be fetched): the rest of the
+            // request is decided after it, in a future of its own.
+            let this = self.clone();
+            return Either::Right(Either::Left(Box::pin(async move {
+                let grant = match &*guard {
+                    Err(e) => {
+                        let refusal = refuse(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            Error::internal_error().with_data(e.as_str()),
+                        );
+                        return refused_before_body(request.body(), refusal);
+                    }
+                    Ok(guard) => match guard
+                        .admit(request.method(), request.uri(), request.headers())
+                        .await
+                    {
+                        Ok(grant) => grant,
+                        Err(refusal) => return refused_before_body(request.body(), refusal),
+                    },
+                };
+                let caller = Some(Caller::of(&grant));
+                this.admitted(request, cx, Some(Box::new(grant)), caller).await
+            }) as Admitting));
+        }
+        Either::Right(Either::<Admitting, _>::Right(
+            self.admitted(request, cx, None, None),
+        ))
+    }
+
+    /// A request admitted (by its token, when tokens are required), by its
+    /// method.
+    fn admitted(
+        &self,
+        request: Request<HttpBody>,
+        cx: RouteContext,
+        grant: Option<Box<Grant>>,
+        caller: Option<Caller>,
+    ) -> impl Future<Output = Response<RouteBody>> + Send + 'static {
         let has_session = request.headers().contains_key(&SESSION_NAME);
-        match *request.method() {
-            Method::POST => self.post(request, cx, grant, caller).await,
+        let now = match *request.method() {
+            Method::POST => return Either::Right(self.post(request, cx, grant, caller)),
             Method::GET if has_session => self.get(request, cx, caller.as_ref()),
             Method::DELETE if has_session => self.delete(request.headers(), caller.as_ref()),
             // GET and DELETE exist only in legacy sessions.
-            Method::GET | Method::DELETE => unread(&request, not_allowed("POST")),
-            _ => unread(
-                &request,
+            Method::GET | Method::DELETE => refused_before_body(request.body(), not_allowed("POST")),
+            _ => refused_before_body(
+                request.body(),
                 not_allowed(if has_session { "GET, POST, DELETE" } else { "POST" }),
             ),
-        }
+        };
+        Either::Left(ready(now))
     }
 
-    async fn post(
+    fn post(
         &self,
         mut request: Request<HttpBody>,
         cx: RouteContext,
-        grant: Option<Grant>,
+        grant: Option<Box<Grant>>,
         caller: Option<Caller>,
-    ) -> Response<RouteBody> {
+    ) -> impl Future<Output = Response<RouteBody>> + Send + 'static {
         // The headers go on with the request; the rest of its head is done
-        // with now (not kept in the future across the waits below).
+        // with now.
         let headers = std::mem::take(request.headers_mut());
         let body = request.into_body();
-        // What clients send, byte for byte, needs no parsing.
-        let usual_accept = headers
-            .get(header::ACCEPT)
-            .is_some_and(|v| v.as_bytes() == b"application/json, text/event-stream");
-        if !usual_accept && !accepts(&headers, &["application/json", "text/event-stream"]) {
-            let refusal = refuse(
-                StatusCode::NOT_ACCEPTABLE,
-                Error::invalid_request()
-                    .with_data("Accept must include application/json and text/event-stream"),
-            );
-            return refused_before_body(&body, refusal);
+        if let Some(refusal) = refuse_media_types(&headers) {
+            return Either::Left(ready(refused_before_body(&body, refusal)));
         }
-        let json = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .eq_ignore_ascii_case("application/json")
-            });
-        if !json {
-            let refusal = refuse(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                Error::invalid_request().with_data("Content-Type must be application/json"),
-            );
-            return refused_before_body(&body, refusal);
-        }
-        let body = match cx.read_body(body).await {
-            Ok(body) => body,
-            Err(unread) => return unread.into_response(),
-        };
-        #[cfg(feature = "oauth")]
-        if let (Some(Ok(guard)), Some(grant)) = (self.guard.as_deref(), &grant) {
-            if let Some(refusal) = guard.tools_allowed(grant, &body) {
-                return refusal;
+        let this = self.clone();
+        Either::Right(async move {
+            let body = match cx.read_body(body).await {
+                Ok(body) => body,
+                Err(unread) => return unread.into_response(),
+            };
+            #[cfg(feature = "oauth")]
+            if let (Some(Ok(guard)), Some(grant)) = (this.guard.as_deref(), &grant) {
+                if let Some(refusal) = guard.tools_allowed(grant, &body) {
+                    return refusal;
+                }
             }
-        }
-        #[cfg(not(feature = "oauth"))]
-        let _ = grant;
-        match era_of(&headers, &body) {
-            // Boxed: a session's POST needs a larger future, which a modern
-            // POST should not have to allocate.
-            Era::Legacy => Box::pin(self.legacy_post(headers, body, cx, caller)).await,
-            Era::Modern => self.modern_post(headers, body, cx, caller).await,
-        }
+            #[cfg(not(feature = "oauth"))]
+            let _ = grant;
+            match era_of(&headers, &body) {
+                // Boxed: a session's POST needs a larger future, which a
+                // modern POST should not have to allocate.
+                Era::Legacy => Box::pin(this.legacy_post(headers, body, cx, caller)).await,
+                Era::Modern => this.modern_post(headers, body, cx, caller).await,
+            }
+        })
     }
 }
+
+/// The refusal of a POST whose `Accept` or `Content-Type` will not do.
+fn refuse_media_types(headers: &HeaderMap) -> Option<Response<RouteBody>> {
+    // What clients send, byte for byte, needs no parsing.
+    let usual_accept = headers
+        .get(header::ACCEPT)
+        .is_some_and(|v| v.as_bytes() == b"application/json, text/event-stream");
+    if !usual_accept && !accepts(headers, &["application/json", "text/event-stream"]) {
+        return Some(refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            Error::invalid_request().with_data("Accept must include application/json and text/event-stream"),
+        ));
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("application/json")
+        });
+    if !json {
+        return Some(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::invalid_request().with_data("Content-Type must be application/json"),
+        ));
+    }
+    None
+}
+
+/// A request whose token is being checked: boxed, as only endpoints that
+/// require tokens have it.
+type Admitting = BoxFuture<'static, Response<RouteBody>>;
 
 /// Who a request's token says is calling, and what it may do: handed to
 /// the tools (through `McpContext::identity` and `scopes`), and kept by a

@@ -11,19 +11,20 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::future::{ready, Either};
 use futures_util::StreamExt;
 use http::{HeaderMap, HeaderName, Response, StatusCode};
 use jrpc::dispatch::{call_outlet, response_frame, serve_call_with, Said, ServedCall};
 use jrpc::message::codes::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
 use jrpc::message::{parse_frame, parse_request_as, Frame, Incoming, Limits, RawValue};
 use jrpc::middleware::{Call, RawResult};
-use jrpc::server::http::route::{RouteBody, RouteContext};
+use jrpc::server::http::route::{self, RouteBody, RouteContext};
 use jrpc::server::http::sse;
 use jrpc::{Error, Id};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::{accepted, json_body, Caller, StreamableHttp, VERSION_NAME};
+use super::{accepted, Caller, StreamableHttp, VERSION_NAME};
 use crate::headers;
 use crate::server::round_params::{read_with_envelope, PromptCall, ReadAlready, ReadCall, ToolCall};
 use crate::server::{era, Modern};
@@ -46,7 +47,7 @@ fn status_of(error: &Error) -> StatusCode {
 /// A JSON reply with its status.
 fn reply(id: &Id, outcome: Result<RawResult, Error>) -> Response<RouteBody> {
     let status = outcome.as_ref().err().map_or(StatusCode::OK, status_of);
-    let mut response = json_body(response_frame(id, &outcome));
+    let mut response = route::json_response(response_frame(id, &outcome));
     *response.status_mut() = status;
     response
 }
@@ -229,9 +230,10 @@ impl<'a> Reading<'a> {
 }
 
 impl StreamableHttp {
-    /// Serves a modern POST. Everything up to the handler is done before
-    /// the first wait, so that the future kept while the handler runs holds
-    /// only what the reply needs (a smaller future is a cheaper allocation).
+    /// Serves a modern POST. Everything up to the handler's first poll is
+    /// done before the future is made: most handlers answer then, and the
+    /// future is ready; the others get a boxed one that holds only what
+    /// their reply needs.
     pub(super) fn modern_post(
         &self,
         headers: HeaderMap,
@@ -239,11 +241,17 @@ impl StreamableHttp {
         cx: RouteContext,
         caller: Option<Caller>,
     ) -> impl std::future::Future<Output = Response<RouteBody>> + Send + '_ {
-        let started = self.start(headers, &body, &cx, caller);
-        async move {
-            match started {
-                Start::Started(Started { served, listen }) => self.respond(served, listen).await,
-                Start::Answered(reply) => reply,
+        match self.start(headers, &body, &cx, caller) {
+            Start::Answered(reply) => Either::Left(ready(reply)),
+            Start::Started(Started { mut served, listen }) => {
+                // Most handlers answer at once: then nothing waits, and no
+                // timer is set.
+                if !listen {
+                    if let Some(outcome) = served.now() {
+                        return Either::Left(ready(reply(served.id(), outcome)));
+                    }
+                }
+                Either::Right(Box::pin(self.respond(served, listen)))
             }
         }
     }
@@ -430,18 +438,14 @@ impl StreamableHttp {
         Ok(())
     }
 
-    /// The reply to a request under way: JSON when its handler answers
-    /// before saying anything (within the keep-alive interval), else an SSE
-    /// stream of what it says and then its answer — at once for
-    /// `subscriptions/listen`, whose reply is a stream. The handler lives in
-    /// the response: closing the stream cancels it.
+    /// The reply to a request whose handler did not answer at once: JSON
+    /// when it answers before saying anything (within the keep-alive
+    /// interval), else an SSE stream of what it says and then its answer —
+    /// at once for `subscriptions/listen`, whose reply is a stream. The
+    /// handler lives in the response: closing the stream cancels it.
     async fn respond(&self, mut served: ServedCall, stream_at_once: bool) -> Response<RouteBody> {
         let mut first = None;
         if !stream_at_once {
-            // Most handlers answer at once: then no timer is set.
-            if let Some(outcome) = served.now() {
-                return reply(served.id(), outcome);
-            }
             let said = tokio::select! {
                 said = served.next() => said,
                 () = tokio::time::sleep(self.options.keep_alive) => None,

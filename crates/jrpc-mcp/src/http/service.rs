@@ -23,6 +23,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use jrpc::server::http::route::RouteBody;
@@ -44,11 +45,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let endpoint = self.clone();
         let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
-        Box::pin(async move {
-            let context = endpoint.context.clone();
-            Ok(endpoint.handle(request, context).await)
-        })
+        Box::pin(self.handle(request, self.context.clone()).map(Ok))
     }
 }

@@ -326,15 +326,18 @@ pub(crate) struct Launch<T> {
 /// One await for all of it: the task is made (in the shared state) within
 /// the same poll, so that the future of every call — most never become
 /// tasks — holds no room for a second suspension.
-pub(crate) async fn run<T: Send + 'static>(
+///
+/// Not an `async fn`: one holds its arguments twice, in the future of every
+/// call.
+pub(crate) fn run<T: Send + 'static>(
     control: &Arc<Control>,
     work: BoxFuture<T>,
     launch: Option<Launch<T>>,
-) -> Result<Ran<T>, Error> {
+) -> impl Future<Output = Result<Ran<T>, Error>> + '_ {
     let mut work = Some(work);
     let mut launch = launch;
     let mut becoming: Option<BoxFuture<Result<Arc<TaskEntry>, Error>>> = None;
-    std::future::poll_fn(|cx| {
+    std::future::poll_fn(move |cx| {
         if let Some(task) = becoming.as_mut() {
             return task.as_mut().poll(cx).map(|made| made.map(Ran::Task));
         }
@@ -358,7 +361,6 @@ pub(crate) async fn run<T: Send + 'static>(
             Some(interrupt) => Poll::Ready(Ok(Ran::Stopped(interrupt))),
         }
     })
-    .await
 }
 
 /// The request goes on as a task of `launch`: made in the shared state,

@@ -3,8 +3,10 @@
 //! once (legacy), in rounds of input (modern), or on as a task.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
+use futures_util::future::{ready, Either};
 use jrpc::message::codes::INVALID_PARAMS;
 use jrpc::message::RawValue;
 use jrpc::{Error, Id, RequestContext};
@@ -20,6 +22,7 @@ use super::round_params::{PromptCall, ReadAlready, ReadCall, ToolCall};
 use super::run::{self, BoxFuture, Control, Interrupt, Launch, Ran, Round};
 use super::shape::{Answer, Shaped, Stamped};
 use super::tasks::{declares_tasks, missing_capabilities, tasks_required, TaskSupport};
+use super::tools::ToolHandler;
 use super::McpServer;
 use crate::types::{
     CallToolResult, CompleteParams, CompleteResult, GetPromptResult, InputRequiredResult, InputResponses,
@@ -54,9 +57,9 @@ struct Request<'a> {
     method: &'static str,
     target: &'a str,
     arguments: Arguments<'a>,
-    progress_token: Option<ProgressToken>,
-    input_responses: Option<InputResponses>,
-    request_state: Option<String>,
+    progress_token: Option<&'a ProgressToken>,
+    input_responses: Option<&'a InputResponses>,
+    request_state: Option<&'a str>,
     tasks: TaskSupport,
 }
 
@@ -108,7 +111,7 @@ impl McpServer {
         &self,
         ctx: &RequestContext,
         era: Era,
-        request: Request<'_>,
+        request: &Request<'_>,
         work: impl FnOnce(McpContext) -> BoxFuture<Result<T, Error>>,
     ) -> Result<Answer<T>, Error>
     where
@@ -127,9 +130,9 @@ impl McpServer {
             finished: false,
         };
         let (control, progress_token) = match &era {
-            Era::Legacy(_) => (Control::legacy(), request.progress_token.clone()),
+            Era::Legacy(_) => (Control::legacy(), request.progress_token.cloned()),
             Era::Modern(modern) => {
-                let carried = match &request.request_state {
+                let carried = match request.request_state {
                     Some(state) => {
                         let binding = request.binding(owner(ctx));
                         self.inner.state_key.open(state, &binding)?
@@ -139,7 +142,7 @@ impl McpServer {
                 let may_become_task = self.inner.tasks.is_some()
                     && request.tasks != TaskSupport::Forbidden
                     && declares_tasks(&era);
-                let round = Round::new(carried, request.input_responses.clone());
+                let round = Round::new(carried, request.input_responses.cloned());
                 (
                     Control::round(round, may_become_task),
                     modern.envelope.progress_token.clone(),
@@ -222,37 +225,58 @@ impl McpServer {
         }
     }
 
-    pub(crate) async fn call_tool(
+    /// Serves `tools/call`. What can fail before the handler runs is found
+    /// before the future is made, and the future holds each thing once (an
+    /// `async fn` holds its arguments twice): it is allocated for every
+    /// call, and one past 1 KiB costs malloc's slow path.
+    pub(crate) fn call_tool(
         self,
         p: Option<ToolCall>,
         ctx: RequestContext,
-    ) -> Result<Answer<Stamped<CallToolResult>>, Error> {
+    ) -> impl Future<Output = Result<Answer<Stamped<CallToolResult>>, Error>> + Send {
+        let (p, era, handler, tasks) = match self.find_tool(p, &ctx) {
+            Ok(found) => found,
+            Err(error) => return Either::Left(ready(Err(error))),
+        };
+        Either::Right(async move {
+            let request = Request {
+                method: "tools/call",
+                target: &p.name,
+                arguments: Arguments::Raw(p.arguments.as_deref()),
+                progress_token: p.meta.as_ref().and_then(|m| m.progress_token.as_ref()),
+                input_responses: p.input_responses.as_ref(),
+                request_state: p.request_state.as_deref(),
+                tasks,
+            };
+            let arguments = p.arguments.as_deref();
+            let answer = self
+                .serve_request(&ctx, era.clone(), &request, move |cx| handler(arguments, cx))
+                .await?;
+            Ok(self.answer(&era, answer, self.inner.read_cache))
+        })
+    }
+
+    /// A `tools/call`'s params (as the call carries them, or as they were
+    /// read with its envelope), its era, and its tool's handler and task
+    /// support.
+    fn find_tool(
+        &self,
+        p: Option<ToolCall>,
+        ctx: &RequestContext,
+    ) -> Result<(ToolCall, Era, ToolHandler, TaskSupport), Error> {
         let p = match p {
             Some(p) => p,
-            None => match read_already(&ctx, "tools/call")? {
+            None => match read_already(ctx, "tools/call")? {
                 ReadAlready::Tool(p) => p,
                 _ => return Err(Error::internal_error()),
             },
         };
-        let era = Era::of(&ctx)?;
+        let era = Era::of(ctx)?;
         let Some(entry) = self.tool(&p.name) else {
             return Err(Error::new(INVALID_PARAMS, format!("Unknown tool: {}", p.name)));
         };
-        let handler = entry.handler.clone();
-        let request = Request {
-            method: "tools/call",
-            target: &p.name,
-            arguments: Arguments::Raw(p.arguments.as_deref()),
-            progress_token: p.meta.and_then(|m| m.progress_token),
-            input_responses: p.input_responses,
-            request_state: p.request_state,
-            tasks: entry.tasks,
-        };
-        let arguments = p.arguments.as_deref();
-        let answer = self
-            .serve_request(&ctx, era.clone(), request, move |cx| handler(arguments, cx))
-            .await?;
-        Ok(self.answer(&era, answer, self.inner.read_cache))
+        let (handler, tasks) = (entry.handler.clone(), entry.tasks);
+        Ok((p, era, handler, tasks))
     }
 
     /// The reader of the resource at `uri` (a fixed one, or the first
@@ -296,13 +320,13 @@ impl McpServer {
             method: "resources/read",
             target: &p.uri,
             arguments: Arguments::None,
-            progress_token: p.meta.and_then(|m| m.progress_token),
-            input_responses: p.input_responses,
-            request_state: p.request_state,
+            progress_token: p.meta.as_ref().and_then(|m| m.progress_token.as_ref()),
+            input_responses: p.input_responses.as_ref(),
+            request_state: p.request_state.as_deref(),
             tasks: TaskSupport::Forbidden,
         };
         let answer = self
-            .serve_request(&ctx, era.clone(), request, move |cx| read(uri, vars, cx))
+            .serve_request(&ctx, era.clone(), &request, move |cx| read(uri, vars, cx))
             .await?;
         Ok(self.answer(&era, answer, self.inner.read_cache))
     }
@@ -348,14 +372,14 @@ impl McpServer {
             method: "prompts/get",
             target: &p.name,
             arguments: Arguments::Map(&args),
-            progress_token: p.meta.and_then(|m| m.progress_token),
-            input_responses: p.input_responses,
-            request_state: p.request_state,
+            progress_token: p.meta.as_ref().and_then(|m| m.progress_token.as_ref()),
+            input_responses: p.input_responses.as_ref(),
+            request_state: p.request_state.as_deref(),
             tasks: TaskSupport::Forbidden,
         };
         let for_handler = args.clone();
         let answer = self
-            .serve_request(&ctx, era.clone(), request, move |cx| get(for_handler, cx))
+            .serve_request(&ctx, era.clone(), &request, move |cx| get(for_handler, cx))
             .await?;
         Ok(self.answer(&era, answer, self.inner.read_cache))
     }
@@ -369,17 +393,18 @@ impl McpServer {
         let Some(handler) = self.inner.completion.clone() else {
             return Err(Error::method_not_found());
         };
+        let progress_token = p.meta.as_ref().and_then(|m| m.progress_token.clone());
         let request = Request {
             method: "completion/complete",
             target: "",
             arguments: Arguments::None,
-            progress_token: p.meta.as_ref().and_then(|m| m.progress_token.clone()),
+            progress_token: progress_token.as_ref(),
             input_responses: None,
             request_state: None,
             tasks: TaskSupport::Forbidden,
         };
         let answer = self
-            .serve_request(&ctx, era.clone(), request, move |cx| {
+            .serve_request(&ctx, era.clone(), &request, move |cx| {
                 Box::pin(async move {
                     let mut completion = handler(p, cx).await?;
                     completion.values.truncate(crate::types::Completion::MAX_VALUES);

@@ -60,10 +60,19 @@ pub(crate) fn respond(
 ) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(body.into()));
     *response.status_mut() = status;
+    *response.headers_mut() = response_headers(content_type);
     response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    response
+}
+
+/// A response's headers: its content type, in a map with room for a
+/// request's usual headers. hyper reuses a response's map for the next
+/// request on its connection; one made for a single header would be
+/// reallocated for a request of more than six (an MCP client sends eight
+/// or more), on every request.
+pub(crate) fn response_headers(content_type: &'static str) -> http::HeaderMap {
+    let mut headers = http::HeaderMap::with_capacity(12);
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers
 }
 
 /// An HTTP error whose body is a JSON-RPC error response with a null id, so

@@ -41,6 +41,18 @@ pub fn empty_body() -> RouteBody {
     full_body(Bytes::new())
 }
 
+/// A `200` response of `body` as `application/json`.
+///
+/// ```
+/// let response = jrpc::server::http::route::json_response(r#"{"ok":true}"#);
+/// assert_eq!(response.headers()["content-type"], "application/json");
+/// ```
+pub fn json_response(body: impl Into<Bytes>) -> Response<RouteBody> {
+    let mut response = Response::new(full_body(body));
+    *response.headers_mut() = super::exchange::response_headers("application/json");
+    response
+}
+
 /// What a route handler can use of the server: the client's address, the
 /// server's body limits and shutdown.
 #[derive(Clone, Debug)]
@@ -190,18 +202,25 @@ impl RouteContext {
     }
 
     /// Reads a whole request body within the server's limits: its size
-    /// limit, its budget for bodies in progress, and 30 s.
-    pub async fn read_body(&self, body: HttpBody) -> Result<Bytes, ReadBodyError> {
-        let reading = service::read_body(body, self.max_body_len, &self.budget);
-        match tokio::time::timeout(BODY_READ_TIMEOUT, reading).await {
-            Err(_) => Err(ReadBodyError::Timeout),
-            Ok(Ok(bytes)) => Ok(bytes),
-            Ok(Err(BodyError::TooLarge)) => Err(ReadBodyError::TooLarge {
-                limit: self.max_body_len,
-            }),
-            Ok(Err(BodyError::OverBudget)) => Err(ReadBodyError::OverBudget),
-            Ok(Err(BodyError::Read(e))) => Err(ReadBodyError::Read(e)),
-        }
+    /// limit, its budget for bodies in progress, and 30 s (the timer is
+    /// set only if the body is not in when first asked).
+    pub fn read_body(
+        &self,
+        body: HttpBody,
+    ) -> impl Future<Output = Result<Bytes, ReadBodyError>> + Send + '_ {
+        use futures_util::FutureExt;
+        let limit = self.max_body_len;
+        // Not an `async` block: one awaiting the reading would hold it
+        // twice, in a future that route handlers hold for every request.
+        service::within(BODY_READ_TIMEOUT, service::read_body(body, limit, &self.budget)).map(move |read| {
+            match read {
+                None => Err(ReadBodyError::Timeout),
+                Some(Ok(bytes)) => Ok(bytes),
+                Some(Err(BodyError::TooLarge)) => Err(ReadBodyError::TooLarge { limit }),
+                Some(Err(BodyError::OverBudget)) => Err(ReadBodyError::OverBudget),
+                Some(Err(BodyError::Read(e))) => Err(ReadBodyError::Read(e)),
+            }
+        })
     }
 }
 

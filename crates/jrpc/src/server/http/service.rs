@@ -373,22 +373,43 @@ const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30
 /// has had to wait. The timer is set only then: a small body is usually
 /// in by the time its request is served, and a timer costs a clock read
 /// and a timer-wheel entry per request.
-pub(crate) async fn within<F: Future>(limit: std::time::Duration, future: F) -> Option<F::Output> {
-    let mut future = std::pin::pin!(future);
-    let mut deadline = std::pin::pin!(None::<tokio::time::Sleep>);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+pub(crate) fn within<F: Future>(limit: std::time::Duration, future: F) -> Within<F> {
+    Within {
+        future,
+        deadline: None,
+        limit,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`within`]. Not an `async fn`: one holds its argument
+    /// twice (as given, and pinned to be polled), and the request futures
+    /// that wait on a body are allocated for every request.
+    pub(crate) struct Within<F> {
+        #[pin]
+        future: F,
+        #[pin]
+        deadline: Option<tokio::time::Sleep>,
+        limit: std::time::Duration,
+    }
+}
+
+impl<F: Future> Future for Within<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Poll::Ready(output) = this.future.poll(cx) {
             return Poll::Ready(Some(output));
         }
-        if deadline.is_none() {
-            deadline.set(Some(tokio::time::sleep(limit)));
+        if this.deadline.is_none() {
+            this.deadline.set(Some(tokio::time::sleep(*this.limit)));
         }
-        match deadline.as_mut().as_pin_mut() {
+        match this.deadline.as_pin_mut() {
             Some(sleep) => sleep.poll(cx).map(|()| None),
             None => Poll::Pending,
         }
-    })
-    .await
+    }
 }
 
 pub(crate) enum BodyError {
