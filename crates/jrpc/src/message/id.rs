@@ -126,6 +126,12 @@ impl Id {
         is_json_number(text.as_bytes()).then(|| Id(Repr::Number(text.into())))
     }
 
+    /// A string id from the text between its quotes, when that text holds
+    /// no escapes.
+    pub(crate) fn plain_string(text: &str) -> Id {
+        Id(Repr::String(text.into()))
+    }
+
     /// Classifies a raw JSON value as an id. Returns `None` for anything the
     /// specification does not allow as an id (booleans, arrays, objects).
     pub fn from_raw(raw: &RawValue) -> Option<Id> {

@@ -11,6 +11,7 @@
 mod depth;
 mod error;
 mod escape;
+mod fast;
 mod id;
 mod incoming;
 mod limits;

@@ -52,6 +52,16 @@ pub enum Frame<'a> {
 /// assert_eq!(req.id.as_i64(), Some(7));
 /// ```
 pub fn parse_frame<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Error> {
+    // The usual request first: read without serde's visitors, or left to
+    // the general path.
+    if let Some(item) = super::fast::request(bytes, limits) {
+        return Ok(Frame::Single(item));
+    }
+    parse_with_serde(bytes, limits)
+}
+
+/// [`parse_frame`]'s general path: any frame, through serde.
+pub(super) fn parse_with_serde<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Error> {
     let text = frame_text(bytes, limits)?;
     let batch_overflow = Cell::new(false);
     let seed = FrameSeed {
