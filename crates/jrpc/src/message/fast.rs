@@ -217,6 +217,28 @@ mod tests {
     }
 
     #[test]
+    fn reads_deep_params_up_to_the_limit() {
+        // The frame is `depth` deep, the request's own object included.
+        let nested = |depth: usize| {
+            let params = format!("{}{}", "[".repeat(depth - 1), "]".repeat(depth - 1));
+            format!(r#"{{"jsonrpc":"2.0","method":"m","params":{params},"id":1}}"#)
+        };
+        for (max_depth, depth) in [(128, 128), (1000, 500), (1000, 1000)] {
+            let limits = Limits {
+                max_depth,
+                ..Limits::default()
+            };
+            assert_eq!(
+                fast(&nested(depth), &limits),
+                Some(general(&nested(depth), &limits))
+            );
+        }
+        let limits = Limits::default();
+        assert_eq!(fast(&nested(129), &limits), None);
+        assert!(general(&nested(129), &limits).starts_with("not a single item: Err"));
+    }
+
+    #[test]
     fn leaves_everything_else_to_the_general_path() {
         let limits = Limits::default();
         for text in [
