@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use jrpc::codec::Inbound;
-use jrpc::message::RawValue;
+use jrpc::message::{parse_frame, Frame, Incoming, Limits, RawValue};
 use jrpc::server::http::route::{self, RouteBody, RouteContext};
 use jrpc::server::http::{sse, HttpBody};
 use jrpc::transport::{Connection, OutFrame};
@@ -53,6 +53,19 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D:
 }
 
 fn classify(body: &[u8]) -> Result<Posted, Refusal> {
+    // A request or notification of the usual shape, read by the engine's
+    // parser (in a fraction of what reading its shape below costs): what
+    // that parser takes for one, the reading below takes for the same.
+    match parse_frame(body, &Limits::default()) {
+        Ok(Frame::Single(Incoming::Request(request))) => {
+            return Ok(Posted::Request {
+                id: request.id,
+                method: request.method.into_owned(),
+            })
+        }
+        Ok(Frame::Single(Incoming::Notification(_))) => return Ok(Posted::Notification),
+        _ => {}
+    }
     let parse_error = |e: serde_json::Error| {
         Refusal(
             StatusCode::BAD_REQUEST,
@@ -408,6 +421,16 @@ mod tests {
                 "request 1 tools/list",
             ),
             (r#" {"method":"a\u0062","id":"s"}"#, r#"request "s" ab"#),
+            (
+                r#"{"jsonrpc":"2.0","method":"a\u0062","id":"s"}"#,
+                r#"request "s" ab"#,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":123456789012345678901234,"method":"m"}"#,
+                "request 123456789012345678901234 m",
+            ),
+            (r#"{"jsonrpc":"2.0","method":"m","params":[1]}"#, "notification"),
+            (r#"{"method":"m"}"#, "notification"),
             (
                 r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
                 "notification",
