@@ -53,9 +53,9 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D:
 }
 
 fn classify(body: &[u8]) -> Result<Posted, Refusal> {
-    // A request or notification of the usual shape, read by the engine's
-    // parser (in a fraction of what reading its shape below costs): what
-    // that parser takes for one, the reading below takes for the same.
+    // Read as the session's peer reads it (the usual request takes the
+    // parser's fast path). Only what the parser refuses is read again
+    // below, more leniently, to say what it is.
     match parse_frame(body, &Limits::default()) {
         Ok(Frame::Single(Incoming::Request(request))) => {
             return Ok(Posted::Request {
@@ -64,6 +64,7 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
             })
         }
         Ok(Frame::Single(Incoming::Notification(_))) => return Ok(Posted::Notification),
+        Ok(Frame::Single(Incoming::Response(response))) => return Ok(Posted::Response { id: response.id }),
         _ => {}
     }
     let parse_error = |e: serde_json::Error| {
@@ -87,9 +88,11 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
         }
     }
     let shape: Shape<'_> = serde_json::from_slice(body).map_err(parse_error)?;
+    // An id as the peer reads it, its text kept: the reply comes back
+    // under the same id (a number read as a float would not match it).
     let id = shape
         .id
-        .map(|id| serde_json::from_str::<Id>(id.get()).map_err(|_| Refusal::bad_request("bad id")))
+        .map(|id| Id::from_raw(id).ok_or_else(|| Refusal::bad_request("bad id")))
         .transpose()?;
     // A method that is not a string is no method.
     let method = shape
@@ -430,6 +433,11 @@ mod tests {
                 "request 123456789012345678901234 m",
             ),
             (r#"{"jsonrpc":"2.0","method":"m","params":[1]}"#, "notification"),
+            // An id's text is kept as the peer keeps it, with or without
+            // the version member.
+            (r#"{"jsonrpc":"2.0","id":1e2,"method":"m"}"#, "request 1e2 m"),
+            (r#"{"id":1e2,"method":"m"}"#, "request 1e2 m"),
+            (r#"{"id":-0,"result":1}"#, "response -0"),
             (r#"{"method":"m"}"#, "notification"),
             (
                 r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,

@@ -60,9 +60,8 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 /// The protocol version header.
 pub const VERSION_HEADER: &str = crate::headers::PROTOCOL_VERSION;
 
-/// The two headers every request is routed by, parsed once.
+/// The session header as a name, made once (it is not a standard one).
 const SESSION_NAME: HeaderName = HeaderName::from_static(SESSION_HEADER);
-const VERSION_NAME: HeaderName = crate::headers::names::PROTOCOL_VERSION;
 
 /// Settings of the Streamable HTTP endpoint.
 #[derive(Debug, Clone)]
@@ -374,7 +373,7 @@ fn era_of(headers: &HeaderMap, body: &[u8]) -> Era {
     if headers.contains_key(&SESSION_NAME) {
         return Era::Legacy;
     }
-    if let Some(version) = headers.get(&VERSION_NAME) {
+    if let Some(version) = headers.get(&crate::headers::names::PROTOCOL_VERSION) {
         let legacy = version
             .to_str()
             .is_ok_and(|v| LEGACY_PROTOCOL_VERSIONS.contains(&v));
@@ -515,13 +514,10 @@ impl StreamableHttp {
                         Err(refusal) => return refused_before_body(request.body(), refusal),
                     },
                 };
-                let caller = Some(Caller::of(&grant));
-                this.admitted(request, cx, Some(Box::new(grant)), caller).await
+                this.admitted(request, cx, Some(Box::new(grant))).await
             }) as Admitting));
         }
-        Either::Right(Either::<Admitting, _>::Right(
-            self.admitted(request, cx, None, None),
-        ))
+        Either::Right(Either::<Admitting, _>::Right(self.admitted(request, cx, None)))
     }
 
     /// A request admitted (by its token, when tokens are required), by its
@@ -531,8 +527,8 @@ impl StreamableHttp {
         request: Request<HttpBody>,
         cx: RouteContext,
         grant: Option<Box<Grant>>,
-        caller: Option<Caller>,
     ) -> impl Future<Output = Response<RouteBody>> + Send + 'static {
+        let caller = grant.as_deref().map(Caller::of);
         let has_session = request.headers().contains_key(&SESSION_NAME);
         let now = match *request.method() {
             Method::POST => return Either::Right(self.post(request, cx, grant, caller)),
@@ -638,6 +634,12 @@ impl Caller {
             identity: grant.identity(),
             scopes: jrpc::context::Scopes::new(grant.scopes.iter().cloned()),
         }
+    }
+
+    /// Without OAuth there is no grant to be made of.
+    #[cfg(not(feature = "oauth"))]
+    fn of(grant: &Grant) -> Self {
+        match *grant {}
     }
 
     pub(super) fn name(&self) -> Option<&str> {

@@ -24,7 +24,7 @@ use jrpc::{Error, Id};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::{accepted, Caller, StreamableHttp, VERSION_NAME};
+use super::{accepted, Caller, StreamableHttp};
 use crate::headers;
 use crate::server::round_params::{read_with_envelope, PromptCall, ReadAlready, ReadCall, ToolCall};
 use crate::server::{era, Modern};
@@ -343,7 +343,7 @@ impl StreamableHttp {
     ) -> Result<Reading<'a>, Error> {
         let envelope = reading.envelope();
         let named = reading.named();
-        let version = single(headers, &VERSION_NAME)?;
+        let version = single(headers, &headers::names::PROTOCOL_VERSION)?;
         let method = single(headers, &headers::names::METHOD)?;
         let name = single(headers, &headers::names::NAME)?;
         if version != Some(envelope.protocol_version.as_str()) {
@@ -481,7 +481,9 @@ fn text(bytes: Bytes) -> String {
 /// request's stream cancels it) — unless it names a revision this server
 /// does not speak.
 fn notification(headers: &HeaderMap) -> Response<RouteBody> {
-    let version = headers.get(&VERSION_NAME).and_then(|v| v.to_str().ok());
+    let version = headers
+        .get(&headers::names::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok());
     match version {
         Some(version) if !is_modern(version) => reply(&Id::NULL, Err(era::unsupported_version(version))),
         _ => accepted(),
