@@ -1116,3 +1116,76 @@ async fn a_client_that_never_reads_is_closed_after_the_write_timeout() {
     assert!(ended.is_ok() || !sink.is_empty(), "{ended:?}");
     drop(serving);
 }
+
+/// A peer serving a call given to it apart from its connection (as MCP's
+/// Streamable HTTP gives it each POSTed message): the connection's facts,
+/// its cancellation, and a refusal once it closes.
+#[tokio::test]
+async fn a_call_served_for_a_peer_meets_its_facts_and_its_cancellation() {
+    use jrpc::dispatch::{response_frame, Said};
+    use jrpc::middleware::Call;
+
+    #[derive(Clone)]
+    struct Tenant(&'static str);
+    let router = Router::new()
+        .method("tenant", |(): (), ctx: RequestContext| async move {
+            Ok(ctx.get::<Tenant>().map(|t| t.0))
+        })
+        .method("wait", |(): ()| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok::<_, Error>("woke")
+        });
+    let start = |protocol: CancelProtocol| {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(ours);
+        let peer = Peer::builder()
+            .router(router.clone())
+            .extension(Tenant("acme"))
+            .cancellation(protocol)
+            .start(read, write, Framing::Ndjson);
+        (peer, theirs)
+    };
+    let text = |id: &jrpc::Id, said: Option<Said>| match said {
+        Some(Said::Reply(outcome)) => String::from_utf8(response_frame(id, &outcome).to_vec()).unwrap(),
+        other => panic!("expected a reply, got {other:?}"),
+    };
+    let (peer, mut theirs) = start(CancelProtocol::mcp());
+    let mut served = peer.serve_call(Call::request(1, "tenant", None));
+    let id = served.id().clone();
+    assert_eq!(
+        text(&id, bounded("tenant", served.next()).await),
+        r#"{"jsonrpc":"2.0","result":"acme","id":1}"#
+    );
+    // MCP: a request that waits is stopped by the cancel notification,
+    // given here or read from the connection, and says nothing.
+    for from_the_connection in [false, true] {
+        let mut waiting = peer.serve_call(Call::request("w", "wait", None));
+        assert!(waiting.now().is_none(), "it waits");
+        let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w"}}"#;
+        if from_the_connection {
+            theirs.write_all(format!("{cancel}\n").as_bytes()).await.unwrap();
+        } else {
+            let params = serde_json::value::to_raw_value(&serde_json::json!({"requestId": "w"})).unwrap();
+            let mut applied = peer.serve_call(Call::notification("notifications/cancelled", Some(params)));
+            assert!(
+                applied.next().await.is_none(),
+                "a cancel notification is applied, not answered"
+            );
+        }
+        assert!(bounded("cancelled", waiting.next()).await.is_none());
+    }
+    // Once the connection closes, requests are refused.
+    peer.close();
+    let mut refused = peer.serve_call(Call::request(2, "tenant", None));
+    let reply = text(&jrpc::Id::from(2), refused.next().await);
+    assert!(reply.contains("-32007"), "{reply}");
+
+    // LSP: a cancelled request is answered -32800.
+    let (peer, _theirs) = start(CancelProtocol::lsp());
+    let mut waiting = peer.serve_call(Call::request(3, "wait", None));
+    assert!(waiting.now().is_none(), "it waits");
+    let params = serde_json::value::to_raw_value(&serde_json::json!({"id": 3})).unwrap();
+    drop(peer.serve_call(Call::notification("$/cancelRequest", Some(params))));
+    let reply = text(&jrpc::Id::from(3), bounded("cancelled", waiting.next()).await);
+    assert!(reply.contains("-32800"), "{reply}");
+}

@@ -12,7 +12,9 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{header, HeaderMap, HeaderValue, Request, Response, StatusCode};
 use jrpc::codec::Inbound;
-use jrpc::message::{parse_frame, Frame, Incoming, Limits, RawValue};
+use jrpc::dispatch::response_frame;
+use jrpc::message::{parse_frame, Frame, Incoming, Limits, NotificationRef, RawValue, RequestRef};
+use jrpc::middleware::Call;
 use jrpc::server::http::route::{self, RouteBody, RouteContext};
 use jrpc::server::http::{sse, HttpBody};
 use jrpc::transport::{Connection, OutFrame};
@@ -28,10 +30,17 @@ use crate::server::RequestOutbound;
 use crate::types::LEGACY_PROTOCOL_VERSIONS;
 
 /// What a POSTed message is.
-enum Posted {
-    Request { id: Id, method: String },
-    Notification,
+enum Posted<'a> {
+    /// A request, to serve.
+    Request(RequestRef<'a>),
+    /// A notification, to serve; `None` for one the parser refuses (no one
+    /// is told: a notification gets no answer).
+    Notification(Option<NotificationRef<'a>>),
+    /// The client's answer to a request of the server's.
     Response { id: Id },
+    /// Not a valid request, but with a method and an id as one has:
+    /// answered under that id with what is wrong.
+    Invalid { id: Id, method: String, error: Error },
 }
 
 /// What classifying a message reads of it: borrowed, the rest skipped.
@@ -52,21 +61,19 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D:
     IgnoredAny::deserialize(deserializer).map(|_| true)
 }
 
-fn classify(body: &[u8]) -> Result<Posted, Refusal> {
-    // Read as the session's peer reads it (the usual request takes the
-    // parser's fast path). Only what the parser refuses is read again
-    // below, more leniently, to say what it is.
-    match parse_frame(body, &Limits::default()) {
-        Ok(Frame::Single(Incoming::Request(request))) => {
-            return Ok(Posted::Request {
-                id: request.id,
-                method: request.method.into_owned(),
-            })
+fn classify(body: &[u8]) -> Result<Posted<'_>, Refusal> {
+    // Read as the session's peer reads what it serves (the usual request
+    // takes the parser's fast path). Only what the parser refuses is read
+    // again below, more leniently, to say what it is.
+    let refused = match parse_frame(body, &Limits::default()) {
+        Ok(Frame::Single(Incoming::Request(request))) => return Ok(Posted::Request(request)),
+        Ok(Frame::Single(Incoming::Notification(notification))) => {
+            return Ok(Posted::Notification(Some(notification)))
         }
-        Ok(Frame::Single(Incoming::Notification(_))) => return Ok(Posted::Notification),
         Ok(Frame::Single(Incoming::Response(response))) => return Ok(Posted::Response { id: response.id }),
-        _ => {}
-    }
+        Ok(Frame::Single(Incoming::Invalid(invalid))) => Some(invalid),
+        _ => None,
+    };
     let parse_error = |e: serde_json::Error| {
         Refusal(
             StatusCode::BAD_REQUEST,
@@ -99,11 +106,20 @@ fn classify(body: &[u8]) -> Result<Posted, Refusal> {
         .method
         .and_then(|m| serde_json::from_str::<std::borrow::Cow<'_, str>>(m.get()).ok());
     match (method, id) {
-        (Some(method), Some(id)) => Ok(Posted::Request {
-            id,
-            method: method.into_owned(),
-        }),
-        (Some(_), None) => Ok(Posted::Notification),
+        (Some(method), Some(id)) => {
+            // The parser's reading of it: the error it is answered with.
+            let (id, error) = match refused {
+                Some(invalid) if !invalid.id.is_null() => (invalid.id, invalid.error),
+                Some(invalid) => (id, invalid.error),
+                None => (id, Error::invalid_request()),
+            };
+            Ok(Posted::Invalid {
+                id,
+                method: method.into_owned(),
+                error,
+            })
+        }
+        (Some(_), None) => Ok(Posted::Notification(None)),
         (None, Some(id)) if shape.result || shape.error => Ok(Posted::Response { id }),
         _ => Err(Refusal::bad_request(
             "not a JSON-RPC request, notification or response",
@@ -166,8 +182,12 @@ impl StreamableHttp {
             Ok(posted) => posted,
             Err(refusal) => return refusal.into_response(),
         };
-        let new_session = matches!(&posted, Posted::Request { method, .. } if method == "initialize")
-            && !headers.contains_key(SESSION_HEADER);
+        let opens = match &posted {
+            Posted::Request(request) => request.method == "initialize",
+            Posted::Invalid { method, .. } => method == "initialize",
+            _ => false,
+        };
+        let new_session = opens && !headers.contains_key(SESSION_HEADER);
         let session = if new_session {
             match self.open_session(caller) {
                 Some(session) => session,
@@ -188,40 +208,64 @@ impl StreamableHttp {
                 Err(refusal) => return refusal.into_response(),
             }
         };
-        match posted {
-            Posted::Notification => {
-                session.deliver(body).await;
-                accepted()
+        let (id, method, params) = match posted {
+            Posted::Notification(notification) => {
+                if let Some(notification) = notification {
+                    let params = notification.params.map(RawValue::to_owned);
+                    session.notify(Call::notification(&*notification.method, params));
+                }
+                return accepted();
             }
             Posted::Response { id } => {
                 if !session.streams.answer(&id, &body) {
                     session.deliver(body).await;
                 }
-                accepted()
+                return accepted();
             }
-            Posted::Request { id, method } => {
-                let Some(listener) = session.streams.open(&id) else {
-                    return Refusal::bad_request(
-                        "a request with this id is in flight in this session: ids must be unique in a session",
-                    )
-                    .into_response();
-                };
-                session.deliver(body).await;
-                let mut response = if !streams_messages(&method) {
-                    json_reply(listener, &session.streams).await
-                } else if self.options.json_response {
-                    self.json_unless_streamed(listener, &session.streams, &cx).await
-                } else {
-                    self.event_stream(&session.streams, listener, None, true, &cx)
-                };
+            Posted::Invalid { id, error, .. } => {
+                let mut response = route::json_response(response_frame(&id, &Err(error)));
                 if new_session {
-                    if let Ok(value) = HeaderValue::from_str(&session.id) {
-                        response.headers_mut().insert(SESSION_HEADER, value);
-                    }
+                    with_session_id(&mut response, &session);
                 }
-                response
+                return response;
             }
+            Posted::Request(request) => (request.id, request.method, request.params.map(RawValue::to_owned)),
+        };
+        if session.streams.in_flight() >= MAX_IN_FLIGHT {
+            let busy = Error::server_busy().with_data("too many requests in flight in this session");
+            return route::json_response(response_frame(&id, &Err(busy)));
         }
+        let Some(listener) = session.streams.open(&id) else {
+            return Refusal::bad_request(
+                "a request with this id is in flight in this session: ids must be unique in a session",
+            )
+            .into_response();
+        };
+        let json = !streams_messages(&method) || self.options.json_response;
+        let answered = session.serve(Call::request(id.clone(), &*method, params)).await;
+        if let Some(reply) = answered {
+            // Answered at once, with nothing said before: the reply is the
+            // body, and its stream is gone.
+            if json && session.streams.forget_unused(listener.stream, &id) {
+                let mut response = route::json_response(reply);
+                if new_session {
+                    with_session_id(&mut response, &session);
+                }
+                return response;
+            }
+            session.streams.reply(&id, &reply);
+        }
+        let mut response = if !streams_messages(&method) {
+            json_reply(listener, &session.streams).await
+        } else if self.options.json_response {
+            self.json_unless_streamed(listener, &session.streams, &cx).await
+        } else {
+            self.event_stream(&session.streams, listener, None, true, &cx)
+        };
+        if new_session {
+            with_session_id(&mut response, &session);
+        }
+        response
     }
 
     /// An SSE stream of `first`, then the rest of `listener`'s messages;
@@ -378,12 +422,24 @@ impl StreamableHttp {
             streams,
             last_seen: Mutex::new(tokio::time::Instant::now()),
             owner: caller.and_then(|c| c.identity.map(|i| i.name().to_owned())),
+            notifying: tokio::sync::watch::Sender::new(0),
         });
         self.sessions
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id, Arc::clone(&session));
         Some(session)
+    }
+}
+
+/// The most requests a session has in flight at once (its peer's own
+/// bound on the requests it reads: 8 times the 128 it runs at once).
+const MAX_IN_FLIGHT: usize = jrpc::peer::Peer::DEFAULT_MAX_IN_FLIGHT * 8;
+
+/// Names the session a response opened.
+fn with_session_id(response: &mut Response<RouteBody>, session: &HttpSession) {
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
+        response.headers_mut().insert(SESSION_HEADER, value);
     }
 }
 
@@ -413,9 +469,11 @@ mod tests {
     #[test]
     fn posted_messages_are_classified() {
         let kind = |body: &str| match classify(body.as_bytes()) {
-            Ok(Posted::Request { id, method }) => format!("request {id} {method}"),
-            Ok(Posted::Notification) => "notification".to_owned(),
+            Ok(Posted::Request(request)) => format!("request {} {}", request.id, request.method),
+            Ok(Posted::Notification(Some(_))) => "notification".to_owned(),
+            Ok(Posted::Notification(None)) => "refused notification".to_owned(),
             Ok(Posted::Response { id }) => format!("response {id}"),
+            Ok(Posted::Invalid { id, method, error }) => format!("invalid {id} {method} {}", error.code()),
             Err(Refusal(status, error)) => format!("{} {}", status.as_u16(), error.code()),
         };
         let cases = [
@@ -423,7 +481,12 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":[1,{"y":2}]}}"#,
                 "request 1 tools/list",
             ),
-            (r#" {"method":"a\u0062","id":"s"}"#, r#"request "s" ab"#),
+            // What the parser refuses, with an id, is answered under it.
+            (r#" {"method":"a\u0062","id":"s"}"#, r#"invalid "s" ab -32600"#),
+            (
+                r#"{"jsonrpc":"2.0","id":6,"method":"m","params":3}"#,
+                "invalid 6 m -32600",
+            ),
             (
                 r#"{"jsonrpc":"2.0","method":"a\u0062","id":"s"}"#,
                 r#"request "s" ab"#,
@@ -436,9 +499,9 @@ mod tests {
             // An id's text is kept as the peer keeps it, with or without
             // the version member.
             (r#"{"jsonrpc":"2.0","id":1e2,"method":"m"}"#, "request 1e2 m"),
-            (r#"{"id":1e2,"method":"m"}"#, "request 1e2 m"),
+            (r#"{"id":1e2,"method":"m"}"#, "invalid 1e2 m -32600"),
             (r#"{"id":-0,"result":1}"#, "response -0"),
-            (r#"{"method":"m"}"#, "notification"),
+            (r#"{"method":"m"}"#, "refused notification"),
             (
                 r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
                 "notification",

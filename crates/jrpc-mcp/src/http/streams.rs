@@ -184,6 +184,18 @@ impl StreamTable {
         }
     }
 
+    /// Forgets the stream of the request `id` (and the request) when
+    /// nothing has been sent on it; whether it was so.
+    pub(super) fn forget_unused(&self, stream: u64, id: &Id) -> bool {
+        let mut state = self.state();
+        let unused = state.streams.get(&stream).is_some_and(|s| s.next_seq == 1);
+        if unused {
+            state.streams.remove(&stream);
+            state.by_request.remove(id);
+        }
+        unused
+    }
+
     /// Ends the connection that carries the stream of `related` now,
     /// leaving the stream (and its request) going: the client comes back
     /// for the rest with `Last-Event-ID`.
@@ -280,12 +292,7 @@ impl StreamTable {
             return;
         };
         match frame.read_kind() {
-            OutKind::Reply(id) => {
-                let mut state = self.state();
-                if let Some(number) = state.by_request.remove(&id) {
-                    self.push(&mut state, number, text.into(), true);
-                }
-            }
+            OutKind::Reply(id) => self.finish(&id, text),
             // The session serves one message per POST: no batch replies.
             OutKind::Replies => tracing::debug!("a batch reply on an MCP session; dropped"),
             _ => {
@@ -294,6 +301,45 @@ impl StreamTable {
                 }
             }
         }
+    }
+
+    /// The reply to the request `id`, which ends its stream.
+    pub(super) fn reply(&self, id: &Id, frame: &[u8]) {
+        match std::str::from_utf8(frame) {
+            Ok(text) => self.finish(id, text),
+            Err(_) => tracing::debug!(%id, "a reply that is not UTF-8; dropped"),
+        }
+    }
+
+    fn finish(&self, id: &Id, text: &str) {
+        let mut state = self.state();
+        if let Some(number) = state.by_request.remove(id) {
+            self.push(&mut state, number, text.into(), true);
+        }
+    }
+
+    /// A message of the request `id`'s handler, on its stream.
+    pub(super) fn message(&self, id: &Id, frame: &[u8]) {
+        let sent = std::str::from_utf8(frame).is_ok_and(|text| self.send(Some(id), text));
+        if !sent {
+            tracing::debug!(%id, "no stream open for a message of a request; dropped");
+        }
+    }
+
+    /// Ends the stream of the request `id` with no reply (cancelled).
+    pub(super) fn abandon(&self, id: &Id) {
+        let mut state = self.state();
+        if let Some(number) = state.by_request.remove(id) {
+            if let Some(stream) = state.streams.get_mut(&number) {
+                stream.finished = true;
+                stream.live = None;
+            }
+        }
+    }
+
+    /// How many requests are in flight (their streams open, unanswered).
+    pub(super) fn in_flight(&self) -> usize {
+        self.state().by_request.len()
     }
 
     /// The client's answer to a request the server made through a stream;
@@ -420,14 +466,7 @@ impl RequestOutbound for Arc<StreamTable> {
     }
 
     fn abandoned(&self, related: &Id) {
-        // The request was cancelled: its stream ends, with no result.
-        let mut state = self.state();
-        if let Some(number) = state.by_request.remove(related) {
-            if let Some(stream) = state.streams.get_mut(&number) {
-                stream.finished = true;
-                stream.live = None;
-            }
-        }
+        self.abandon(related);
     }
 
     fn close_stream(&self, related: &Id) {

@@ -4,10 +4,15 @@
 //! choice, a panic answered `-32603`), with the messages its handler sends
 //! the caller before it answers streamed ahead of the reply.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
+use super::cancel::{Cancellation, Registration};
 use super::outlet::{outlet, CallMessages, CallOutlet};
 use crate::message::{self, Error, Id, Version};
 use crate::middleware::{Call, CallFuture, RawResult};
@@ -56,7 +61,8 @@ pub fn serve_call_with(router: &Router, call: Call, messages: CallMessages) -> S
         id,
         work: Some(router.start_call(call)),
         outcome: None,
-        messages,
+        messages: Some(messages),
+        cancel: None,
     }
 }
 
@@ -68,7 +74,20 @@ pub struct ServedCall {
     work: Option<CallFuture>,
     /// Its answer, held while the messages sent before it are read.
     outcome: Option<Result<RawResult, Error>>,
-    messages: CallMessages,
+    /// What its handler sends before it answers (none when it has no
+    /// outlet: a peer's handler sends through the peer).
+    messages: Option<CallMessages>,
+    /// Its place in its connection's cancellation, for a request a peer
+    /// serves ([`Peer::serve_call`](crate::peer::Peer::serve_call)).
+    cancel: Option<Cancel>,
+}
+
+/// A served request's place in its connection's cancellation: only the
+/// table until its handler first waits (most answer at once, and are never
+/// registered), then its registration.
+enum Cancel {
+    Table(Arc<Cancellation>),
+    Registered(Registration, Option<Pin<Box<WaitForCancellationFutureOwned>>>),
 }
 
 impl std::fmt::Debug for ServedCall {
@@ -90,6 +109,35 @@ pub enum Said {
 }
 
 impl ServedCall {
+    /// A call of a peer's connection (see
+    /// [`Peer::serve_call`](crate::peer::Peer::serve_call)): no outlet, and
+    /// cancellable through `cancellation` once it waits.
+    pub(crate) fn of_peer(router: &Router, call: Call, cancellation: Option<&Arc<Cancellation>>) -> Self {
+        let id = call.id().cloned();
+        let cancel = cancellation
+            .filter(|_| id.is_some())
+            .map(|c| Cancel::Table(Arc::clone(c)));
+        ServedCall {
+            id: id.unwrap_or(Id::NULL),
+            work: Some(router.start_call(call)),
+            outcome: None,
+            messages: None,
+            cancel,
+        }
+    }
+
+    /// A call answered before it ran (`None`: with nothing, as a cancel
+    /// notification is).
+    pub(crate) fn answered(id: Id, outcome: Option<Result<RawResult, Error>>) -> Self {
+        ServedCall {
+            id,
+            work: None,
+            outcome,
+            messages: None,
+            cancel: None,
+        }
+    }
+
     /// The call's id.
     pub fn id(&self) -> &Id {
         &self.id
@@ -102,16 +150,36 @@ impl ServedCall {
         if self.outcome.is_none() {
             let work = self.work.as_mut()?;
             let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
-            if let Poll::Ready(outcome) = work.as_mut().poll(&mut cx) {
-                self.work = None;
-                self.outcome = Some(outcome);
+            match work.as_mut().poll(&mut cx) {
+                Poll::Ready(outcome) => {
+                    self.work = None;
+                    self.outcome = Some(outcome);
+                }
+                Poll::Pending => self.register(),
             }
         }
-        if self.messages.is_empty() {
+        if self.messages.as_ref().map_or(true, CallMessages::is_empty) {
             self.outcome.take()
         } else {
             None
         }
+    }
+
+    /// Registers the call for cancellation, now that it waits.
+    fn register(&mut self) {
+        if let Some(Cancel::Table(table)) = &self.cancel {
+            self.cancel = Some(Cancel::Registered(table.register(&self.id), None));
+        }
+    }
+
+    /// Whether the call has been cancelled (then its handler is dropped);
+    /// registers `cx` to be woken when it is.
+    fn poll_cancelled(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(Cancel::Registered(registration, waiting)) = &mut self.cancel else {
+            return false;
+        };
+        let waiting = waiting.get_or_insert_with(|| Box::pin(registration.token().cancelled_owned()));
+        waiting.as_mut().poll(cx).is_ready()
     }
 
     /// The next message, or the reply once the handler has answered and
@@ -124,19 +192,34 @@ impl ServedCall {
     fn poll_said(&mut self, cx: &mut Context<'_>) -> Poll<Option<Said>> {
         // Messages first: what the handler said before it answered goes
         // before the answer.
-        if let Some(message) = self.messages.try_recv() {
+        if let Some(message) = self.messages.as_ref().and_then(CallMessages::try_recv) {
             return Poll::Ready(Some(Said::Message(message)));
         }
         if let Some(outcome) = self.outcome.take() {
             return Poll::Ready(Some(Said::Reply(outcome)));
         }
-        let Some(work) = self.work.as_mut() else {
+        if self.work.is_none() {
             return Poll::Ready(None);
-        };
+        }
+        if self.poll_cancelled(cx) {
+            // The handler stops; the protocol's reply, if it has one,
+            // stands in for its answer.
+            self.work = None;
+            let Some(Cancel::Registered(registration, _)) = self.cancel.take() else {
+                unreachable!("only a registered call is cancelled")
+            };
+            return Poll::Ready(
+                registration
+                    .cancelled_reply()
+                    .map(|error| Said::Reply(Err(error))),
+            );
+        }
+        let work = self.work.as_mut().expect("checked above");
         match work.as_mut().poll(cx) {
             Poll::Ready(outcome) => {
                 self.work = None;
-                match self.messages.try_recv() {
+                self.cancel = None;
+                match self.messages.as_ref().and_then(CallMessages::try_recv) {
                     Some(message) => {
                         self.outcome = Some(outcome);
                         Poll::Ready(Some(Said::Message(message)))
@@ -144,10 +227,19 @@ impl ServedCall {
                     None => Poll::Ready(Some(Said::Reply(outcome))),
                 }
             }
-            Poll::Pending => self
-                .messages
-                .poll_recv(cx)
-                .map(|message| Some(Said::Message(message))),
+            Poll::Pending => {
+                if matches!(self.cancel, Some(Cancel::Table(_))) {
+                    self.register();
+                    // Woken when it is cancelled, too.
+                    if self.poll_cancelled(cx) {
+                        cx.waker().wake_by_ref();
+                    }
+                }
+                match &self.messages {
+                    Some(messages) => messages.poll_recv(cx).map(|message| Some(Said::Message(message))),
+                    None => Poll::Pending,
+                }
+            }
         }
     }
 }

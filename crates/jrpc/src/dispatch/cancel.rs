@@ -156,6 +156,16 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
+    /// The token a cancel notification fires.
+    pub(crate) fn token(&self) -> CancellationToken {
+        self.token.clone()
+    }
+
+    /// The error a cancelled request is answered with; `None`: no answer.
+    pub(crate) fn cancelled_reply(&self) -> Option<Error> {
+        self.table.protocol.reply.clone()
+    }
+
     /// Serves with `serving` unless cancelled first; then its handler is
     /// dropped and the protocol's reply is given instead.
     pub(crate) async fn serve(self, version: Version, serving: impl Future<Output = Vec<u8>>) -> Vec<u8> {

@@ -418,7 +418,7 @@ impl Engine {
             return self.send(OutFrame::new(reply, kind));
         };
         let shared = Arc::clone(&self.shared);
-        let cancel = shared.cancellation.as_ref().map(|c| c.register(&id));
+        let register = |shared: &ConnectionContext| shared.cancellation.as_ref().map(|c| c.register(&id));
         // A call through middleware is polled here once, as a plain handler
         // would run: most finish at once (sync handlers, quick layers) and
         // need no task of their own. One that does not moves to a task.
@@ -426,13 +426,16 @@ impl Engine {
             if let Ok(running) = Arc::clone(&self.running).try_acquire_owned() {
                 let mut serving = Box::pin(serve_layered(Arc::clone(&shared), call));
                 if let Some(out) = (&mut serving).now_or_never() {
-                    drop(cancel);
                     if !out.is_empty() {
                         let kind = self.shared.reply(&id);
                         self.send(OutFrame::new(out, kind));
                     }
                     return;
                 }
+                // Only a call that waits can be cancelled: registered now
+                // (this reader reads the cancel notifications, so none
+                // came in between), not before every call.
+                let cancel = register(&shared);
                 self.tasks.spawn(async move {
                     let _queued = queued;
                     let _running = running;
@@ -445,6 +448,7 @@ impl Engine {
                 return;
             }
         }
+        let cancel = register(&shared);
         let running = Arc::clone(&self.running);
         let mut handled = self.notifications.handled.clone();
         let turn = barrier.map(|_| self.turns.take());

@@ -47,7 +47,9 @@ use crate::codec::{Framing, Inbound};
 pub use crate::context::ConnectionInfo;
 use crate::context::{Extensions, RequestContext};
 use crate::dispatch::connection::{Bounds, ConnectionContext};
-use crate::dispatch::{outbox, Cancellation};
+use crate::dispatch::{outbox, Cancellation, ServedCall};
+use crate::message::{Error, Id};
+use crate::middleware::Call;
 use crate::transport::connection::BytesOnly;
 use crate::transport::{CloseReason, Connection, OutFrame};
 use crate::Router;
@@ -275,6 +277,13 @@ impl PeerBuilder {
         let shared = Arc::new_cyclic(|weak: &Weak<PeerState>| {
             // Handlers reach this connection through its facts.
             extensions.insert(PeerLink(weak.clone()));
+            let dispatch = Arc::new(ConnectionContext {
+                router,
+                connection: Arc::new(extensions),
+                outbox: outbox.clone(),
+                cancellation: config.cancel.clone().map(Cancellation::new),
+                kinds,
+            });
             let stack = (!outgoing.is_empty()).then(|| {
                 let weak = weak.clone();
                 let innermost = tower::service_fn(move |call: Outgoing| {
@@ -288,15 +297,9 @@ impl PeerBuilder {
                 });
                 build_stack(BoxOutgoingService::new(innermost), &outgoing)
             });
-            PeerState::new(outbox.clone(), config.call_timeout, config.cancel.clone(), stack)
+            PeerState::new(dispatch, config.call_timeout, config.cancel.clone(), stack)
         });
-        let dispatch = Arc::new(ConnectionContext {
-            router,
-            connection: Arc::new(extensions),
-            outbox,
-            cancellation: config.cancel.clone().map(Cancellation::new),
-            kinds,
-        });
+        let dispatch = Arc::clone(&shared.dispatch);
         let bounds = Bounds {
             running: config.max_in_flight,
             queued: config.max_in_flight.saturating_mul(8),
@@ -384,6 +387,65 @@ impl Peer {
     /// without waiting for the stream to end.
     pub(crate) fn fail_calls(&self, reason: &str) {
         self.shared.fail_calls(CallError::Closed(reason.into()));
+    }
+
+    /// Serves `call` as a message this connection received, but from the
+    /// caller's own task, its reply given to the caller rather than
+    /// written to the connection: for a transport that takes a session's
+    /// messages apart from its connection (MCP's Streamable HTTP takes each
+    /// in a POST of its own, and answers it in that POST's response).
+    ///
+    /// The call meets what the connection's own messages meet: its facts
+    /// ([`RequestContext::get`]), the peer's router with its middleware,
+    /// and its cancellation: the protocol's cancel notification
+    /// ([`ConnectionConfig::cancellation`]), read from the connection or
+    /// given here, stops a request still running, which then says the
+    /// protocol's reply, or nothing (its [`ServedCall::next`] gives
+    /// `None`). A cancel notification given here is applied, not routed.
+    /// A request is registered for cancellation when it first waits (most
+    /// answer at once, and never are): one cancelled before its served
+    /// call is first polled is not found, as if the notification had come
+    /// before the request. Once the connection is closing, a request is
+    /// refused `-32007`.
+    ///
+    /// The call runs while its [`ServedCall`] is polled, on the caller's
+    /// task; the connection closing does not stop it. The connection's
+    /// bound on requests in flight and its ordering of requests after
+    /// notifications are the caller's to keep: its reader does not see
+    /// these calls.
+    ///
+    /// ```
+    /// use jrpc::dispatch::{response_frame, Said};
+    /// use jrpc::middleware::Call;
+    /// use jrpc::peer::Peer;
+    /// use jrpc::Router;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let router = Router::new().method("add", |(a, b): (i64, i64)| async move { Ok(a + b) });
+    /// let (ours, _theirs) = tokio::io::duplex(1024);
+    /// let (read, write) = tokio::io::split(ours);
+    /// let peer = Peer::builder().router(router).start(read, write, jrpc::codec::Framing::Ndjson);
+    /// let params = serde_json::value::to_raw_value(&[2, 3]).unwrap();
+    /// let mut served = peer.serve_call(Call::request(7, "add", Some(params)));
+    /// let Some(Said::Reply(outcome)) = served.next().await else { unreachable!() };
+    /// assert_eq!(&response_frame(served.id(), &outcome)[..], br#"{"jsonrpc":"2.0","result":5,"id":7}"#);
+    /// # });
+    /// ```
+    pub fn serve_call(&self, call: Call) -> ServedCall {
+        let dispatch = &self.shared.dispatch;
+        let cancellation = dispatch.cancellation.as_ref();
+        if call.is_notification() {
+            if let Some(cancellation) = cancellation.filter(|c| c.is_cancel(call.method())) {
+                cancellation.cancel(call.params());
+                return ServedCall::answered(Id::NULL, None);
+            }
+        } else if self.shared.stop_reading.is_cancelled() {
+            let id = call.id().cloned().unwrap_or(Id::NULL);
+            let closing = Error::server_busy().with_data("the connection is closing");
+            return ServedCall::answered(id, Some(Err(closing)));
+        }
+        let call = call.with_connection(Arc::clone(&dispatch.connection));
+        ServedCall::of_peer(&dispatch.router, call, cancellation)
     }
 
     /// Waits until the connection has fully closed; returns why.

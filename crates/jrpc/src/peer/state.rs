@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::caller::CallError;
 use crate::caller::{BoxOutgoingService, Outcome};
+use crate::dispatch::connection::ConnectionContext;
 use crate::dispatch::outbox::Outbox;
 use crate::dispatch::CancelProtocol;
 use crate::message::{Id, ResponseRef};
@@ -20,6 +21,9 @@ pub(crate) type Waiter = oneshot::Sender<Outcome>;
 pub(crate) struct PeerState {
     /// Frames to write, in order, bounded in bytes.
     pub(crate) outbox: Outbox,
+    /// What serving the connection's incoming messages takes (its reader
+    /// and [`Peer::serve_call`](super::Peer::serve_call) share it).
+    pub(crate) dispatch: Arc<ConnectionContext>,
     pub(crate) call_timeout: Duration,
     pub(crate) cancel: Option<CancelProtocol>,
     /// Middleware around this side's calls, when any is installed.
@@ -44,13 +48,14 @@ struct Calls {
 
 impl PeerState {
     pub(crate) fn new(
-        outbox: Outbox,
+        dispatch: Arc<ConnectionContext>,
         call_timeout: Duration,
         cancel: Option<CancelProtocol>,
         outgoing: Option<BoxOutgoingService>,
     ) -> Self {
         PeerState {
-            outbox,
+            outbox: dispatch.outbox.clone(),
+            dispatch,
             call_timeout,
             cancel,
             outgoing,
