@@ -183,8 +183,10 @@ impl ServedCall {
     }
 
     /// The next message, or the reply once the handler has answered and
-    /// what it said before is read; `None` after the reply. Cancel-safe:
-    /// dropped before it completes, nothing is lost.
+    /// what it said before is read; `None` after the reply, or instead of
+    /// it for a peer's call cancelled under a protocol that answers a
+    /// cancelled request with nothing (MCP's). Cancel-safe: dropped before
+    /// it completes, nothing is lost.
     pub async fn next(&mut self) -> Option<Said> {
         std::future::poll_fn(|cx| self.poll_said(cx)).await
     }
