@@ -756,55 +756,44 @@ async fn the_client_listens_for_changes_over_streamable_http() {
     }
 }
 
-/// Issue 31: over modern Streamable HTTP a call is cancelled by closing its
-/// request's stream, which dropping the call does: the tool sees its
-/// cancellation, and the client goes on.
+/// Dropping an HTTP call cancels it on the server, and the client goes
+/// on: a modern request's stream is closed (2026-07-28's cancellation); a
+/// 2025-11-25 session's client, which sends each request from its
+/// caller's task, sends `notifications/cancelled`, for a call past its
+/// timeout too.
 #[tokio::test]
-async fn dropping_a_modern_http_call_closes_its_stream_and_cancels_it() {
-    use jrpc_mcp::server::{McpContext, McpServer, NoArgs, ToolError};
-    use std::sync::atomic::{AtomicBool, Ordering};
+async fn dropping_an_http_call_cancels_it_on_the_server() {
+    use jrpc_mcp::client::ProtocolChoice;
+    use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
-    let cancelled = Arc::new(AtomicBool::new(false));
-    let seen = Arc::clone(&cancelled);
-    let server = McpServer::builder("cancel", "1")
-        .tool(
-            "wait",
-            "Waits until cancelled",
-            move |_: NoArgs, cx: McpContext| {
-                let seen = Arc::clone(&seen);
-                async move {
-                    let token = cx.cancellation();
-                    tokio::spawn(async move {
-                        token.cancelled().await;
-                        seen.store(true, Ordering::SeqCst);
-                    });
-                    tokio::time::sleep(Duration::from_secs(60)).await;
-                    Ok::<_, ToolError>("never")
-                }
-            },
-        )
-        .build();
-    let serving = server
-        .serve_http("127.0.0.1:0", HttpOptions::default())
-        .await
-        .unwrap();
-    let url = format!("{}/mcp", serving.local_addr());
-    let client = jrpc_mcp::McpClient::builder("test", "1")
-        .connect_http(&url)
-        .await
-        .unwrap();
-    assert!(client.is_modern());
-    let call = client.call_tool("wait", json!({}));
-    assert!(tokio::time::timeout(Duration::from_millis(300), call)
-        .await
-        .is_err());
-    bounded("the server sees the cancellation", async {
-        while !cancelled.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    client.ping().await.unwrap();
-    client.close().await;
-    serving.shutdown().await;
+    for era in [ProtocolChoice::Auto, ProtocolChoice::Legacy] {
+        let modern = era == ProtocolChoice::Auto;
+        let cancelled = Arc::new(AtomicUsize::new(0));
+        let serving = common::waiting_server(&cancelled)
+            .serve_http("127.0.0.1:0", HttpOptions::default())
+            .await
+            .unwrap();
+        let url = format!("{}/mcp", serving.local_addr());
+        let client = jrpc_mcp::McpClient::builder("test", "1")
+            .protocol(era)
+            .call_timeout(Duration::from_millis(500))
+            .connect_http(&url)
+            .await
+            .unwrap();
+        assert_eq!(client.is_modern(), modern);
+        let call = client.call_tool("wait", json!({}));
+        assert!(tokio::time::timeout(Duration::from_millis(200), call)
+            .await
+            .is_err());
+        common::cancelled_at_least(&cancelled, 1).await;
+        let timed_out = client.call_tool("wait", json!({})).await.unwrap_err();
+        assert!(
+            timed_out.to_string().contains("no response within"),
+            "{timed_out}"
+        );
+        common::cancelled_at_least(&cancelled, 2).await;
+        client.ping().await.unwrap();
+        client.close().await;
+        serving.shutdown().await;
+    }
 }

@@ -502,6 +502,8 @@ impl McpClient {
                     })
                 }
                 #[cfg(feature = "http-client")]
+                Wire::Session(..) => unreachable!("a legacy session's server is not modern"),
+                #[cfg(feature = "http-client")]
                 Wire::Http(http) => {
                     let (http, version) = (Arc::clone(http), self.server.version.clone());
                     let ack = std::sync::Mutex::new(Some(ack_tx));
@@ -544,11 +546,7 @@ impl McpClient {
             }
             let key = self.listeners.open(filter, tx.clone(), None);
             let registered = Registered(Arc::clone(&self.listeners), key);
-            let peer = match &self.wire {
-                Wire::Peer(client) => client.peer(),
-                #[cfg(feature = "http-client")]
-                Wire::Http(_) => None,
-            };
+            let peer = self.wire.client().and_then(jrpc::client::Client::peer);
             drop(ack_tx);
             tokio::spawn(async move {
                 let _registered = registered;

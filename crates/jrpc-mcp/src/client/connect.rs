@@ -62,7 +62,7 @@ impl McpClientBuilder {
                 }
             }
         }
-        let (connection, session) = http::HttpSession::connect(http);
+        let (connection, session) = http::HttpSession::connect(http, self.timeout);
         let client = self
             .jrpc_client()
             .connect_with(Once(std::sync::Mutex::new(Some(connection))))
@@ -74,6 +74,9 @@ impl McpClientBuilder {
         }
         let mut mcp = initialized?;
         session.set_version(mcp.protocol_version());
+        // From now on requests go from their callers' tasks; the peer
+        // keeps the rest of the session.
+        mcp.wire = mcp.wire.into_session(Arc::clone(&session));
         // Open before the client is handed out, so that nothing the server
         // sends the session (a subscribed resource's update) is missed.
         Arc::clone(&session).start_listening().await;
@@ -146,7 +149,7 @@ impl McpClientBuilder {
                     .await
                     .unwrap_or(Err(CallError::Timeout(self.probe_timeout))),
                 #[cfg(feature = "http-client")]
-                Wire::Http(_) => asked.await,
+                Wire::Http(_) | Wire::Session(..) => asked.await,
             };
             let error = match answer {
                 Ok(raw) => {

@@ -1,21 +1,32 @@
-//! The client side of Streamable HTTP: the session's peer runs over a
-//! connection whose outgoing frames are each POSTed to the endpoint and
-//! whose incoming frames are what the replies carry (a JSON body, or the
-//! events of an SSE stream), plus the standalone GET stream.
+//! The client side of a legacy (2025-11-25) Streamable HTTP session. The
+//! client's requests are POSTed from their callers' tasks and their
+//! answers read there ([`HttpSession::call`]), the server's notifications
+//! in a request's stream served by the session's peer before its answer.
+//! The peer runs over a connection whose outgoing frames (the handshake,
+//! notifications, answers to the server's requests) are each POSTed to
+//! the endpoint and whose incoming frames are the server's other messages:
+//! its requests, and the standalone GET stream.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
+use jrpc::client::{Client, ResponseBody};
 use jrpc::codec::Inbound;
+use jrpc::message::{parse_frame, Frame, Incoming, Limits, RawValue};
+use jrpc::middleware::Call;
+use jrpc::peer::Peer;
 use jrpc::transport::{Connection, OutFrame, OutKind};
-use jrpc::{Error, Id};
+use jrpc::{CallError, Error, Id};
 use tokio::sync::mpsc;
 
+use super::deadline::Deadline;
 use super::endpoint::Endpoint;
+use super::sent::Sent;
 
 /// The session's state shared by its POSTs and its GET stream.
 pub(crate) struct HttpSession {
@@ -28,6 +39,12 @@ pub(crate) struct HttpSession {
     incoming: mpsc::Sender<io::Result<Inbound>>,
     /// Set once the session is deleted: broken streams are not resumed.
     ended: std::sync::atomic::AtomicBool,
+    /// The next id of a request sent from its caller's task. The peer's
+    /// own ids count from 1; these from 2^32 (well within a JavaScript
+    /// server's safe integers), so that the two never meet in a session.
+    next_id: AtomicU64,
+    /// How long such a request may take when its caller says nothing.
+    timeout: Duration,
     /// Why a request could not be authorized, when that ended the session
     /// (the caller sees it, not just a closed connection).
     #[cfg(feature = "oauth")]
@@ -46,7 +63,7 @@ const LAST_EVENT_ID: &str = "last-event-id";
 
 impl HttpSession {
     /// A connection to `url` for a peer, and the session behind it.
-    pub(crate) fn connect(http: Endpoint) -> (Connection, Arc<HttpSession>) {
+    pub(crate) fn connect(http: Endpoint, timeout: Duration) -> (Connection, Arc<HttpSession>) {
         let (tx, rx) = mpsc::channel::<io::Result<Inbound>>(256);
         let session = Arc::new(HttpSession {
             http,
@@ -55,6 +72,8 @@ impl HttpSession {
             version: Mutex::new(None),
             incoming: tx,
             ended: std::sync::atomic::AtomicBool::new(false),
+            next_id: AtomicU64::new(1 << 32),
+            timeout,
             #[cfg(feature = "oauth")]
             auth_failure: Mutex::new(None),
         });
@@ -68,12 +87,12 @@ impl HttpSession {
                     // Each request goes in a POST of its own, answered in
                     // its own time: the peer must not wait for one reply to
                     // send the next.
-                    tokio::spawn(posting.post(frame, true));
+                    tokio::spawn(posting.post(frame));
                 } else {
                     // Notifications and replies are taken at once (`202`),
                     // and their order counts (`notifications/initialized`
                     // before the first request): posted in turn.
-                    posting.post(frame, true).await;
+                    posting.post(frame).await;
                 }
                 Ok::<_, io::Error>(())
             }
@@ -119,43 +138,89 @@ impl HttpSession {
         let _ = self.incoming.send(item).await;
     }
 
-    /// One request could not be carried (its connection failed, the server
-    /// behind a load balancer went away, a new session could not be
-    /// started): its call fails as a transport failure, and the session
-    /// goes on — the next request is sent, and a server that no longer
-    /// knows the session answers `404`, which starts a new one.
-    async fn lost(&self, id: Option<&Id>, why: String) {
-        match id {
-            Some(id) => {
-                let ids: Box<[Id]> = Box::new([id.clone()]);
-                self.deliver(Ok(Inbound::Undelivered {
-                    ids,
-                    reason: why.into(),
-                }))
-                .await;
+    /// POSTs one message of the peer's. A request's answer (or why it has
+    /// none) is delivered to the peer, after the other messages of its
+    /// stream; a notification or a response is taken at once (`202`).
+    /// When the server has ended the session (404), a new one is
+    /// initialized and the message sent again, once.
+    async fn post(self: Arc<Self>, frame: OutFrame) {
+        if let OutKind::Request(id) = frame.read_kind() {
+            let outcome = self.exchange(&id, frame.bytes, None, Notes::Deliver, true).await;
+            let item = match outcome {
+                Ok(result) => Inbound::Frame(reply_frame(&id, Ok(&result))),
+                Err(CallError::Rpc(error)) => Inbound::Frame(reply_frame(&id, Err(&error))),
+                Err(other) => {
+                    let reason = match other.transport_error::<jrpc::transport::Undelivered>() {
+                        Some(undelivered) => undelivered.reason.clone(),
+                        None => other.to_string(),
+                    };
+                    Inbound::Undelivered {
+                        ids: Box::new([id]),
+                        reason: reason.into(),
+                    }
+                }
+            };
+            return self.deliver(Ok(item)).await;
+        }
+        let mut retry = true;
+        loop {
+            let response = match self.send_post(frame.bytes.clone(), None).await {
+                Ok(response) => response,
+                Err(why) => return tracing::debug!(%why, "a message to the server was lost"),
+            };
+            if response.status() == StatusCode::NOT_FOUND && self.has_session() {
+                if std::mem::take(&mut retry) && self.reinitialize().await {
+                    continue;
+                }
+                return tracing::debug!("the server ended the session (404): a message to it was lost");
             }
-            None => tracing::debug!(%why, "a notification to the server was lost"),
+            // Read to the end, so that the connection is kept.
+            let _ = response.into_body().collect().await;
+            return;
         }
     }
 
-    /// POSTs one message and delivers what the reply carries. When the
-    /// server has ended the session (404), a new one is initialized and the
-    /// message sent again, once (`retry`).
-    async fn post(self: Arc<Self>, frame: OutFrame, retry: bool) {
-        let id = match frame.read_kind() {
-            OutKind::Request(id) => Some(id),
-            _ => None,
+    /// Sends the request `id` (its `frame`) from its caller's task and
+    /// reads its answer there, within `timeout`: the server's notifications
+    /// in its stream are served by the peer before the answer is returned
+    /// (progress before the result), its other messages go to the peer.
+    /// Dropped before the answer (or timed out), the request is cancelled
+    /// (`notifications/cancelled`, through the peer).
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        client: &Client,
+        method: &str,
+        params: &Sent<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, CallError> {
+        let number = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = params.request_frame(number, method)?;
+        super::modern_http::trace(">", &body);
+        let id = Id::from(number);
+        let peer = client.peer();
+        let notes = peer.as_ref().map_or(Notes::Deliver, Notes::Serve);
+        let mut unanswered = Unanswered {
+            client,
+            id: number,
+            answered: false,
         };
-        let frame = frame.bytes;
-        if id.is_some() && is_initialize(&frame) {
-            self.initialize
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(frame.clone());
-        }
+        let deadline = Deadline::after(timeout.unwrap_or(self.timeout));
+        let work = std::pin::pin!(self.exchange(&id, Bytes::from(body), Some(&deadline), notes, true));
+        let outcome = deadline.run(work).await;
+        unanswered.answered = !matches!(outcome, Err(CallError::Timeout(_)));
+        outcome
+    }
+
+    /// POSTs `frame` with the session's headers; why not, when it could
+    /// not be sent.
+    async fn send_post(
+        &self,
+        frame: Bytes,
+        deadline: Option<&Deadline>,
+    ) -> Result<http::Response<ResponseBody>, String> {
         let mut headers = self.headers("application/json, text/event-stream");
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let response = match self.http.send(Method::POST, headers, frame.clone(), None).await {
+        let response = match self.http.send(Method::POST, headers, frame, deadline).await {
             Ok(response) => response,
             Err(e) => {
                 #[cfg(feature = "oauth")]
@@ -163,10 +228,10 @@ impl HttpSession {
                     *self.auth_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(oauth.clone());
                 }
                 let why = match &e {
-                    jrpc::CallError::Io(io) => io.to_string(),
+                    CallError::Io(io) => io.to_string(),
                     other => other.to_string(),
                 };
-                return self.lost(id.as_ref(), format!("cannot POST: {why}")).await;
+                return Err(format!("cannot POST: {why}"));
             }
         };
         if let Some(session) = response.headers().get(SESSION_HEADER) {
@@ -175,81 +240,103 @@ impl HttpSession {
                 *known = Some(session.clone());
             }
         }
+        Ok(response)
+    }
+
+    fn has_session(&self) -> bool {
+        self.session.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    /// POSTs the request `id` (its `frame`) and reads its answer: a JSON
+    /// body, or the event of an SSE stream (resumed when it breaks) whose
+    /// other messages are handed on as `notes` says. When the server has
+    /// ended the session (404), a new one is initialized and the request
+    /// sent again, once (`retry`). A request that could not be carried
+    /// fails as a transport failure, and the session goes on: the next
+    /// request is sent (behind a load balancer, to a live server).
+    async fn exchange(
+        self: &Arc<Self>,
+        id: &Id,
+        frame: Bytes,
+        deadline: Option<&Deadline>,
+        notes: Notes<'_>,
+        retry: bool,
+    ) -> Result<Box<RawValue>, CallError> {
+        if is_initialize(&frame) {
+            self.initialize
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(frame.clone());
+        }
+        let response = self
+            .send_post(frame.clone(), deadline)
+            .await
+            .map_err(undelivered)?;
         let status = response.status();
-        let sse = is_sse(response.headers());
-        match status {
-            StatusCode::ACCEPTED => {}
-            StatusCode::NOT_FOUND if self.session.lock().unwrap_or_else(|p| p.into_inner()).is_some() => {
-                if retry && self.reinitialize().await {
-                    let kind = id.map_or(OutKind::Unknown, OutKind::Request);
-                    return Box::pin(self.post(OutFrame::new(frame, kind), false)).await;
-                }
-                self.lost(
-                    id.as_ref(),
-                    "the server ended the session (404) and a new one could not be started".into(),
-                )
-                .await;
+        if status == StatusCode::NOT_FOUND && self.has_session() {
+            if retry && self.reinitialize().await {
+                return Box::pin(self.exchange(id, frame, deadline, notes, false)).await;
             }
-            status if status.is_success() && sse => {
-                let mut events = super::sse::SseParser::default();
-                let answered = self
-                    .read_events(response.into_body(), id.as_ref(), &mut events)
-                    .await;
-                if let (false, Some(id)) = (answered, &id) {
-                    self.resume(id, &mut events).await;
+            return Err(undelivered(
+                "the server ended the session (404) and a new one could not be started".into(),
+            ));
+        }
+        if status.is_success() && is_sse(response.headers()) {
+            let mut events = super::sse::SseParser::default();
+            let mut body = Some(response.into_body());
+            let mut resumes = 0;
+            while let Some(stream) = body.take() {
+                if let Some(outcome) = self.read_answer(stream, id, &mut events, notes).await {
+                    return outcome;
+                }
+                // Broken before the answer: asked for again from the last
+                // event seen.
+                resumes += 1;
+                if resumes <= MAX_RESUMES {
+                    body = self.reopen(&events).await;
                 }
             }
-            status if status.is_success() => match response.into_body().collect().await {
-                Ok(body) => {
-                    let body = body.to_bytes();
-                    if !body.is_empty() {
-                        self.deliver(Ok(Inbound::Frame(body))).await;
-                    }
-                }
-                Err(e) => self.lost(id.as_ref(), format!("reading the reply: {e}")).await,
-            },
-            status => {
-                // A refusal: answer the request it carried, so that its
-                // caller learns why (with the server's JSON-RPC error when
-                // the body has one).
-                let body = response
-                    .into_body()
-                    .collect()
-                    .await
-                    .map(|b| b.to_bytes())
-                    .unwrap_or_default();
-                // A refused token (401, 403) or a server that cannot serve
-                // now (429, 503) is the HTTP layer's refusal:
-                // the call fails as a transport failure, as for every other
-                // HTTP client of jrpc, not as an error of the method.
-                if let (Some(id), true) = (&id, matches!(status.as_u16(), 401 | 403 | 429 | 503)) {
-                    let shown = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
-                    let reason = format!(
-                        "HTTP {status}{}",
-                        if shown.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {shown}")
-                        }
-                    );
-                    let ids: Box<[jrpc::Id]> = Box::new([id.clone()]);
-                    self.deliver(Ok(Inbound::Undelivered {
-                        ids,
-                        reason: reason.into(),
-                    }))
-                    .await;
-                    return;
-                }
-                if let Some(id) = id {
-                    let error = serde_json::from_slice::<serde_json::Value>(&body)
-                        .ok()
-                        .and_then(|v| v.get("error").cloned())
-                        .unwrap_or_else(
-                            || serde_json::json!({"code": -32603, "message": format!("HTTP {status}")}),
-                        );
-                    let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-                    self.deliver(Ok(Inbound::Frame(reply.to_string().into()))).await;
-                }
+            let error = Error::internal_error()
+                .with_data("the server's stream ended before the reply, and could not be resumed");
+            return Err(CallError::Rpc(error));
+        }
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| undelivered(format!("reading the reply: {e}")))?
+            .to_bytes();
+        // A refused token (401, 403) or a server that cannot serve now
+        // (429, 503) is the HTTP layer's refusal: the call fails as a
+        // transport failure, as for every other HTTP client of jrpc, not
+        // as an error of the method.
+        if matches!(status.as_u16(), 401 | 403 | 429 | 503) {
+            let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]).into_owned();
+            let shown = if shown.is_empty() {
+                String::new()
+            } else {
+                format!(": {shown}")
+            };
+            return Err(undelivered(format!("HTTP {status}{shown}")));
+        }
+        super::modern_http::trace("<", &bytes);
+        match parse_frame(&bytes, &Limits::default()) {
+            Ok(Frame::Single(Incoming::Response(response)))
+                if response.id == *id || response.id.is_null() =>
+            {
+                answered(response)
+            }
+            _ if status.is_success() => Err(CallError::Protocol(
+                format!("HTTP {status} without the answer to request {id}").into(),
+            )),
+            // A refusal: the server's JSON-RPC error when the body has one.
+            _ => {
+                let error = serde_json::from_slice::<serde_json::Value>(&bytes)
+                    .ok()
+                    .and_then(|v| v.get("error").cloned())
+                    .and_then(|e| serde_json::from_value::<Error>(e).ok())
+                    .unwrap_or_else(|| Error::new(-32603, format!("HTTP {status}")));
+                Err(CallError::Rpc(error))
             }
         }
     }
@@ -318,15 +405,11 @@ impl HttpSession {
                 return;
             };
             let seen = events.seen();
-            self.read_events(body, None, &mut events).await;
+            self.read_events(body, &mut events).await;
             // A stream that gave something resets the count.
             failures = if events.seen() > seen { 1 } else { failures + 1 };
-            if events.last_id().is_none() {
-                // Nothing to resume from: the server does not keep events.
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(events.retry().unwrap_or(DEFAULT_RETRY_MS))).await;
-            next = self.open_stream(events.last_id()).await;
+            // Nothing to resume from (the server keeps no events): done.
+            next = self.reopen(&events).await;
         }
     }
 
@@ -345,28 +428,16 @@ impl HttpSession {
         (response.status().is_success() && is_sse(response.headers())).then(|| response.into_body())
     }
 
-    /// A request's stream broke before its reply: after the server's
-    /// `retry` hint, its events are asked for again from the last one seen
-    /// (a GET with `Last-Event-ID`), up to [`MAX_RESUMES`] times. When that
-    /// cannot work, the request gets an error reply (not a wait for its
-    /// timeout).
-    async fn resume(&self, id: &Id, events: &mut super::sse::SseParser) {
-        for _ in 0..MAX_RESUMES {
-            if events.last_id().is_none() || self.ended.load(std::sync::atomic::Ordering::Acquire) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(events.retry().unwrap_or(DEFAULT_RETRY_MS))).await;
-            let Some(body) = self.open_stream(events.last_id()).await else {
-                break;
-            };
-            if self.read_events(body, Some(id), events).await {
-                return;
-            }
+    /// A stream broke: after the server's `retry` hint, its events are
+    /// asked for again from the last one seen (a GET with
+    /// `Last-Event-ID`); `None` when that cannot work (the server keeps
+    /// no events, or the session has ended).
+    async fn reopen(&self, events: &super::sse::SseParser) -> Option<ResponseBody> {
+        if events.last_id().is_none() || self.ended.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
         }
-        let error = Error::internal_error()
-            .with_data("the server's stream ended before the reply, and could not be resumed");
-        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-        self.deliver(Ok(Inbound::Frame(reply.to_string().into()))).await;
+        tokio::time::sleep(Duration::from_millis(events.retry().unwrap_or(DEFAULT_RETRY_MS))).await;
+        self.open_stream(events.last_id()).await
     }
 
     /// Ends the session on the server (best effort).
@@ -382,46 +453,119 @@ impl HttpSession {
             .await;
     }
 
-    /// Delivers each event of an SSE body as a frame, until it ends;
-    /// whether the reply to `awaiting` was among them.
-    async fn read_events(
-        &self,
-        mut body: jrpc::client::ResponseBody,
-        awaiting: Option<&Id>,
-        events: &mut super::sse::SseParser,
-    ) -> bool {
-        let mut answered = false;
+    /// Delivers each event of an SSE body (the standalone stream) as a
+    /// frame, until it ends.
+    async fn read_events(&self, mut body: ResponseBody, events: &mut super::sse::SseParser) {
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else { break };
             let Ok(data) = frame.into_data() else { continue };
             for event in events.feed(&data) {
-                if let Some(id) = awaiting {
-                    answered = answered || is_reply_to(&event.data, id);
-                }
                 self.deliver(Ok(Inbound::Frame(event.data.into()))).await;
             }
-            if answered {
-                // The request's stream has nothing more to say: its end is
-                // read so that the connection is kept.
-                body.release();
-                return true;
+        }
+    }
+
+    /// Reads a request's SSE stream until the answer to `id`, handing the
+    /// other messages on as `notes` says; the answer, or `None` when the
+    /// stream ended first.
+    async fn read_answer(
+        &self,
+        mut body: ResponseBody,
+        id: &Id,
+        events: &mut super::sse::SseParser,
+        notes: Notes<'_>,
+    ) -> Option<Result<Box<RawValue>, CallError>> {
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else { break };
+            let Ok(data) = frame.into_data() else { continue };
+            for event in events.feed(&data) {
+                if let Some(outcome) = self.take_message(event.data, id, notes).await {
+                    // The request's stream has nothing more to say: its end
+                    // is read so that the connection is kept.
+                    body.release();
+                    return Some(outcome);
+                }
             }
         }
-        answered
+        None
+    }
+
+    /// One message of a request's stream: its answer, or handed on (the
+    /// server's notification served by the peer now, or delivered to it
+    /// with the rest).
+    async fn take_message(
+        &self,
+        message: String,
+        id: &Id,
+        notes: Notes<'_>,
+    ) -> Option<Result<Box<RawValue>, CallError>> {
+        super::modern_http::trace("<", message.as_bytes());
+        match (parse_frame(message.as_bytes(), &Limits::default()), notes) {
+            (Ok(Frame::Single(Incoming::Response(response))), _) if response.id == *id => {
+                return Some(answered(response));
+            }
+            (Ok(Frame::Single(Incoming::Notification(note))), Notes::Serve(peer)) => {
+                let params = note.params.map(RawValue::to_owned);
+                let mut served = peer.serve_call(Call::notification(&*note.method, params));
+                while served.next().await.is_some() {}
+                return None;
+            }
+            _ => {}
+        }
+        self.deliver(Ok(Inbound::Frame(message.into()))).await;
+        None
     }
 }
 
-/// Whether `message` is the reply to the request `id` (a message with
-/// that id and no method).
-fn is_reply_to(message: &str, id: &Id) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Peek {
-        #[serde(default)]
-        method: Option<serde::de::IgnoredAny>,
-        #[serde(default)]
-        id: Option<Id>,
+/// Where the server's notifications in a request's stream go.
+#[derive(Clone, Copy)]
+enum Notes<'a> {
+    /// To the peer's connection with every other message (a request the
+    /// peer sent: its answer goes there too, after them).
+    Deliver,
+    /// Served by the peer at once, in order, before the answer is handed
+    /// to the request's caller (progress before the result).
+    Serve(&'a Peer),
+}
+
+/// A request sent from its caller's task: cancelled, through the peer,
+/// unless it was answered.
+struct Unanswered<'a> {
+    client: &'a Client,
+    id: u64,
+    answered: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let (client, id) = (self.client.clone(), self.id);
+        tokio::spawn(async move {
+            let params = serde_json::json!({"requestId": id, "reason": "the caller stopped waiting"});
+            let _ = client.notify("notifications/cancelled", params).await;
+        });
     }
-    serde_json::from_str::<Peek>(message).is_ok_and(|p| p.method.is_none() && p.id.as_ref() == Some(id))
+}
+
+/// The outcome a response carries.
+fn answered(response: jrpc::message::ResponseRef<'_>) -> Result<Box<RawValue>, CallError> {
+    response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc)
+}
+
+/// A request that could not be carried: a transport failure.
+fn undelivered(reason: String) -> CallError {
+    CallError::Transport(Arc::new(jrpc::transport::Undelivered { reason }))
+}
+
+/// A response frame to the request `id`.
+fn reply_frame(id: &Id, outcome: Result<&RawValue, &Error>) -> Bytes {
+    let reply = match outcome {
+        Ok(result) => serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(error) => serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}),
+    };
+    reply.to_string().into()
 }
 
 fn is_sse(headers: &HeaderMap) -> bool {

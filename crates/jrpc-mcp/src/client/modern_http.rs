@@ -4,7 +4,6 @@
 //! the request, then its response). No session, no standalone stream: a
 //! call is cancelled by closing its stream, which dropping its future does.
 
-use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,7 +73,7 @@ struct Answer {
 const BODY_SHOWN: usize = 512;
 
 /// Shows a message on jrpc's wire target (`jrpc mcp -v` prints them).
-fn trace(direction: &str, message: &[u8]) {
+pub(super) fn trace(direction: &str, message: &[u8]) {
     if tracing::enabled!(target: "jrpc::wire", tracing::Level::TRACE) {
         tracing::trace!(target: "jrpc::wire", "{direction} {}", String::from_utf8_lossy(message));
     }
@@ -159,15 +158,7 @@ impl ModernHttp {
         deadline: &Deadline,
     ) -> Result<Box<RawValue>, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let encode = |e: serde_json::Error| CallError::Encode(e.to_string().into());
-        // Written into one buffer, the params straight from the caller's.
-        let mut body = Vec::with_capacity(256);
-        // Writing to a Vec cannot fail.
-        let _ = write!(body, r#"{{"jsonrpc":"2.0","id":{id},"method":"#);
-        serde_json::to_writer(&mut body, method).map_err(encode)?;
-        body.extend_from_slice(br#","params":"#);
-        serde_json::to_writer(&mut body, params).map_err(encode)?;
-        body.push(b'}');
+        let body = params.request_frame(id, method)?;
         trace(">", &body);
         let mut headers = HeaderMap::new();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -37,6 +37,22 @@ impl Sent<'_> {
         // is never taken.
         serde_json::to_value(self).unwrap_or_else(|_| self.params.clone())
     }
+
+    /// The request `id` of `method` with these params, as it is POSTed:
+    /// written into one buffer, the params straight from the caller's.
+    #[cfg(feature = "http-client")]
+    pub(super) fn request_frame(&self, id: u64, method: &str) -> Result<Vec<u8>, jrpc::CallError> {
+        use std::io::Write as _;
+        let encode = |e: serde_json::Error| jrpc::CallError::Encode(e.to_string().into());
+        let mut body = Vec::with_capacity(256);
+        // Writing to a Vec cannot fail.
+        let _ = write!(body, r#"{{"jsonrpc":"2.0","id":{id},"method":"#);
+        serde_json::to_writer(&mut body, method).map_err(encode)?;
+        body.extend_from_slice(br#","params":"#);
+        serde_json::to_writer(&mut body, self).map_err(encode)?;
+        body.push(b'}');
+        Ok(body)
+    }
 }
 
 impl<'p> From<&'p serde_json::Value> for Sent<'p> {

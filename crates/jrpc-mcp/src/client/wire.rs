@@ -28,6 +28,11 @@ pub(super) enum Wire {
     /// Modern Streamable HTTP: a POST per request.
     #[cfg(feature = "http-client")]
     Http(Arc<super::modern_http::ModernHttp>),
+    /// A legacy HTTP session: each request POSTed from its caller's task
+    /// (its answer read there); the session's peer for the rest (the
+    /// handshake, notifications, the server's requests and their answers).
+    #[cfg(feature = "http-client")]
+    Session(Client, Arc<super::http::HttpSession>),
 }
 
 impl Wire {
@@ -58,6 +63,11 @@ impl Wire {
                 client.call(method, params).await
             }
             #[cfg(feature = "http-client")]
+            Wire::Session(client, session) => {
+                let _ = (version, headers);
+                session.call(client, method, params, timeout).await
+            }
+            #[cfg(feature = "http-client")]
             Wire::Http(http) => {
                 http.call(
                     version,
@@ -79,6 +89,8 @@ impl Wire {
         match self {
             Wire::Peer(_) => false,
             #[cfg(feature = "http-client")]
+            Wire::Session(..) => false,
+            #[cfg(feature = "http-client")]
             Wire::Http(_) => true,
         }
     }
@@ -87,7 +99,30 @@ impl Wire {
         match self {
             Wire::Peer(client) => client.close().await,
             #[cfg(feature = "http-client")]
+            Wire::Session(client, _) => client.close().await,
+            #[cfg(feature = "http-client")]
             Wire::Http(_) => "closed".into(),
+        }
+    }
+
+    /// The connection to the other side, when the wire has one.
+    pub(super) fn client(&self) -> Option<&Client> {
+        match self {
+            Wire::Peer(client) => Some(client),
+            #[cfg(feature = "http-client")]
+            Wire::Session(client, _) => Some(client),
+            #[cfg(feature = "http-client")]
+            Wire::Http(_) => None,
+        }
+    }
+
+    /// A legacy session's wire, its requests sent from their callers'
+    /// tasks through `session`.
+    #[cfg(feature = "http-client")]
+    pub(super) fn into_session(self, session: Arc<super::http::HttpSession>) -> Self {
+        match self {
+            Wire::Peer(client) => Wire::Session(client, session),
+            other => other,
         }
     }
 }

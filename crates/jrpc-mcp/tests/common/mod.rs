@@ -4,11 +4,13 @@
 
 #![allow(dead_code)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use jrpc::codec::Framing;
 use jrpc::transport::Connection;
-use jrpc_mcp::server::McpServer;
+use jrpc_mcp::server::{McpContext, McpServer, NoArgs, ToolError};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
@@ -230,4 +232,39 @@ pub fn pipe() -> (Connection, Connection) {
         Connection::over_io(ar, aw, Framing::Ndjson, 1 << 20, info("pipe")),
         Connection::over_io(br, bw, Framing::Ndjson, 1 << 20, info("pipe")),
     )
+}
+
+/// A server whose tool `wait` sleeps for a minute, counting in `cancelled`
+/// the calls whose cancellation it saw.
+pub fn waiting_server(cancelled: &Arc<AtomicUsize>) -> McpServer {
+    let seen = Arc::clone(cancelled);
+    McpServer::builder("cancel", "1")
+        .tool(
+            "wait",
+            "Waits until cancelled",
+            move |_: NoArgs, cx: McpContext| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    let token = cx.cancellation();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        seen.fetch_add(1, Ordering::SeqCst);
+                    });
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok::<_, ToolError>("never")
+                }
+            },
+        )
+        .build()
+}
+
+/// Once `cancelled` has counted to `count` (the test fails if it never
+/// does).
+pub async fn cancelled_at_least(cancelled: &AtomicUsize, count: usize) {
+    bounded("the server sees the cancellation", async {
+        while cancelled.load(Ordering::SeqCst) < count {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
 }
