@@ -324,7 +324,7 @@ impl HttpSession {
             Ok(Frame::Single(Incoming::Response(response)))
                 if response.id == *id || response.id.is_null() =>
             {
-                answered(response)
+                super::modern_http::answered(response)
             }
             _ if status.is_success() => Err(CallError::Protocol(
                 format!("HTTP {status} without the answer to request {id}").into(),
@@ -502,7 +502,7 @@ impl HttpSession {
         super::modern_http::trace("<", message.as_bytes());
         match (parse_frame(message.as_bytes(), &Limits::default()), notes) {
             (Ok(Frame::Single(Incoming::Response(response))), _) if response.id == *id => {
-                return Some(answered(response));
+                return Some(super::modern_http::answered(response));
             }
             (Ok(Frame::Single(Incoming::Notification(note))), Notes::Serve(peer)) => {
                 let params = note.params.map(RawValue::to_owned);
@@ -547,11 +547,6 @@ impl Drop for Unanswered<'_> {
             let _ = client.notify("notifications/cancelled", params).await;
         });
     }
-}
-
-/// The outcome a response carries.
-fn answered(response: jrpc::message::ResponseRef<'_>) -> Result<Box<RawValue>, CallError> {
-    response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc)
 }
 
 /// A request that could not be carried: a transport failure.

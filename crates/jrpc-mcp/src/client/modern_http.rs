@@ -238,6 +238,11 @@ impl ModernHttp {
     }
 }
 
+/// The outcome a response carries.
+pub(super) fn answered(response: jrpc::message::ResponseRef<'_>) -> Result<Box<RawValue>, CallError> {
+    response.outcome.map(RawValue::to_owned).map_err(CallError::Rpc)
+}
+
 /// What a message of the answer says: the outcome when it is the
 /// response (or an error answer under no id); `None` for a notification
 /// (handed on) or anything else.
@@ -247,6 +252,9 @@ fn read_message(
     notify: &(dyn Fn(&str, Option<serde_json::Value>) + Send + Sync),
 ) -> Option<Result<Box<RawValue>, CallError>> {
     trace("<", bytes);
+    // Read by serde in one pass: jrpc's parser walks a result once to find
+    // its end and serde again to check it, which costs more than it saves
+    // for a tool's result (55 939 → 57 493 instructions a call).
     let answer: Answer = serde_json::from_slice(bytes).ok()?;
     if let Some(method) = answer.method {
         if answer.id.is_none() {

@@ -1,15 +1,17 @@
-//! The usual request, read without serde's machinery.
+//! The usual frame, read without serde's machinery.
 //!
 //! Nearly every frame a server reads is one request or notification of one
 //! shape: `jsonrpc`, `method`, `id` and `params` members, plain strings
 //! (no escapes), an integer or short string id, params an array or object.
 //! Reading that through serde's visitors costs about 2 400 instructions for
-//! a 55-byte `add` call, half of all a TCP server spends on it. This reader
-//! walks the bytes once and hands the params to serde only to validate them.
+//! a 55-byte `add` call, half of all a TCP server spends on it. Nearly every
+//! frame a client reads is the response to one of its calls: `jsonrpc`,
+//! `id` and `result`. This reader walks the bytes once and hands the params
+//! or the result to serde only to validate them.
 //!
 //! It accepts only what it is sure of and otherwise says nothing (`None`):
 //! the frame is then read by [`parse_frame`](super::parse_frame)'s general
-//! path, which decides everything else (batches, responses, escapes,
+//! path, which decides everything else (batches, error responses, escapes,
 //! duplicates, unknown members, errors and their codes). What it accepts,
 //! it reads exactly as that path does: the property test below holds the
 //! two to the same answer.
@@ -18,13 +20,13 @@ use std::borrow::Cow;
 
 use serde_json::value::RawValue;
 
-use super::{Id, Incoming, Limits, NotificationRef, RequestRef, Version};
+use super::{Id, Incoming, Limits, NotificationRef, RequestRef, ResponseRef, Version};
 
-/// The frame in `bytes` as a request or notification, when it has the
-/// usual shape (see the module's documentation); `None` leaves it to the
-/// general path.
-pub(super) fn request<'a>(bytes: &'a [u8], limits: &Limits) -> Option<Incoming<'a>> {
-    // Too long, or a limit that refuses even the request's own object.
+/// The frame in `bytes` as a request, a notification or a response with a
+/// result, when it has the usual shape (see the module's documentation);
+/// `None` leaves it to the general path.
+pub(super) fn usual<'a>(bytes: &'a [u8], limits: &Limits) -> Option<Incoming<'a>> {
+    // Too long, or a limit that refuses even the frame's own object.
     if bytes.len() > limits.max_frame_len || limits.max_depth == 0 {
         return None;
     }
@@ -42,6 +44,7 @@ pub(super) fn request<'a>(bytes: &'a [u8], limits: &Limits) -> Option<Incoming<'
     let mut method = None;
     let mut id = None;
     let mut params = None;
+    let mut result = None;
     loop {
         at.skip_ws();
         let key = at.plain_string()?;
@@ -59,7 +62,8 @@ pub(super) fn request<'a>(bytes: &'a [u8], limits: &Limits) -> Option<Incoming<'
             }
             "method" if method.is_none() => method = Some(at.plain_string()?),
             "id" if id.is_none() => id = Some(at.id()?),
-            "params" if params.is_none() => params = Some(at.params(limits.max_depth)?),
+            "params" if params.is_none() => params = Some(at.nested(limits.max_depth)?),
+            "result" if result.is_none() => result = Some(at.value(limits.max_depth)?),
             // Another member, or one given twice.
             _ => return None,
         }
@@ -73,6 +77,18 @@ pub(super) fn request<'a>(bytes: &'a [u8], limits: &Limits) -> Option<Incoming<'
     at.skip_ws();
     if at.i != bytes.len() || !version {
         return None;
+    }
+    if let Some(result) = result {
+        // A result beside a method or params is no message the general
+        // path would read as a response: it says what it is.
+        if method.is_some() || params.is_some() {
+            return None;
+        }
+        return Some(Incoming::Response(ResponseRef {
+            version: Version::V2,
+            id: id?,
+            outcome: Ok(result),
+        }));
     }
     let method = Cow::Borrowed(method?);
     Some(match id {
@@ -142,15 +158,51 @@ impl<'a> Cursor<'a> {
         Id::from_number_text(self.text.get(start..self.i)?)
     }
 
-    /// Params: an array or object, nested at most `max_depth` deep counting
-    /// the request's own object, validated by serde (a value it refuses goes
-    /// to the general path, which says why).
-    fn params(&mut self, max_depth: usize) -> Option<&'a RawValue> {
+    /// A value of any kind (a result): an array or object as
+    /// [`nested`](Self::nested) reads it, or a scalar, validated by serde.
+    fn value(&mut self, max_depth: usize) -> Option<&'a RawValue> {
+        let start = self.i;
+        match self.bytes.get(self.i)? {
+            b'[' | b'{' => return self.nested(max_depth),
+            b'"' => {
+                self.i += 1;
+                self.skip_string()?;
+            }
+            _ => {
+                while let Some(byte) = self.bytes.get(self.i) {
+                    if matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                        break;
+                    }
+                    self.i += 1;
+                }
+            }
+        }
+        serde_json::from_str(self.text.get(start..self.i)?).ok()
+    }
+
+    /// Past the rest of a string whose opening quote has been read,
+    /// escapes and all.
+    fn skip_string(&mut self) -> Option<()> {
+        loop {
+            match self.next()? {
+                b'"' => return Some(()),
+                b'\\' => {
+                    self.next()?;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// An array or object (params, a result), nested at most `max_depth`
+    /// deep counting the frame's own object, validated by serde (a value it
+    /// refuses goes to the general path, which says why).
+    fn nested(&mut self, max_depth: usize) -> Option<&'a RawValue> {
         if !matches!(self.bytes.get(self.i), Some(b'[' | b'{')) {
             return None;
         }
         let start = self.i;
-        // The request's own object; the params' brackets count from 2.
+        // The frame's own object; the value's brackets count from 2.
         let mut depth = 1usize;
         loop {
             match self.next()? {
@@ -166,15 +218,7 @@ impl<'a> Cursor<'a> {
                         break;
                     }
                 }
-                b'"' => loop {
-                    match self.next()? {
-                        b'"' => break,
-                        b'\\' => {
-                            self.next()?;
-                        }
-                        _ => {}
-                    }
-                },
+                b'"' => self.skip_string()?,
                 _ => {}
             }
         }
@@ -198,7 +242,7 @@ mod tests {
     }
 
     fn fast(text: &str, limits: &Limits) -> Option<String> {
-        request(text.as_bytes(), limits).map(|item| format!("{item:?}"))
+        usual(text.as_bytes(), limits).map(|item| format!("{item:?}"))
     }
 
     #[test]
@@ -211,6 +255,13 @@ mod tests {
             "{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[\"\\\"]\",\"é\"],\"id\":-1.5e3}\r\n",
             r#"{"id":123456789012345678901234567890,"method":"m","jsonrpc":"2.0"}"#,
             r#"{"jsonrpc":"2.0","method":"é/ü","id":"ß"}"#,
+            // Responses with a result, of every kind.
+            r#"{"jsonrpc":"2.0","result":3,"id":1}"#,
+            r#"{"id":"c-9","jsonrpc":"2.0","result":{"content":[{"type":"text","text":"3"}]}}"#,
+            r#" { "jsonrpc" : "2.0" , "result" : null , "id" : 4294967296 } "#,
+            r#"{"jsonrpc":"2.0","result":"a \"quoted\" \u00e9]}","id":2}"#,
+            r#"{"jsonrpc":"2.0","result":[true,false,-1.5e3],"id":3}"#,
+            r#"{"jsonrpc":"2.0","result":false,"id":3}"#,
         ] {
             assert_eq!(fast(text, &limits), Some(general(text, &limits)), "{text}");
         }
@@ -244,7 +295,16 @@ mod tests {
         for text in [
             // Not a request of the usual shape.
             r#"[{"jsonrpc":"2.0","method":"m","id":1}]"#,
-            r#"{"jsonrpc":"2.0","result":1,"id":1}"#,
+            // Error responses, and results the general path judges.
+            r#"{"jsonrpc":"2.0","error":{"code":1,"message":"m"},"id":1}"#,
+            r#"{"jsonrpc":"2.0","result":1,"error":null,"id":1}"#,
+            r#"{"jsonrpc":"2.0","result":1}"#,
+            r#"{"jsonrpc":"2.0","result":1,"id":null}"#,
+            r#"{"jsonrpc":"2.0","result":1,"method":"m","id":1}"#,
+            r#"{"jsonrpc":"2.0","result":01,"id":1}"#,
+            r#"{"jsonrpc":"2.0","result":tru,"id":1}"#,
+            r#"{"jsonrpc":"2.0","result":[1,],"id":1}"#,
+            r#"{"result":1,"id":1}"#,
             r#"{"jsonrpc":"2.0","method":"m","id":null}"#,
             r#"{"jsonrpc":"2.0","method":"m","id":1,"extra":true}"#,
             r#"{"method":"m","id":1}"#,
@@ -332,35 +392,71 @@ mod tests {
                 "[1 2]",
             ],
         );
+        let result = values(
+            vec![
+                "3",
+                "null",
+                "true",
+                r#""text""#,
+                r#"{"content":[{"type":"text","text":"3"}],"isError":false}"#,
+                r#"["a\"]",{"b":[]}]"#,
+                "-1.5e3",
+                "[[[1]]]",
+            ],
+            vec![
+                "01",
+                "tru",
+                "[1,]",
+                "\"a\u{1}\"",
+                r#"{"a"}"#,
+                "1 2",
+                r#""\x""#,
+                "-",
+            ],
+        );
         let extra = prop_oneof![
             6 => Just(None),
             1 => Just(Some(("jsonrpc".to_owned(), r#""2.0""#.to_owned()))),
             1 => Just(Some(("id".to_owned(), "2".to_owned()))),
-            1 => Just(Some(("result".to_owned(), "1".to_owned()))),
+            1 => Just(Some(("error".to_owned(), r#"{"code":1,"message":"m"}"#.to_owned()))),
             1 => Just(Some(("other".to_owned(), "{}".to_owned()))),
         ];
+        // Requests mostly; responses (a result, no method) a quarter of
+        // the time.
+        let response = proptest::bool::weighted(0.25);
+        // Now and then a response keeps the request's method and params.
+        let mixed = proptest::bool::weighted(0.2);
         (
             proptest::option::weighted(0.9, jsonrpc),
             proptest::option::weighted(0.9, method),
             proptest::option::weighted(0.7, id),
             proptest::option::weighted(0.7, params),
+            (response, mixed, proptest::option::weighted(0.9, result)),
             extra,
         )
-            .prop_map(|(jsonrpc, method, id, params, extra)| {
-                let mut members = Vec::new();
-                for (key, value) in [
-                    ("jsonrpc", jsonrpc),
-                    ("method", method),
-                    ("id", id),
-                    ("params", params),
-                ] {
-                    if let Some(value) = value {
-                        members.push((key.to_owned(), value));
+            .prop_map(
+                |(jsonrpc, method, id, params, (response, mixed, result), extra)| {
+                    let mut members = Vec::new();
+                    let (method, params, result) = match (response, mixed) {
+                        (true, false) => (None, None, result),
+                        (true, true) => (method, params, result),
+                        (false, _) => (method, params, None),
+                    };
+                    for (key, value) in [
+                        ("jsonrpc", jsonrpc),
+                        ("method", method),
+                        ("id", id),
+                        ("params", params),
+                        ("result", result),
+                    ] {
+                        if let Some(value) = value {
+                            members.push((key.to_owned(), value));
+                        }
                     }
-                }
-                members.extend(extra);
-                members
-            })
+                    members.extend(extra);
+                    members
+                },
+            )
             .prop_shuffle()
     }
 
@@ -407,6 +503,19 @@ mod tests {
             let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":[{a},{b}]}}"#);
             let limits = Limits::default();
             prop_assert_eq!(fast(&text, &limits), Some(general(&text, &limits)));
+        }
+
+        #[test]
+        fn usual_responses_are_read_by_it(
+            id in prop_oneof![(0i64..i64::MAX).prop_map(|n| n.to_string()), "\"[a-z0-9-]{0,30}\""],
+            text in "[a-z0-9 ]{0,40}",
+            n in any::<i64>(),
+        ) {
+            let limits = Limits::default();
+            for result in [n.to_string(), format!(r#"{{"content":[{{"type":"text","text":"{text}"}}]}}"#)] {
+                let frame = format!(r#"{{"jsonrpc":"2.0","result":{result},"id":{id}}}"#);
+                prop_assert_eq!(fast(&frame, &limits), Some(general(&frame, &limits)));
+            }
         }
     }
 }

@@ -52,9 +52,9 @@ pub enum Frame<'a> {
 /// assert_eq!(req.id.as_i64(), Some(7));
 /// ```
 pub fn parse_frame<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Frame<'a>, Error> {
-    // The usual request first: read without serde's visitors, or left to
-    // the general path.
-    if let Some(item) = super::fast::request(bytes, limits) {
+    // The usual request or response first: read without serde's visitors,
+    // or left to the general path.
+    if let Some(item) = super::fast::usual(bytes, limits) {
         return Ok(Frame::Single(item));
     }
     parse_with_serde(bytes, limits)
