@@ -274,7 +274,7 @@ impl StreamableHttp {
     pub(super) fn event_stream(
         &self,
         streams: &StreamTable,
-        listener: Listener,
+        mut listener: Listener,
         first: Option<Message>,
         prime: bool,
         cx: &RouteContext,
@@ -293,6 +293,19 @@ impl StreamableHttp {
                 .id(format!("{}-0", listener.stream))
                 .retry(self.options.retry)
         });
+        // What has come already; a stream that has ended (a request
+        // answered at once, a finished stream resumed) is one body.
+        let mut ready: Vec<Message> = first.into_iter().collect();
+        loop {
+            match listener.messages.try_recv() {
+                Ok(message) => ready.push(message),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    let events = priming.into_iter().chain(ready.into_iter().map(event));
+                    return super::complete_event_stream(events);
+                }
+            }
+        }
         let stop = cx.shutdown().clone();
         let rest = futures_util::stream::unfold(
             (listener.messages, stop),
@@ -303,7 +316,7 @@ impl StreamableHttp {
                 }
             },
         );
-        let head = futures_util::stream::iter(priming.into_iter().chain(first.map(event)));
+        let head = futures_util::stream::iter(priming.into_iter().chain(ready.into_iter().map(event)));
         super::event_stream(head.chain(rest), self.options.keep_alive)
     }
 

@@ -179,7 +179,18 @@ fn event_stream(
     events: impl futures_util::Stream<Item = jrpc::server::http::sse::Event> + Send + 'static,
     keep_alive: Duration,
 ) -> Response<RouteBody> {
-    let mut response = jrpc::server::http::sse::response(events, Some(keep_alive));
+    unbuffered(jrpc::server::http::sse::response(events, Some(keep_alive)))
+}
+
+/// An SSE response whose events are all known: one body.
+fn complete_event_stream(
+    events: impl IntoIterator<Item = jrpc::server::http::sse::Event>,
+) -> Response<RouteBody> {
+    unbuffered(jrpc::server::http::sse::complete(events))
+}
+
+/// Tells a proxy in front (nginx) to pass events on as they come.
+fn unbuffered(mut response: Response<RouteBody>) -> Response<RouteBody> {
     response
         .headers_mut()
         .insert("x-accel-buffering", HeaderValue::from_static("no"));

@@ -32,7 +32,11 @@ pub struct Event {
 
 /// Drops line breaks, which would end a field early.
 fn one_line(text: &str) -> String {
-    text.replace(['\r', '\n'], "")
+    if text.contains(['\r', '\n']) {
+        text.replace(['\r', '\n'], "")
+    } else {
+        text.to_owned()
+    }
 }
 
 impl Event {
@@ -76,29 +80,36 @@ impl Event {
 
     /// The event as it goes on the wire.
     pub fn to_bytes(&self) -> Bytes {
-        let mut out = String::with_capacity(self.data.len() + 32);
+        let mut out = Vec::with_capacity(self.data.len() + 32);
+        self.write_to(&mut out);
+        Bytes::from(out)
+    }
+
+    /// Appends the event as it goes on the wire to `out`.
+    fn write_to(&self, out: &mut Vec<u8>) {
         if let Some(id) = &self.id {
-            out.push_str("id: ");
-            out.push_str(id);
-            out.push('\n');
+            out.extend_from_slice(b"id: ");
+            out.extend_from_slice(id.as_bytes());
+            out.push(b'\n');
         }
         if let Some(event) = &self.event {
-            out.push_str("event: ");
-            out.push_str(event);
-            out.push('\n');
+            out.extend_from_slice(b"event: ");
+            out.extend_from_slice(event.as_bytes());
+            out.push(b'\n');
         }
         if let Some(retry) = self.retry {
-            out.push_str(&format!("retry: {}\n", retry.as_millis()));
+            out.extend_from_slice(b"retry: ");
+            out.extend_from_slice(itoa::Buffer::new().format(retry.as_millis()).as_bytes());
+            out.push(b'\n');
         }
         if self.has_data || (self.id.is_none() && self.event.is_none() && self.retry.is_none()) {
             for line in self.data.split('\n') {
-                out.push_str("data: ");
-                out.push_str(line.strip_suffix('\r').unwrap_or(line));
-                out.push('\n');
+                out.extend_from_slice(b"data: ");
+                out.extend_from_slice(line.strip_suffix('\r').unwrap_or(line).as_bytes());
+                out.push(b'\n');
             }
         }
-        out.push('\n');
-        Bytes::from(out)
+        out.push(b'\n');
     }
 }
 
@@ -113,13 +124,39 @@ pub fn response(
         .map(|bytes| Ok::<_, Box<dyn std::error::Error + Send + Sync>>(http_body::Frame::data(bytes)));
     let mut response = Response::new(StreamBody::new(frames).boxed_unsync());
     *response.status_mut() = StatusCode::OK;
-    let headers = response.headers_mut();
+    event_stream_headers(response.headers_mut());
+    response
+}
+
+/// An SSE response whose events are all known (a stream that has ended
+/// already): one body, written at once, with no keep-alive comments.
+///
+/// ```
+/// use jrpc::server::http::sse::{complete, Event};
+///
+/// let response = complete([Event::data("").id("1-0"), Event::data(r#"{"n":1}"#).id("1-1")]);
+/// assert_eq!(response.headers()["content-type"], "text/event-stream");
+/// ```
+pub fn complete(events: impl IntoIterator<Item = Event>) -> Response<RouteBody> {
+    let mut body = Vec::new();
+    for event in events {
+        event.write_to(&mut body);
+    }
+    let mut response = Response::new(
+        http_body_util::Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed_unsync(),
+    );
+    event_stream_headers(response.headers_mut());
+    response
+}
+
+fn event_stream_headers(headers: &mut http::HeaderMap) {
     headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
 }
 
 /// `items`, with `: keep-alive` comments whenever `every` passes without one.
