@@ -208,7 +208,7 @@ impl StreamableHttp {
                 Err(refusal) => return refusal.into_response(),
             }
         };
-        let (id, method, params) = match posted {
+        let mut response = match posted {
             Posted::Notification(notification) => {
                 if let Some(notification) = notification {
                     let params = notification.params.map(RawValue::to_owned);
@@ -222,15 +222,31 @@ impl StreamableHttp {
                 }
                 return accepted();
             }
-            Posted::Invalid { id, error, .. } => {
-                let mut response = route::json_response(response_frame(&id, &Err(error)));
-                if new_session {
-                    with_session_id(&mut response, &session);
-                }
-                return response;
+            Posted::Invalid { id, error, .. } => route::json_response(response_frame(&id, &Err(error))),
+            Posted::Request(request) => {
+                let params = request.params.map(RawValue::to_owned);
+                self.serve_request(&session, request.id, &request.method, params, &cx)
+                    .await
             }
-            Posted::Request(request) => (request.id, request.method, request.params.map(RawValue::to_owned)),
         };
+        if new_session {
+            if let Ok(value) = HeaderValue::from_str(&session.id) {
+                response.headers_mut().insert(SESSION_HEADER, value);
+            }
+        }
+        response
+    }
+
+    /// A request of the session's client, served; its reply: a JSON body,
+    /// or an SSE stream of what its handler says and then its response.
+    async fn serve_request(
+        &self,
+        session: &Arc<HttpSession>,
+        id: Id,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        cx: &RouteContext,
+    ) -> Response<RouteBody> {
         if session.streams.in_flight() >= MAX_IN_FLIGHT {
             let busy = Error::server_busy().with_data("too many requests in flight in this session");
             return route::json_response(response_frame(&id, &Err(busy)));
@@ -241,31 +257,22 @@ impl StreamableHttp {
             )
             .into_response();
         };
-        let json = !streams_messages(&method) || self.options.json_response;
-        let answered = session.serve(Call::request(id.clone(), &*method, params)).await;
-        if let Some(reply) = answered {
-            // Answered at once, with nothing said before: the reply is the
-            // body, and its stream is gone.
+        let json = !streams_messages(method) || self.options.json_response;
+        if let Some(reply) = session.serve(Call::request(id.clone(), method, params)).await {
+            // Answered at once: with nothing said before, the reply is the
+            // body and its stream is gone; else it ends its stream.
             if json && session.streams.forget_unused(listener.stream, &id) {
-                let mut response = route::json_response(reply);
-                if new_session {
-                    with_session_id(&mut response, &session);
-                }
-                return response;
+                return route::json_response(reply);
             }
             session.streams.reply(&id, &reply);
         }
-        let mut response = if !streams_messages(&method) {
+        if !streams_messages(method) {
             json_reply(listener, &session.streams).await
         } else if self.options.json_response {
-            self.json_unless_streamed(listener, &session.streams, &cx).await
+            self.json_unless_streamed(listener, &session.streams, cx).await
         } else {
-            self.event_stream(&session.streams, listener, None, true, &cx)
-        };
-        if new_session {
-            with_session_id(&mut response, &session);
+            self.event_stream(&session.streams, listener, None, true, cx)
         }
-        response
     }
 
     /// An SSE stream of `first`, then the rest of `listener`'s messages;
@@ -448,13 +455,6 @@ impl StreamableHttp {
 /// The most requests a session has in flight at once (its peer's own
 /// bound on the requests it reads: 8 times the 128 it runs at once).
 const MAX_IN_FLIGHT: usize = jrpc::peer::Peer::DEFAULT_MAX_IN_FLIGHT * 8;
-
-/// Names the session a response opened.
-fn with_session_id(response: &mut Response<RouteBody>, session: &HttpSession) {
-    if let Ok(value) = HeaderValue::from_str(&session.id) {
-        response.headers_mut().insert(SESSION_HEADER, value);
-    }
-}
 
 /// Requests whose handlers may send the client messages before they answer
 /// get an SSE stream; the rest a JSON body.
