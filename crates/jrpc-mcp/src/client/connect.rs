@@ -67,16 +67,20 @@ impl McpClientBuilder {
             .jrpc_client()
             .connect_with(Once(std::sync::Mutex::new(Some(connection))))
             .await?;
-        let initialized = self.initialize(client).await;
+        let initialized = self.handshake(&client).await;
         #[cfg(feature = "oauth")]
         if let (Err(_), Some(failure)) = (&initialized, session.auth_failure()) {
             return Err(McpClientError::Authorization(failure));
         }
-        let mut mcp = initialized?;
-        session.set_version(mcp.protocol_version());
-        // From now on requests go from their callers' tasks; the peer
-        // keeps the rest of the session.
-        mcp.wire = mcp.wire.into_session(Arc::clone(&session));
+        let result = initialized?;
+        session.set_version(&result.protocol_version);
+        // Said, and taken, before the client is handed out: its requests go
+        // from their callers' tasks (the peer keeps the rest of the
+        // session) and must not overtake it.
+        let ready = br#"{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}"#;
+        session.post_message(bytes::Bytes::from_static(ready)).await;
+        let wire = Wire::Session(client, Arc::clone(&session));
+        let mut mcp = self.assemble(wire, ServerFacts::legacy(result), None);
         // Open before the client is handed out, so that nothing the server
         // sends the session (a subscribed resource's update) is missed.
         Arc::clone(&session).start_listening().await;
@@ -237,8 +241,18 @@ impl McpClientBuilder {
     }
 
     async fn initialize(self, client: Client) -> Result<McpClient, McpClientError> {
+        let result = self.handshake(&client).await?;
+        client
+            .notify("notifications/initialized", serde_json::json!({}))
+            .await?;
+        Ok(self.assemble(Wire::Peer(client), ServerFacts::legacy(result), None))
+    }
+
+    /// `initialize`, answered in a revision this client speaks (else the
+    /// connection is closed).
+    async fn handshake(&self, client: &Client) -> Result<InitializeResult, McpClientError> {
         let Some(version) = self.protocol.legacy() else {
-            client.close().await;
+            client.clone().close().await;
             return Err(McpClientError::UnsupportedVersion(format!(
                 "{} (the server did not answer as a modern one)",
                 self.protocol
@@ -251,13 +265,10 @@ impl McpClientBuilder {
         });
         let result: InitializeResult = client.call("initialize", params).await?;
         if !LEGACY_PROTOCOL_VERSIONS.contains(&result.protocol_version.as_str()) {
-            client.close().await;
+            client.clone().close().await;
             return Err(McpClientError::UnsupportedVersion(result.protocol_version));
         }
-        client
-            .notify("notifications/initialized", serde_json::json!({}))
-            .await?;
-        Ok(self.assemble(Wire::Peer(client), ServerFacts::legacy(result), None))
+        Ok(result)
     }
 
     fn assemble(self, wire: Wire, server: ServerFacts, closing: Option<Closing>) -> McpClient {

@@ -148,7 +148,7 @@ impl HttpSession {
             let outcome = self.exchange(&id, frame.bytes, None, Notes::Deliver, true).await;
             let item = match outcome {
                 Ok(result) => Inbound::Frame(reply_frame(&id, Ok(&result))),
-                Err(CallError::Rpc(error)) => Inbound::Frame(reply_frame(&id, Err(&error))),
+                Err(CallError::Rpc(error)) => Inbound::Frame(reply_frame(&id, Err(error))),
                 Err(other) => {
                     let reason = match other.transport_error::<jrpc::transport::Undelivered>() {
                         Some(undelivered) => undelivered.reason.clone(),
@@ -162,9 +162,16 @@ impl HttpSession {
             };
             return self.deliver(Ok(item)).await;
         }
+        self.post_message(frame.bytes).await;
+    }
+
+    /// POSTs a notification or a response, which the server takes at once
+    /// (`202`); a new session and one retry when the server has ended
+    /// this one (404).
+    pub(crate) async fn post_message(self: &Arc<Self>, frame: Bytes) {
         let mut retry = true;
         loop {
-            let response = match self.send_post(frame.bytes.clone(), None).await {
+            let response = match self.send_post(frame.clone(), None).await {
                 Ok(response) => response,
                 Err(why) => return tracing::debug!(%why, "a message to the server was lost"),
             };
@@ -344,6 +351,14 @@ impl HttpSession {
     /// Starts a new session with the `initialize` this one began with;
     /// whether it worked. Its answer is not the peer's to see.
     async fn reinitialize(self: &Arc<Self>) -> bool {
+        // On a task of its own: a caller that stops waiting (its call
+        // dropped, or out of time) must not leave the session half made.
+        tokio::spawn(Arc::clone(self).start_again())
+            .await
+            .unwrap_or(false)
+    }
+
+    async fn start_again(self: Arc<Self>) -> bool {
         let Some(initialize) = self.initialize.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
             return false;
         };
@@ -368,7 +383,7 @@ impl HttpSession {
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let sent = self.http.send(Method::POST, headers, ready, None).await;
         if sent.is_ok() {
-            tokio::spawn(Arc::clone(self).listen());
+            tokio::spawn(Arc::clone(&self).listen());
         }
         sent.is_ok()
     }
@@ -504,7 +519,11 @@ impl HttpSession {
             (Ok(Frame::Single(Incoming::Response(response))), _) if response.id == *id => {
                 return Some(super::modern_http::answered(response));
             }
-            (Ok(Frame::Single(Incoming::Notification(note))), Notes::Serve(peer)) => {
+            // A cancellation goes with the server's requests it may name,
+            // in order, to the peer's reader.
+            (Ok(Frame::Single(Incoming::Notification(note))), Notes::Serve(peer))
+                if note.method != "notifications/cancelled" =>
+            {
                 let params = note.params.map(RawValue::to_owned);
                 let mut served = peer.serve_call(Call::notification(&*note.method, params));
                 while served.next().await.is_some() {}
@@ -541,8 +560,12 @@ impl Drop for Unanswered<'_> {
         if self.answered {
             return;
         }
+        // Dropped outside a runtime, there is nothing to send it with.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let (client, id) = (self.client.clone(), self.id);
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let params = serde_json::json!({"requestId": id, "reason": "the caller stopped waiting"});
             let _ = client.notify("notifications/cancelled", params).await;
         });
@@ -554,13 +577,9 @@ fn undelivered(reason: String) -> CallError {
     CallError::Transport(Arc::new(jrpc::transport::Undelivered { reason }))
 }
 
-/// A response frame to the request `id`.
-fn reply_frame(id: &Id, outcome: Result<&RawValue, &Error>) -> Bytes {
-    let reply = match outcome {
-        Ok(result) => serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(error) => serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}),
-    };
-    reply.to_string().into()
+/// A response frame to the request `id`, the result's text as it came.
+fn reply_frame(id: &Id, outcome: Result<&RawValue, Error>) -> Bytes {
+    jrpc::dispatch::response_frame(id, &outcome.map(jrpc::middleware::RawResult::from_raw))
 }
 
 fn is_sse(headers: &HeaderMap) -> bool {

@@ -115,14 +115,4 @@ impl Wire {
             Wire::Http(_) => None,
         }
     }
-
-    /// A legacy session's wire, its requests sent from their callers'
-    /// tasks through `session`.
-    #[cfg(feature = "http-client")]
-    pub(super) fn into_session(self, session: Arc<super::http::HttpSession>) -> Self {
-        match self {
-            Wire::Peer(client) => Wire::Session(client, session),
-            other => other,
-        }
-    }
 }

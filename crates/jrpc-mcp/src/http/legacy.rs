@@ -251,6 +251,9 @@ impl StreamableHttp {
             let busy = Error::server_busy().with_data("too many requests in flight in this session");
             return route::json_response(response_frame(&id, &Err(busy)));
         }
+        // Requests come after the notifications before them (not before
+        // the stream is open: a POST dropped while it waits leaves nothing).
+        session.after_notifications().await;
         let Some(listener) = session.streams.open(&id) else {
             return Refusal::bad_request(
                 "a request with this id is in flight in this session: ids must be unique in a session",
@@ -258,7 +261,7 @@ impl StreamableHttp {
             .into_response();
         };
         let json = !streams_messages(method) || self.options.json_response;
-        if let Some(reply) = session.serve(Call::request(id.clone(), method, params)).await {
+        if let Some(reply) = session.serve(Call::request(id.clone(), method, params)) {
             // Answered at once: with nothing said before, the reply is the
             // body and its stream is gone; else it ends its stream.
             if json && session.streams.forget_unused(listener.stream, &id) {
@@ -267,7 +270,7 @@ impl StreamableHttp {
             session.streams.reply(&id, &reply);
         }
         if !streams_messages(method) {
-            json_reply(listener, &session.streams).await
+            self.json_reply(listener, &session.streams, cx).await
         } else if self.options.json_response {
             self.json_unless_streamed(listener, &session.streams, cx).await
         } else {
@@ -325,6 +328,31 @@ impl StreamableHttp {
         );
         let head = futures_util::stream::iter(priming.into_iter().chain(ready.into_iter().map(event)));
         super::event_stream(head.chain(rest), self.options.keep_alive)
+    }
+
+    /// The reply as a JSON body (a request whose handler is not expected to
+    /// say anything first); should it say something all the same, an SSE
+    /// stream that starts with that, so that its reply is not lost.
+    async fn json_reply(
+        &self,
+        mut listener: Listener,
+        streams: &StreamTable,
+        cx: &RouteContext,
+    ) -> Response<RouteBody> {
+        match listener.messages.recv().await {
+            Some(reply) if reply.reply => {
+                streams.forget(listener.stream);
+                route::json_response(Bytes::copy_from_slice(reply.data.as_bytes()))
+            }
+            Some(first) => self.event_stream(streams, listener, Some(first), true, cx),
+            None => {
+                streams.forget(listener.stream);
+                refuse(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Error::internal_error().with_data("the session ended before answering"),
+                )
+            }
+        }
     }
 
     /// The reply as a JSON body when it is the handler's first message;
@@ -460,19 +488,6 @@ const MAX_IN_FLIGHT: usize = jrpc::peer::Peer::DEFAULT_MAX_IN_FLIGHT * 8;
 /// get an SSE stream; the rest a JSON body.
 fn streams_messages(method: &str) -> bool {
     matches!(method, "tools/call" | "resources/read" | "prompts/get")
-}
-
-/// The reply as a JSON body (a request whose handler sends nothing first).
-async fn json_reply(mut listener: Listener, streams: &StreamTable) -> Response<RouteBody> {
-    let reply = listener.messages.recv().await;
-    streams.forget(listener.stream);
-    match reply {
-        Some(reply) => route::json_response(Bytes::copy_from_slice(reply.data.as_bytes())),
-        None => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Error::internal_error().with_data("the session ended before answering"),
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -61,8 +61,7 @@ impl HttpSession {
     /// broken connection too (2025-11-25: a disconnection is not a
     /// cancellation), until it answers (on its stream), is cancelled or
     /// the session ends.
-    pub(super) async fn serve(self: &Arc<Self>, call: Call) -> Option<Bytes> {
-        self.after_notifications().await;
+    pub(super) fn serve(self: &Arc<Self>, call: Call) -> Option<Bytes> {
         let id = call.id().cloned().unwrap_or(Id::NULL);
         let mut served = self.peer.serve_call(call);
         if let Some(outcome) = served.now() {
@@ -88,7 +87,7 @@ impl HttpSession {
     /// of its own, and the requests after it wait for it.
     pub(super) fn notify(self: &Arc<Self>, call: Call) {
         let mut served = self.peer.serve_call(call);
-        if served.now().is_some() {
+        if served.now().is_some() || served.is_finished() {
             return;
         }
         self.notifying.send_modify(|n| *n += 1);
@@ -109,7 +108,7 @@ impl HttpSession {
     }
 
     /// Once the client's notifications before now are handled.
-    async fn after_notifications(&self) {
+    pub(super) async fn after_notifications(&self) {
         if *self.notifying.borrow() == 0 {
             return;
         }

@@ -165,6 +165,15 @@ impl ServedCall {
         }
     }
 
+    /// Whether it has nothing more to say: answered and read, or ended
+    /// without an answer (a notification applied on the spot, a call
+    /// cancelled).
+    pub fn is_finished(&self) -> bool {
+        self.work.is_none()
+            && self.outcome.is_none()
+            && self.messages.as_ref().map_or(true, CallMessages::is_empty)
+    }
+
     /// Registers the call for cancellation, now that it waits.
     fn register(&mut self) {
         if let Some(Cancel::Table(table)) = &self.cancel {
