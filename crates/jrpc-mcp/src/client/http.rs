@@ -145,6 +145,14 @@ impl HttpSession {
     /// initialized and the message sent again, once.
     async fn post(self: Arc<Self>, frame: OutFrame) {
         if let OutKind::Request(id) = frame.read_kind() {
+            // Only the peer sends `initialize`: kept to start a new
+            // session with, should the server end this one.
+            if is_initialize(&frame.bytes) {
+                self.initialize
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(frame.bytes.clone());
+            }
             let outcome = self.exchange(&id, frame.bytes, None, Notes::Deliver, true).await;
             let item = match outcome {
                 Ok(result) => Inbound::Frame(reply_frame(&id, Ok(&result))),
@@ -269,12 +277,6 @@ impl HttpSession {
         notes: Notes<'_>,
         retry: bool,
     ) -> Result<Box<RawValue>, CallError> {
-        if is_initialize(&frame) {
-            self.initialize
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(frame.clone());
-        }
         let response = self
             .send_post(frame.clone(), deadline)
             .await

@@ -269,9 +269,7 @@ impl StreamableHttp {
             }
             session.streams.reply(&id, &reply);
         }
-        if !streams_messages(method) {
-            self.json_reply(listener, &session.streams, cx).await
-        } else if self.options.json_response {
+        if json {
             self.json_unless_streamed(listener, &session.streams, cx).await
         } else {
             self.event_stream(&session.streams, listener, None, true, cx)
@@ -330,33 +328,10 @@ impl StreamableHttp {
         super::event_stream(head.chain(rest), self.options.keep_alive)
     }
 
-    /// The reply as a JSON body (a request whose handler is not expected to
-    /// say anything first); should it say something all the same, an SSE
-    /// stream that starts with that, so that its reply is not lost.
-    async fn json_reply(
-        &self,
-        mut listener: Listener,
-        streams: &StreamTable,
-        cx: &RouteContext,
-    ) -> Response<RouteBody> {
-        match listener.messages.recv().await {
-            Some(reply) if reply.reply => {
-                streams.forget(listener.stream);
-                route::json_response(Bytes::copy_from_slice(reply.data.as_bytes()))
-            }
-            Some(first) => self.event_stream(streams, listener, Some(first), true, cx),
-            None => {
-                streams.forget(listener.stream);
-                refuse(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    Error::internal_error().with_data("the session ended before answering"),
-                )
-            }
-        }
-    }
-
     /// The reply as a JSON body when it is the handler's first message;
-    /// otherwise an SSE stream that starts with that message.
+    /// otherwise an SSE stream that starts with that message (a handler
+    /// expected to say nothing may log all the same: its reply is not
+    /// lost), or that ends at once (cancelled: no reply).
     async fn json_unless_streamed(
         &self,
         mut listener: Listener,

@@ -181,6 +181,18 @@ impl ServedCall {
         }
     }
 
+    /// The handler stopped by a cancellation: the protocol's reply, if it
+    /// has one, stands in for its answer.
+    fn cancelled(&mut self) -> Option<Said> {
+        self.work = None;
+        match self.cancel.take() {
+            Some(Cancel::Registered(registration, _)) => {
+                registration.cancelled_reply().map(|e| Said::Reply(Err(e)))
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the call has been cancelled (then its handler is dropped);
     /// registers `cx` to be woken when it is.
     fn poll_cancelled(&mut self, cx: &mut Context<'_>) -> bool {
@@ -209,23 +221,12 @@ impl ServedCall {
         if let Some(outcome) = self.outcome.take() {
             return Poll::Ready(Some(Said::Reply(outcome)));
         }
-        if self.work.is_none() {
+        if self.work.is_some() && self.poll_cancelled(cx) {
+            return Poll::Ready(self.cancelled());
+        }
+        let Some(work) = self.work.as_mut() else {
             return Poll::Ready(None);
-        }
-        if self.poll_cancelled(cx) {
-            // The handler stops; the protocol's reply, if it has one,
-            // stands in for its answer.
-            self.work = None;
-            let Some(Cancel::Registered(registration, _)) = self.cancel.take() else {
-                unreachable!("only a registered call is cancelled")
-            };
-            return Poll::Ready(
-                registration
-                    .cancelled_reply()
-                    .map(|error| Said::Reply(Err(error))),
-            );
-        }
-        let work = self.work.as_mut().expect("checked above");
+        };
         match work.as_mut().poll(cx) {
             Poll::Ready(outcome) => {
                 self.work = None;

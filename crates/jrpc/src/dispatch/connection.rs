@@ -115,6 +115,11 @@ fn busy(reason: &str) -> Error {
     Error::server_busy().with_data(reason)
 }
 
+/// The refusal of a request read while the connection closes.
+pub(crate) fn closing() -> Error {
+    busy("the connection is closing")
+}
+
 impl Engine {
     pub(crate) fn new(shared: Arc<ConnectionContext>, bounds: Bounds) -> Self {
         Engine {
@@ -390,7 +395,7 @@ impl Engine {
                 Routed::Done
             }
             Incoming::Request(request) if self.draining => Routed::Answer {
-                reply: error_reply(request.version, &request.id, &busy("the connection is closing")),
+                reply: error_reply(request.version, &request.id, &closing()),
                 id: request.id,
             },
             Incoming::Invalid(invalid) => {

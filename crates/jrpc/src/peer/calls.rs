@@ -277,16 +277,16 @@ impl CallGuard<'_> {
         if !std::mem::take(&mut self.armed) || !self.shared.forget(self.id) {
             return false;
         }
-        let Some(protocol) = self.shared.cancel.as_ref().filter(|_| self.sent) else {
+        let Some(protocol) = self.shared.cancel_protocol().filter(|_| self.sent) else {
             return true;
         };
         let frame = OutFrame::new(protocol.notification(self.id, reason), OutKind::Notification);
-        match self.shared.outbox.try_send(frame) {
+        match self.shared.outbox().try_send(frame) {
             Ok(()) | Err(outbox::TrySendError::Closed) => {}
             Err(outbox::TrySendError::Full(frame)) => {
                 // Cannot wait here; hand the send to a task.
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    let outbox = self.shared.outbox.clone();
+                    let outbox = self.shared.outbox().clone();
                     runtime.spawn(async move { outbox.send(frame).await });
                 }
             }

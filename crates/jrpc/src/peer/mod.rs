@@ -48,7 +48,7 @@ pub use crate::context::ConnectionInfo;
 use crate::context::{Extensions, RequestContext};
 use crate::dispatch::connection::{Bounds, ConnectionContext};
 use crate::dispatch::{outbox, Cancellation, ServedCall};
-use crate::message::{Error, Id};
+use crate::message::Id;
 use crate::middleware::Call;
 use crate::transport::connection::BytesOnly;
 use crate::transport::{CloseReason, Connection, OutFrame};
@@ -297,7 +297,7 @@ impl PeerBuilder {
                 });
                 build_stack(BoxOutgoingService::new(innermost), &outgoing)
             });
-            PeerState::new(dispatch, config.call_timeout, config.cancel.clone(), stack)
+            PeerState::new(dispatch, config.call_timeout, stack)
         });
         let dispatch = Arc::clone(&shared.dispatch);
         let bounds = Bounds {
@@ -441,8 +441,7 @@ impl Peer {
             }
         } else if self.shared.stop_reading.is_cancelled() {
             let id = call.id().cloned().unwrap_or(Id::NULL);
-            let closing = Error::server_busy().with_data("the connection is closing");
-            return ServedCall::answered(id, Some(Err(closing)));
+            return ServedCall::answered(id, Some(Err(crate::dispatch::connection::closing())));
         }
         let call = call.with_connection(Arc::clone(&dispatch.connection));
         ServedCall::of_peer(&dispatch.router, call, cancellation)
@@ -473,7 +472,7 @@ impl Peer {
 
     pub(crate) async fn send(&self, frame: OutFrame) -> Result<(), CallError> {
         self.shared
-            .outbox
+            .outbox()
             .send(frame)
             .await
             .map_err(|_| self.closed_error())

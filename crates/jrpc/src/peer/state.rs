@@ -19,13 +19,11 @@ use crate::message::{Id, ResponseRef};
 pub(crate) type Waiter = oneshot::Sender<Outcome>;
 
 pub(crate) struct PeerState {
-    /// Frames to write, in order, bounded in bytes.
-    pub(crate) outbox: Outbox,
     /// What serving the connection's incoming messages takes (its reader
-    /// and [`Peer::serve_call`](super::Peer::serve_call) share it).
+    /// and [`Peer::serve_call`](super::Peer::serve_call) share it): the
+    /// outbox and the cancel protocol among it.
     pub(crate) dispatch: Arc<ConnectionContext>,
     pub(crate) call_timeout: Duration,
-    pub(crate) cancel: Option<CancelProtocol>,
     /// Middleware around this side's calls, when any is installed.
     pub(crate) outgoing: Option<BoxOutgoingService>,
     next_id: AtomicU64,
@@ -50,14 +48,11 @@ impl PeerState {
     pub(crate) fn new(
         dispatch: Arc<ConnectionContext>,
         call_timeout: Duration,
-        cancel: Option<CancelProtocol>,
         outgoing: Option<BoxOutgoingService>,
     ) -> Self {
         PeerState {
-            outbox: dispatch.outbox.clone(),
             dispatch,
             call_timeout,
-            cancel,
             outgoing,
             next_id: AtomicU64::new(1),
             calls: Mutex::new(Calls {
@@ -68,6 +63,16 @@ impl PeerState {
             kill: CancellationToken::new(),
             closed_tx: watch::channel(None).0,
         }
+    }
+
+    /// Frames to write, in order, bounded in bytes.
+    pub(crate) fn outbox(&self) -> &Outbox {
+        &self.dispatch.outbox
+    }
+
+    /// How calls are cancelled across the connection, when they are.
+    pub(crate) fn cancel_protocol(&self) -> Option<&CancelProtocol> {
+        self.dispatch.cancellation.as_ref().map(|c| &c.protocol)
     }
 
     fn calls(&self) -> MutexGuard<'_, Calls> {
