@@ -536,6 +536,11 @@ impl Dialer for AmqpDialer {
             peer_addr: Some(target_of(&self.url, &self.queue)),
             local_addr: Some(DIRECT_REPLY_TO.to_owned()),
         };
+        // A clone of the consumer is kept until the connection is closed: the
+        // last one dropped cancels the consumer, and a cancellation still on
+        // its way when the connection starts closing makes lapin log a
+        // connection error.
+        let kept = replies.clone();
         let incoming = replies.map(|delivery| match delivery {
             Ok(delivery) => Ok(Inbound::Frame(Bytes::from(delivery.data))),
             Err(e) => Err(broken(e)),
@@ -560,7 +565,7 @@ impl Dialer for AmqpDialer {
         });
         let outgoing = ClosingConnection {
             frames: Box::pin(outgoing),
-            connection: Some(connection),
+            connection: Some((connection, kept)),
             closing: None,
         };
         Ok(Connection::with_kinds(incoming, outgoing, info))
@@ -572,7 +577,9 @@ impl Dialer for AmqpDialer {
 /// the AMQP client's I/O thread ends before the runtime does.
 struct ClosingConnection {
     frames: super::OutFrameSink,
-    connection: Option<lapin::Connection>,
+    /// The connection, and a clone of its reply consumer to drop once the
+    /// connection is closed.
+    connection: Option<(lapin::Connection, Consumer)>,
     closing: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
@@ -596,9 +603,10 @@ impl Sink<OutFrame> for ClosingConnection {
         if closed.is_pending() {
             return Poll::Pending;
         }
-        if let Some(connection) = self.connection.take() {
+        if let Some((connection, replies)) = self.connection.take() {
             self.closing = Some(Box::pin(async move {
                 let _ = tokio::time::timeout(Duration::from_secs(2), connection.close(200, "OK")).await;
+                drop(replies);
                 // lapin's I/O thread ends by itself once the connection is
                 // closed; until then it uses this runtime's reactor, so a
                 // process that ends now would see it log I/O errors while the
