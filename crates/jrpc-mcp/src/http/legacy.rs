@@ -254,7 +254,7 @@ impl StreamableHttp {
         // Requests come after the notifications before them (not before
         // the stream is open: a POST dropped while it waits leaves nothing).
         session.after_notifications().await;
-        let Some(listener) = session.streams.open(&id) else {
+        let Some(stream) = session.streams.open(&id) else {
             return Refusal::bad_request(
                 "a request with this id is in flight in this session: ids must be unique in a session",
             )
@@ -264,11 +264,12 @@ impl StreamableHttp {
         if let Some(reply) = session.serve(Call::request(id.clone(), method, params)) {
             // Answered at once: with nothing said before, the reply is the
             // body and its stream is gone; else it ends its stream.
-            if json && session.streams.forget_unused(listener.stream, &id) {
+            if json && session.streams.forget_unused(stream, &id) {
                 return route::json_response(reply);
             }
             session.streams.reply(&id, &reply);
         }
+        let listener = session.streams.listen(stream);
         if json {
             self.json_unless_streamed(listener, &session.streams, cx).await
         } else {
@@ -305,7 +306,7 @@ impl StreamableHttp {
         // answered at once, a finished stream resumed) is one body.
         let mut ready: Vec<Message> = first.into_iter().collect();
         loop {
-            match listener.messages.try_recv() {
+            match listener.try_next() {
                 Ok(message) => ready.push(message),
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => {
@@ -315,15 +316,12 @@ impl StreamableHttp {
             }
         }
         let stop = cx.shutdown().clone();
-        let rest = futures_util::stream::unfold(
-            (listener.messages, stop),
-            move |(mut messages, stop)| async move {
-                tokio::select! {
-                    message = messages.recv() => message.map(|m| (event(m), (messages, stop))),
-                    () = stop.cancelled() => None,
-                }
-            },
-        );
+        let rest = futures_util::stream::unfold((listener, stop), move |(mut listener, stop)| async move {
+            tokio::select! {
+                message = listener.next() => message.map(|m| (event(m), (listener, stop))),
+                () = stop.cancelled() => None,
+            }
+        });
         let head = futures_util::stream::iter(priming.into_iter().chain(ready.into_iter().map(event)));
         super::event_stream(head.chain(rest), self.options.keep_alive)
     }
@@ -339,7 +337,7 @@ impl StreamableHttp {
         cx: &RouteContext,
     ) -> Response<RouteBody> {
         let first = tokio::select! {
-            first = listener.messages.recv() => first,
+            first = listener.next() => first,
             () = cx.shutdown().cancelled() => None,
         };
         match first {

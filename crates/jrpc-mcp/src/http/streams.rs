@@ -9,7 +9,9 @@
 //! stream, and then the rest of it. A request goes on when its stream's
 //! connection breaks (2025-11-25: a disconnection is not a cancellation).
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -33,7 +35,41 @@ pub(super) struct Message {
 /// A connection's view of one stream: its number, and the messages coming.
 pub(super) struct Listener {
     pub(super) stream: u64,
-    pub(super) messages: mpsc::UnboundedReceiver<Message>,
+    /// What was said before it listened, oldest first.
+    ready: std::vec::IntoIter<Message>,
+    /// What comes next; `None` when the stream had finished before it
+    /// listened (a request answered at once: no channel is made).
+    messages: Option<mpsc::UnboundedReceiver<Message>>,
+}
+
+impl Listener {
+    fn new(stream: u64, ready: Vec<Message>, messages: Option<mpsc::UnboundedReceiver<Message>>) -> Self {
+        Listener {
+            stream,
+            ready: ready.into_iter(),
+            messages,
+        }
+    }
+
+    /// The next message if one has come: `Err(Empty)` while the stream
+    /// goes on, `Err(Disconnected)` once it has ended.
+    pub(super) fn try_next(&mut self) -> Result<Message, mpsc::error::TryRecvError> {
+        if let Some(message) = self.ready.next() {
+            return Ok(message);
+        }
+        match &mut self.messages {
+            Some(messages) => messages.try_recv(),
+            None => Err(mpsc::error::TryRecvError::Disconnected),
+        }
+    }
+
+    /// The next message; `None` once the stream has ended.
+    pub(super) async fn next(&mut self) -> Option<Message> {
+        if let Some(message) = self.ready.next() {
+            return Some(message);
+        }
+        self.messages.as_mut()?.recv().await
+    }
 }
 
 /// How much a session keeps for clients that come back.
@@ -51,6 +87,11 @@ struct Stream {
     next_seq: u64,
     /// The connection that carries it now, if one does.
     live: Option<mpsc::UnboundedSender<Message>>,
+    /// A request's messages before its POST listens ([`StreamTable::listen`]);
+    /// `None` once it has (or its connection was closed first). Most
+    /// requests are answered at once with nothing said, and their POST
+    /// never listens: no channel is made for them.
+    early: Option<Vec<Message>>,
     /// A request's stream ends with the response; the standalone stream
     /// ends when another replaces it.
     finished: bool,
@@ -62,14 +103,39 @@ impl Stream {
             log: VecDeque::new(),
             next_seq: 1,
             live: None,
+            early: None,
             finished: false,
         }
     }
 }
 
+/// Hashes the session's own stream numbers (counted up by the server, never
+/// chosen by a client) with one multiplication rather than SipHash: every
+/// request opens and forgets a stream.
+#[derive(Default)]
+struct NumberHasher(u64);
+
+impl Hasher for NumberHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ u64::from(*byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Fibonacci hashing: consecutive numbers spread over the high bits
+        // the table's control bytes are taken from.
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 #[derive(Default)]
 struct State {
-    streams: HashMap<u64, Stream>,
+    streams: HashMap<u64, Stream, BuildHasherDefault<NumberHasher>>,
     by_request: HashMap<Id, u64>,
     standalone: Option<u64>,
     next_stream: u64,
@@ -122,18 +188,43 @@ impl StreamTable {
         (number, rx)
     }
 
-    /// The stream of the request `id`; `None` while another request with
-    /// that id is in flight in the session (ids are unique in a session: two
-    /// in flight at once could not be told apart, and one would never get
-    /// its reply).
-    pub(super) fn open(&self, id: &Id) -> Option<Listener> {
+    /// The stream of the request `id` (its number), which keeps what is
+    /// sent on it until its POST [listens](Self::listen); `None` while
+    /// another request with that id is in flight in the session (ids are
+    /// unique in a session: two in flight at once could not be told apart,
+    /// and one would never get its reply).
+    pub(super) fn open(&self, id: &Id) -> Option<u64> {
         let mut state = self.state();
-        if state.by_request.contains_key(id) {
-            return None;
+        let number = state.next_stream + 1;
+        match state.by_request.entry(id.clone()) {
+            Entry::Occupied(_) => return None,
+            Entry::Vacant(vacant) => vacant.insert(number),
+        };
+        state.next_stream = number;
+        let mut stream = Stream::new();
+        stream.early = Some(Vec::new());
+        state.streams.insert(number, stream);
+        Some(number)
+    }
+
+    /// The connection of a request's stream, `stream` from [`open`](Self::open):
+    /// what was sent on it so far, then the rest until it finishes. Listened
+    /// to once; a stream gone, or whose connection was closed before, ends
+    /// at once (a resumable one is resumed with `Last-Event-ID`).
+    pub(super) fn listen(&self, stream: u64) -> Listener {
+        let mut state = self.state();
+        let Some(open) = state.streams.get_mut(&stream) else {
+            return Listener::new(stream, Vec::new(), None);
+        };
+        let Some(early) = open.early.take() else {
+            return Listener::new(stream, Vec::new(), None);
+        };
+        if open.finished {
+            return Listener::new(stream, early, None);
         }
-        let (stream, messages) = Self::new_stream(&mut state);
-        state.by_request.insert(id.clone(), stream);
-        Some(Listener { stream, messages })
+        let (tx, messages) = mpsc::unbounded_channel();
+        open.live = Some(tx);
+        Listener::new(stream, early, Some(messages))
     }
 
     /// A new standalone stream (GET), in place of the one before.
@@ -145,7 +236,7 @@ impl StreamTable {
         }
         let (stream, messages) = Self::new_stream(&mut state);
         state.standalone = Some(stream);
-        Listener { stream, messages }
+        Listener::new(stream, Vec::new(), Some(messages))
     }
 
     /// The stream `last_event_id` belongs to, from the message after it:
@@ -168,10 +259,7 @@ impl StreamTable {
         if !stream.finished {
             stream.live = Some(tx);
         }
-        Some(Listener {
-            stream: number,
-            messages: rx,
-        })
+        Some(Listener::new(number, Vec::new(), Some(rx)))
     }
 
     /// Forgets a stream whose messages went out whole (a JSON reply).
@@ -188,12 +276,15 @@ impl StreamTable {
     /// nothing has been sent on it; whether it was so.
     pub(super) fn forget_unused(&self, stream: u64, id: &Id) -> bool {
         let mut state = self.state();
-        let unused = state.streams.get(&stream).is_some_and(|s| s.next_seq == 1);
-        if unused {
-            state.streams.remove(&stream);
-            state.by_request.remove(id);
+        let Entry::Occupied(open) = state.streams.entry(stream) else {
+            return false;
+        };
+        if open.get().next_seq != 1 {
+            return false;
         }
-        unused
+        open.remove();
+        state.by_request.remove(id);
+        true
     }
 
     /// Ends the connection that carries the stream of `related` now,
@@ -204,6 +295,7 @@ impl StreamTable {
         if let Some(number) = state.by_request.get(related).copied() {
             if let Some(stream) = state.streams.get_mut(&number) {
                 stream.live = None;
+                stream.early = None;
             }
         }
     }
@@ -229,15 +321,17 @@ impl StreamTable {
         if keep {
             stream.log.push_back((seq, Arc::clone(&data)));
         }
+        let message = || Message {
+            id: format!("{number}-{seq}"),
+            data: Arc::clone(&data),
+            reply: finish,
+        };
         if let Some(live) = &stream.live {
-            let message = Message {
-                id: format!("{number}-{seq}"),
-                data: Arc::clone(&data),
-                reply: finish,
-            };
-            if live.send(message).is_err() {
+            if live.send(message()).is_err() {
                 stream.live = None;
             }
+        } else if let Some(early) = &mut stream.early {
+            early.push(message());
         }
         if finish {
             stream.finished = true;
@@ -485,7 +579,7 @@ mod tests {
 
     fn drain(listener: &mut Listener) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        while let Ok(m) = listener.messages.try_recv() {
+        while let Ok(m) = listener.try_next() {
             out.push((m.id, m.data.to_string()));
         }
         out
@@ -495,7 +589,7 @@ mod tests {
     fn a_broken_stream_resumes_after_its_last_event() {
         let table = Arc::new(table(100, 1 << 20));
         let id = Id::from(7);
-        let mut first = table.open(&id).unwrap();
+        let mut first = table.listen(table.open(&id).unwrap());
         // Another request with that id, while it is in flight: refused.
         assert!(table.open(&id).is_none());
         table.notify(&id, r#"{"n":1}"#.into());
@@ -505,14 +599,14 @@ mod tests {
         table.notify(&id, r#"{"n":2}"#.into());
         let reply = Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#);
         table.route(&OutFrame::new(reply, OutKind::Reply(Id::from(7))));
-        assert!(first.messages.try_recv().is_err());
+        assert!(first.try_next().is_err());
         // Answered: the id is free again.
         assert!(table.open(&id).is_some());
         let mut again = table.resume("1-1").unwrap();
         let replayed: Vec<String> = drain(&mut again).into_iter().map(|(id, _)| id).collect();
         assert_eq!(replayed, ["1-2", "1-3"]);
         // A finished stream ends after its replay.
-        assert!(again.messages.try_recv().is_err());
+        assert!(again.try_next().is_err());
         assert!(table.resume("9-0").is_none());
         assert!(table.resume("junk").is_none());
     }
@@ -521,7 +615,7 @@ mod tests {
     fn the_store_is_bounded() {
         let table = Arc::new(table(2, 1 << 20));
         let id = Id::from(1);
-        let _live = table.open(&id).unwrap();
+        let _live = table.listen(table.open(&id).unwrap());
         for n in 0..5 {
             table.notify(&id, format!("{{\"n\":{n}}}"));
         }
@@ -530,9 +624,43 @@ mod tests {
         assert_eq!(replayed, [r#"{"n":3}"#, r#"{"n":4}"#]);
         // Without a store: no replay, but messages still flow.
         let table = Arc::new(self::table(0, 0));
-        let mut live = table.open(&id).unwrap();
+        let mut live = table.listen(table.open(&id).unwrap());
         table.notify(&id, "{}".into());
         assert_eq!(drain(&mut live).len(), 1);
         assert!(drain(&mut table.resume("1-0").unwrap()).is_empty());
+    }
+
+    #[test]
+    fn what_comes_before_the_post_listens_is_kept_for_it() {
+        let id = Id::from(3);
+        for events in [0, 100] {
+            let table = Arc::new(table(events, 1 << 20));
+            let stream = table.open(&id).unwrap();
+            table.notify(&id, r#"{"n":1}"#.into());
+            table.reply(&id, br#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+            let mut listener = table.listen(stream);
+            let got: Vec<(String, bool)> = std::iter::from_fn(|| listener.try_next().ok())
+                .map(|m| (m.id, m.reply))
+                .collect();
+            assert_eq!(got, [("1-1".to_owned(), false), ("1-2".to_owned(), true)]);
+            // Finished: the connection ends after what was said.
+            assert!(matches!(
+                listener.try_next(),
+                Err(mpsc::error::TryRecvError::Disconnected)
+            ));
+            // A stream answered at once with nothing said is forgotten whole.
+            let stream = table.open(&id).unwrap();
+            assert!(table.forget_unused(stream, &id));
+            assert_eq!(table.in_flight(), 0);
+            // A connection closed before the POST listens ends at once.
+            let stream = table.open(&id).unwrap();
+            table.close_connection(&id);
+            let mut listener = table.listen(stream);
+            table.notify(&id, "{}".into());
+            assert!(matches!(
+                listener.try_next(),
+                Err(mpsc::error::TryRecvError::Disconnected)
+            ));
+        }
     }
 }

@@ -6,12 +6,11 @@
 //! `initialize`. The choice is made per request, so one connection can
 //! carry both.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use jrpc::message::codes::INVALID_PARAMS;
 use jrpc::message::RawValue;
-use jrpc::middleware::{BoxCallService, Call, CallFuture, Layer, RawResult, Service, ServiceExt};
+use jrpc::middleware::{BoxCallService, Call, CallFuture, Layer, RawResult, Service};
 use jrpc::{Error, RequestContext};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -153,7 +152,23 @@ const GATED: &[&str] = &[
 /// session's lifecycle; it runs before any params are decoded.
 #[derive(Clone)]
 pub(crate) struct EraLayer {
-    gated: Arc<HashSet<&'static str>>,
+    gated: Gated,
+}
+
+const _: () = assert!(GATED.len() <= 32, "one bit each in Gated");
+
+/// Which of [`GATED`] a router has, one bit each (a short list, compared
+/// by length first: cheaper than hashing the method for every request).
+#[derive(Clone, Copy)]
+struct Gated(u32);
+
+impl Gated {
+    fn contains(self, method: &str) -> bool {
+        GATED
+            .iter()
+            .position(|gated| *gated == method)
+            .is_some_and(|n| self.0 & (1 << n) != 0)
+    }
 }
 
 impl EraLayer {
@@ -161,11 +176,9 @@ impl EraLayer {
     pub(crate) fn new<'a>(methods: impl IntoIterator<Item = &'a str>) -> Self {
         let gated = methods
             .into_iter()
-            .filter_map(|name| GATED.iter().copied().find(|known| *known == name))
-            .collect();
-        EraLayer {
-            gated: Arc::new(gated),
-        }
+            .filter_map(|name| GATED.iter().position(|known| *known == name))
+            .fold(0, |bits, n| bits | (1 << n));
+        EraLayer { gated: Gated(gated) }
     }
 }
 
@@ -174,7 +187,7 @@ impl Layer<BoxCallService> for EraLayer {
 
     fn layer(&self, inner: BoxCallService) -> EraService {
         EraService {
-            gated: Arc::clone(&self.gated),
+            gated: self.gated,
             inner,
         }
     }
@@ -182,7 +195,7 @@ impl Layer<BoxCallService> for EraLayer {
 
 #[derive(Clone)]
 pub(crate) struct EraService {
-    gated: Arc<HashSet<&'static str>>,
+    gated: Gated,
     inner: BoxCallService,
 }
 
@@ -199,9 +212,10 @@ impl Service<Call> for EraService {
         if let Some(refusal) = refuse_request(&call) {
             return Box::pin(async move { Err(refusal) });
         }
+        // The inner service was made ready by `poll_ready`: it is called
+        // as it is, not cloned and boxed again for every call.
         if call.is_notification() {
-            let inner = self.inner.clone();
-            return Box::pin(inner.oneshot(call));
+            return self.inner.call(call);
         }
         let decided = call.get::<Arc<Modern>>().is_some();
         if !decided {
@@ -220,8 +234,7 @@ impl Service<Call> for EraService {
         if let Some(refusal) = removed(call.method()) {
             return Box::pin(async move { Err(refusal) });
         }
-        let inner = self.inner.clone();
-        Box::pin(inner.oneshot(call))
+        self.inner.call(call)
     }
 }
 
@@ -251,8 +264,7 @@ impl EraService {
                 return Box::pin(async { Err(not_initialized()) });
             }
         }
-        let inner = self.inner.clone();
-        Box::pin(inner.oneshot(call))
+        self.inner.call(call)
     }
 }
 
@@ -296,6 +308,16 @@ struct VersionKey {
 /// pass, when its handler reads them in a known shape) or the refusal.
 fn modern(method: &str, params: Option<&RawValue>) -> Result<Option<Modern>, Error> {
     if method == "initialize" {
+        return Ok(None);
+    }
+    // Most requests are legacy, and their params do not name a protocol
+    // version at all: that is told without parsing them (a key written
+    // with escapes is parsed).
+    let might_claim = params.is_some_and(|p| {
+        let text = p.get();
+        text.contains("protocolVersion") || text.as_bytes().contains(&b'\\')
+    });
+    if !might_claim && !MODERN_ONLY.contains(&method) {
         return Ok(None);
     }
     let meta = params
@@ -395,6 +417,12 @@ mod tests {
         let facts = super::modern("tools/list", Some(&modern)).unwrap().unwrap();
         assert_eq!(facts.version, "2026-07-28");
         assert!(!facts.has_read());
+        // A key written with escapes claims as much as one written plainly.
+        let escaped = raw(
+            r#"{"_meta": {"io.modelcontextprotocol\/protocol\u0056ersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}"#,
+        );
+        assert!(super::modern("tools/list", Some(&escaped)).unwrap().is_some());
         // The params of tools/call, resources/read and prompts/get are read
         // with the envelope, in one pass, for the handler to take.
         let call = raw(r#"{"name": "add", "arguments": {"a": 1},

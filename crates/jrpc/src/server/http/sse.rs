@@ -30,12 +30,13 @@ pub struct Event {
     retry: Option<Duration>,
 }
 
-/// Drops line breaks, which would end a field early.
-fn one_line(text: &str) -> String {
+/// Drops line breaks, which would end a field early (the text is kept as
+/// it is when it has none, as it usually has).
+fn one_line(text: String) -> String {
     if text.contains(['\r', '\n']) {
         text.replace(['\r', '\n'], "")
     } else {
-        text.to_owned()
+        text
     }
 }
 
@@ -61,14 +62,14 @@ impl Event {
 
     /// Its id: a client that reconnects sends the last one it saw as
     /// `Last-Event-ID`.
-    pub fn id(mut self, id: impl AsRef<str>) -> Self {
-        self.id = Some(one_line(id.as_ref()));
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(one_line(id.into()));
         self
     }
 
     /// Its type (`message` when unset).
-    pub fn event(mut self, name: impl AsRef<str>) -> Self {
-        self.event = Some(one_line(name.as_ref()));
+    pub fn event(mut self, name: impl Into<String>) -> Self {
+        self.event = Some(one_line(name.into()));
         self
     }
 
@@ -138,7 +139,9 @@ pub fn response(
 /// assert_eq!(response.headers()["content-type"], "text/event-stream");
 /// ```
 pub fn complete(events: impl IntoIterator<Item = Event>) -> Response<RouteBody> {
-    let mut body = Vec::new();
+    // Room for the usual short stream (a priming event and a reply), so
+    // that it is written without growing.
+    let mut body = Vec::with_capacity(512);
     for event in events {
         event.write_to(&mut body);
     }
