@@ -56,6 +56,7 @@ impl McpClient {
         };
         let meta = Meta {
             envelope,
+            envelope_text: self.envelope_text.as_deref(),
             log_level,
             token,
         };

@@ -273,9 +273,13 @@ impl McpClientBuilder {
 
     fn assemble(self, wire: Wire, server: ServerFacts, closing: Option<Closing>) -> McpClient {
         let envelope = server.modern.then(|| self.envelope(&server.version, None));
+        let envelope_text = envelope
+            .as_ref()
+            .and_then(|envelope| serde_json::value::to_raw_value(envelope).ok());
         McpClient {
             wire,
             envelope,
+            envelope_text,
             log_level: std::sync::Mutex::new(None),
             answers: callbacks::Answers {
                 sampling: self.sampling,

@@ -352,6 +352,8 @@ pub struct McpClient {
     /// The `_meta` every modern request carries; `None` for a legacy
     /// server.
     envelope: Option<serde_json::Value>,
+    /// The envelope as JSON text, written once.
+    envelope_text: Option<Box<serde_json::value::RawValue>>,
     /// The log level modern requests ask for (`set_log_level`).
     log_level: std::sync::Mutex<Option<LoggingLevel>>,
     /// What answers a modern server's input requests.

@@ -19,6 +19,9 @@ pub(crate) struct Sent<'p> {
 pub(crate) struct Meta<'c> {
     /// The 2026-07-28 envelope (version, capabilities, client).
     pub(super) envelope: Option<&'c serde_json::Map<String, serde_json::Value>>,
+    /// The same envelope as JSON text, written once per client: `_meta`
+    /// as it is sent when nothing else goes in it (most requests).
+    pub(super) envelope_text: Option<&'c serde_json::value::RawValue>,
     pub(super) log_level: Option<LoggingLevel>,
     pub(super) token: Option<ProgressToken>,
 }
@@ -79,6 +82,9 @@ impl Serialize for Sent<'_> {
 
 impl Serialize for Meta<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if let (Some(text), None, None) = (self.envelope_text, &self.log_level, &self.token) {
+            return text.serialize(serializer);
+        }
         let added = |key: &str| {
             (key == meta_keys::LOG_LEVEL && self.log_level.is_some())
                 || (key == meta_keys::PROGRESS_TOKEN && self.token.is_some())
@@ -112,8 +118,10 @@ mod tests {
     fn the_envelope_level_and_token_go_in_meta() {
         let envelope = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": 1});
         let params = json!({"name": "add", "arguments": {"a": 1}, "_meta": {"mine": true}});
+        let text = serde_json::value::to_raw_value(&envelope).unwrap();
         let meta = Meta {
             envelope: envelope.as_object(),
+            envelope_text: Some(&text),
             log_level: Some(LoggingLevel::Debug),
             token: Some(ProgressToken::Number(7)),
         };
@@ -145,6 +153,7 @@ mod tests {
         let envelope = json!({"k": "v"});
         let meta = Meta {
             envelope: envelope.as_object(),
+            envelope_text: None,
             log_level: None,
             token: None,
         };
@@ -158,5 +167,39 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(&text).unwrap(),
             json!({"a": 1, "b": 2, "_meta": {"k": "v"}})
         );
+    }
+
+    #[test]
+    fn the_envelope_text_is_meta_when_nothing_else_goes_in() {
+        let envelope = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                              "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}});
+        let text = serde_json::value::to_raw_value(&envelope).unwrap();
+        let params = json!({"name": "add", "_meta": {"mine": true}});
+        let meta = || Meta {
+            envelope: envelope.as_object(),
+            envelope_text: Some(&text),
+            log_level: None,
+            token: None,
+        };
+        let expected = json!({"name": "add", "_meta": envelope});
+        assert_eq!(sent(&params, Some(meta())), expected);
+        #[cfg(feature = "http-client")]
+        {
+            let written = Sent {
+                params: &params,
+                meta: Some(meta()),
+            }
+            .request_frame(4, "tools/call")
+            .unwrap();
+            let frame: serde_json::Value = serde_json::from_slice(&written).unwrap();
+            assert_eq!(frame["params"], expected);
+            assert_eq!(frame["id"], 4);
+        }
+        // A progress token goes in beside the envelope.
+        let with_token = Meta {
+            token: Some(ProgressToken::Number(1)),
+            ..meta()
+        };
+        assert_eq!(sent(&params, Some(with_token))["_meta"]["progressToken"], 1);
     }
 }
