@@ -88,10 +88,13 @@ struct Stream {
     /// The connection that carries it now, if one does.
     live: Option<mpsc::UnboundedSender<Message>>,
     /// A request's messages before its POST listens ([`StreamTable::listen`]);
-    /// `None` once it has (or its connection was closed first). Most
-    /// requests are answered at once with nothing said, and their POST
-    /// never listens: no channel is made for them.
+    /// `None` once it has. Most requests are answered at once with nothing
+    /// said, and their POST never listens: no channel is made for them.
+    /// Eviction leaves a stream with these alone: they are the POST's.
     early: Option<Vec<Message>>,
+    /// Its connection was closed before its POST listened: the POST gets
+    /// what was said until then, and nothing more is added to `early`.
+    closed_early: bool,
     /// A request's stream ends with the response; the standalone stream
     /// ends when another replaces it.
     finished: bool,
@@ -104,6 +107,7 @@ impl Stream {
             next_seq: 1,
             live: None,
             early: None,
+            closed_early: false,
             finished: false,
         }
     }
@@ -111,7 +115,7 @@ impl Stream {
 
 /// Hashes the session's own stream numbers (counted up by the server, never
 /// chosen by a client) with one multiplication rather than SipHash: every
-/// request opens and forgets a stream.
+/// request opens and forgets a stream. A key is one `u64`.
 #[derive(Default)]
 struct NumberHasher(u64);
 
@@ -178,14 +182,19 @@ impl StreamTable {
         self.limits.events > 0
     }
 
-    fn new_stream(state: &mut State) -> (u64, mpsc::UnboundedReceiver<Message>) {
+    /// Adds `stream` under the next number.
+    fn add_stream(state: &mut State, stream: Stream) -> u64 {
         state.next_stream += 1;
         let number = state.next_stream;
+        state.streams.insert(number, stream);
+        number
+    }
+
+    fn new_stream(state: &mut State) -> (u64, mpsc::UnboundedReceiver<Message>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut stream = Stream::new();
         stream.live = Some(tx);
-        state.streams.insert(number, stream);
-        (number, rx)
+        (Self::add_stream(state, stream), rx)
     }
 
     /// The stream of the request `id` (its number), which keeps what is
@@ -200,17 +209,16 @@ impl StreamTable {
             Entry::Occupied(_) => return None,
             Entry::Vacant(vacant) => vacant.insert(number),
         };
-        state.next_stream = number;
         let mut stream = Stream::new();
         stream.early = Some(Vec::new());
-        state.streams.insert(number, stream);
-        Some(number)
+        Some(Self::add_stream(&mut state, stream))
     }
 
     /// The connection of a request's stream, `stream` from [`open`](Self::open):
     /// what was sent on it so far, then the rest until it finishes. Listened
-    /// to once; a stream gone, or whose connection was closed before, ends
-    /// at once (a resumable one is resumed with `Last-Event-ID`).
+    /// to once; a stream whose connection was closed before ends after
+    /// what was said until then (a resumable one is resumed with
+    /// `Last-Event-ID`).
     pub(super) fn listen(&self, stream: u64) -> Listener {
         let mut state = self.state();
         let Some(open) = state.streams.get_mut(&stream) else {
@@ -219,7 +227,12 @@ impl StreamTable {
         let Some(early) = open.early.take() else {
             return Listener::new(stream, Vec::new(), None);
         };
-        if open.finished {
+        if open.finished || open.closed_early {
+            // Eviction spared it for this POST; with nothing left to
+            // replay, it can go now.
+            if open.finished && open.log.is_empty() {
+                state.streams.remove(&stream);
+            }
             return Listener::new(stream, early, None);
         }
         let (tx, messages) = mpsc::unbounded_channel();
@@ -295,7 +308,7 @@ impl StreamTable {
         if let Some(number) = state.by_request.get(related).copied() {
             if let Some(stream) = state.streams.get_mut(&number) {
                 stream.live = None;
-                stream.early = None;
+                stream.closed_early = stream.early.is_some();
             }
         }
     }
@@ -330,7 +343,7 @@ impl StreamTable {
             if live.send(message()).is_err() {
                 stream.live = None;
             }
-        } else if let Some(early) = &mut stream.early {
+        } else if let (Some(early), false) = (&mut stream.early, stream.closed_early) {
             early.push(message());
         }
         if finish {
@@ -358,7 +371,7 @@ impl StreamTable {
                 if stream.log.front().is_some_and(|(s, _)| *s == seq) {
                     stream.log.pop_front();
                 }
-                if stream.finished && stream.log.is_empty() {
+                if stream.finished && stream.log.is_empty() && stream.early.is_none() {
                     state.streams.remove(&number);
                 }
             }
@@ -652,15 +665,45 @@ mod tests {
             let stream = table.open(&id).unwrap();
             assert!(table.forget_unused(stream, &id));
             assert_eq!(table.in_flight(), 0);
-            // A connection closed before the POST listens ends at once.
+            // A connection closed before the POST listens ends after what
+            // was said until then.
             let stream = table.open(&id).unwrap();
+            table.notify(&id, r#"{"n":2}"#.into());
             table.close_connection(&id);
+            table.notify(&id, r#"{"n":3}"#.into());
             let mut listener = table.listen(stream);
-            table.notify(&id, "{}".into());
+            table.notify(&id, r#"{"n":4}"#.into());
+            assert_eq!(drain(&mut listener).len(), 1);
             assert!(matches!(
                 listener.try_next(),
                 Err(mpsc::error::TryRecvError::Disconnected)
             ));
+            table.reply(&id, br#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
         }
+    }
+
+    #[test]
+    fn eviction_spares_what_a_post_has_not_read() {
+        // A reply larger than the whole store, said before its POST
+        // listens: evicted from the store at once, but the POST gets it.
+        let id = Id::from(5);
+        let table = Arc::new(table(100, 8));
+        let stream = table.open(&id).unwrap();
+        table.reply(&id, br#"{"jsonrpc":"2.0","id":5,"result":{"big":true}}"#);
+        let mut listener = table.listen(stream);
+        let got = drain(&mut listener);
+        assert_eq!(got.len(), 1);
+        assert!(got[0].1.contains("big"));
+        // Finished and not replayable: it is gone now, not kept.
+        assert!(table.resume(&format!("{stream}-0")).is_none());
+        // Other streams' messages pushing this one's reply out of the
+        // store before its POST listens: the same.
+        let table = Arc::new(self::table(1, 1 << 20));
+        let stream = table.open(&id).unwrap();
+        table.reply(&id, br#"{"jsonrpc":"2.0","id":5,"result":{}}"#);
+        let other = Id::from(6);
+        let _other = table.listen(table.open(&other).unwrap());
+        table.notify(&other, "{}".into());
+        assert_eq!(drain(&mut table.listen(stream)).len(), 1);
     }
 }

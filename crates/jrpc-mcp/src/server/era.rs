@@ -423,6 +423,9 @@ mod tests {
                           "io.modelcontextprotocol/clientCapabilities": {}}}"#,
         );
         assert!(super::modern("tools/list", Some(&escaped)).unwrap().is_some());
+        // The words outside `_meta` claim nothing.
+        let said = raw(r#"{"name": "echo", "arguments": {"text": "protocolVersion"}}"#);
+        assert!(super::modern("tools/call", Some(&said)).unwrap().is_none());
         // The params of tools/call, resources/read and prompts/get are read
         // with the envelope, in one pass, for the handler to take.
         let call = raw(r#"{"name": "add", "arguments": {"a": 1},
