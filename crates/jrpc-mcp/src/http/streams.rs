@@ -85,31 +85,53 @@ struct Stream {
     /// The messages kept for a resumption, oldest first.
     log: VecDeque<(u64, Arc<str>)>,
     next_seq: u64,
-    /// The connection that carries it now, if one does.
-    live: Option<mpsc::UnboundedSender<Message>>,
-    /// A request's messages before its POST listens ([`StreamTable::listen`]);
-    /// `None` once it has. Most requests are answered at once with nothing
-    /// said, and their POST never listens: no channel is made for them.
-    /// Eviction leaves a stream with these alone: they are the POST's.
-    early: Option<Vec<Message>>,
-    /// Its connection was closed before its POST listened: the POST gets
-    /// what was said until then, and nothing more is added to `early`.
-    closed_early: bool,
+    /// Who its messages go to now.
+    carrier: Carrier,
     /// A request's stream ends with the response; the standalone stream
     /// ends when another replaces it.
     finished: bool,
 }
 
 impl Stream {
-    fn new() -> Self {
+    fn new(carrier: Carrier) -> Self {
         Stream {
             log: VecDeque::new(),
             next_seq: 1,
-            live: None,
-            early: None,
-            closed_early: false,
+            carrier,
             finished: false,
         }
+    }
+}
+
+/// Who a stream's messages go to now.
+enum Carrier {
+    /// No one: its connection closed or broke, it finished, or it waits to
+    /// be resumed.
+    None,
+    /// A request's stream before its POST listens ([`StreamTable::listen`]):
+    /// what is said waits here. Most requests are answered at once with
+    /// nothing said, and their POST never listens: no channel is made for
+    /// them. Eviction leaves such a stream alone: these are the POST's.
+    Waiting(Vec<Message>),
+    /// Its connection was closed before its POST listened: the POST gets
+    /// what was said until then, and nothing more.
+    ClosedEarly(Vec<Message>),
+    /// A connection.
+    Live(mpsc::UnboundedSender<Message>),
+}
+
+impl Carrier {
+    /// Its connection ends (a stream still waiting for its POST keeps what
+    /// it has for it).
+    fn end_connection(&mut self) {
+        if matches!(self, Carrier::Live(_)) {
+            *self = Carrier::None;
+        }
+    }
+
+    /// Whether its POST has yet to listen.
+    fn awaits_post(&self) -> bool {
+        matches!(self, Carrier::Waiting(_) | Carrier::ClosedEarly(_))
     }
 }
 
@@ -192,9 +214,7 @@ impl StreamTable {
 
     fn new_stream(state: &mut State) -> (u64, mpsc::UnboundedReceiver<Message>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut stream = Stream::new();
-        stream.live = Some(tx);
-        (Self::add_stream(state, stream), rx)
+        (Self::add_stream(state, Stream::new(Carrier::Live(tx))), rx)
     }
 
     /// The stream of the request `id` (its number), which keeps what is
@@ -209,9 +229,10 @@ impl StreamTable {
             Entry::Occupied(_) => return None,
             Entry::Vacant(vacant) => vacant.insert(number),
         };
-        let mut stream = Stream::new();
-        stream.early = Some(Vec::new());
-        Some(Self::add_stream(&mut state, stream))
+        Some(Self::add_stream(
+            &mut state,
+            Stream::new(Carrier::Waiting(Vec::new())),
+        ))
     }
 
     /// The connection of a request's stream, `stream` from [`open`](Self::open):
@@ -224,20 +245,25 @@ impl StreamTable {
         let Some(open) = state.streams.get_mut(&stream) else {
             return Listener::new(stream, Vec::new(), None);
         };
-        let Some(early) = open.early.take() else {
-            return Listener::new(stream, Vec::new(), None);
-        };
-        if open.finished || open.closed_early {
-            // Eviction spared it for this POST; with nothing left to
-            // replay, it can go now.
-            if open.finished && open.log.is_empty() {
-                state.streams.remove(&stream);
+        let early = match std::mem::replace(&mut open.carrier, Carrier::None) {
+            Carrier::Waiting(early) if !open.finished => {
+                let (tx, messages) = mpsc::unbounded_channel();
+                open.carrier = Carrier::Live(tx);
+                return Listener::new(stream, early, Some(messages));
             }
-            return Listener::new(stream, early, None);
+            Carrier::Waiting(early) | Carrier::ClosedEarly(early) => early,
+            // Listened to already: nothing more for this POST.
+            other => {
+                open.carrier = other;
+                return Listener::new(stream, Vec::new(), None);
+            }
+        };
+        // Eviction spared it for this POST; finished, with nothing left to
+        // replay, it can go now.
+        if open.finished && open.log.is_empty() {
+            state.streams.remove(&stream);
         }
-        let (tx, messages) = mpsc::unbounded_channel();
-        open.live = Some(tx);
-        Listener::new(stream, early, Some(messages))
+        Listener::new(stream, early, None)
     }
 
     /// A new standalone stream (GET), in place of the one before.
@@ -245,7 +271,7 @@ impl StreamTable {
         let mut state = self.state();
         if let Some(old) = state.standalone.and_then(|n| state.streams.get_mut(&n)) {
             old.finished = true;
-            old.live = None;
+            old.carrier.end_connection();
         }
         let (stream, messages) = Self::new_stream(&mut state);
         state.standalone = Some(stream);
@@ -269,8 +295,9 @@ impl StreamTable {
                 reply: stream.finished && *seq == last,
             });
         }
-        if !stream.finished {
-            stream.live = Some(tx);
+        // A stream whose POST has yet to listen stays its POST's.
+        if !stream.finished && !stream.carrier.awaits_post() {
+            stream.carrier = Carrier::Live(tx);
         }
         Some(Listener::new(number, Vec::new(), Some(rx)))
     }
@@ -307,8 +334,11 @@ impl StreamTable {
         let mut state = self.state();
         if let Some(number) = state.by_request.get(related).copied() {
             if let Some(stream) = state.streams.get_mut(&number) {
-                stream.live = None;
-                stream.closed_early = stream.early.is_some();
+                stream.carrier = match std::mem::replace(&mut stream.carrier, Carrier::None) {
+                    Carrier::Waiting(early) => Carrier::ClosedEarly(early),
+                    Carrier::ClosedEarly(early) => Carrier::ClosedEarly(early),
+                    Carrier::Live(_) | Carrier::None => Carrier::None,
+                };
             }
         }
     }
@@ -318,7 +348,7 @@ impl StreamTable {
         self.state()
             .streams
             .values()
-            .any(|s| s.live.as_ref().is_some_and(|l| !l.is_closed()))
+            .any(|s| matches!(&s.carrier, Carrier::Live(live) if !live.is_closed()))
     }
 
     /// Adds `data` to stream `number`: kept (when streams are resumable)
@@ -339,17 +369,19 @@ impl StreamTable {
             data: Arc::clone(&data),
             reply: finish,
         };
-        if let Some(live) = &stream.live {
-            if live.send(message()).is_err() {
-                stream.live = None;
+        match &mut stream.carrier {
+            Carrier::Live(live) => {
+                if live.send(message()).is_err() {
+                    stream.carrier = Carrier::None;
+                }
             }
-        } else if let (Some(early), false) = (&mut stream.early, stream.closed_early) {
-            early.push(message());
+            Carrier::Waiting(early) => early.push(message()),
+            Carrier::ClosedEarly(_) | Carrier::None => {}
         }
         if finish {
             stream.finished = true;
             // The response ends the connection's stream too.
-            stream.live = None;
+            stream.carrier.end_connection();
         }
         if keep {
             state.kept.push_back((number, seq, data.len()));
@@ -371,7 +403,7 @@ impl StreamTable {
                 if stream.log.front().is_some_and(|(s, _)| *s == seq) {
                     stream.log.pop_front();
                 }
-                if stream.finished && stream.log.is_empty() && stream.early.is_none() {
+                if stream.finished && stream.log.is_empty() && !stream.carrier.awaits_post() {
                     state.streams.remove(&number);
                 }
             }
@@ -439,7 +471,7 @@ impl StreamTable {
         if let Some(number) = state.by_request.remove(id) {
             if let Some(stream) = state.streams.get_mut(&number) {
                 stream.finished = true;
-                stream.live = None;
+                stream.carrier.end_connection();
             }
         }
     }
