@@ -224,7 +224,7 @@ impl McpServer {
                 *oauth = oauth.clone().resource(format!("http://{local}{}", options.path));
             }
         }
-        Ok(self.serve_http_on(listener, options))
+        Ok(self.http_server(options).serve_tcp(listener))
     }
 
     /// Serves this server over Streamable HTTP at `options`' path on any
@@ -237,6 +237,11 @@ impl McpServer {
         listener: impl jrpc::transport::StreamListener,
         options: HttpOptions,
     ) -> Serving {
+        self.http_server(options).serve(listener)
+    }
+
+    /// The HTTP server of this endpoint, ready to serve a listener.
+    fn http_server(&self, options: HttpOptions) -> HttpServer {
         let path = options.path.clone();
         let endpoint = StreamableHttp::new(self.clone(), options);
         #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
@@ -260,8 +265,7 @@ impl McpServer {
                 async move { response }
             });
         }
-        let http = http.route(path, move |request, cx| endpoint.handle(request, cx));
-        http.serve(listener)
+        http.route(path, move |request, cx| endpoint.handle(request, cx))
     }
 }
 

@@ -66,6 +66,8 @@ pub use connection::{
 };
 pub use message::{Message, MessageListener};
 pub use stream_listener::StreamListener;
+#[cfg(feature = "http-server")]
+pub(crate) use stream_listener::TunedTcpListener;
 // Outgoing frames are the codec's type (it encodes them); transports take
 // them, so they are named here too.
 pub use crate::codec::{OutFrame, OutKind};

@@ -399,7 +399,7 @@ impl HttpServer {
     /// Serves on a TCP listener already bound, until shut down. Must be
     /// called within a tokio runtime.
     pub fn serve_tcp(&self, listener: tokio::net::TcpListener) -> Serving {
-        self.serve(listener)
+        self.serve(crate::transport::TunedTcpListener::new(listener))
     }
 
     /// Serves on any listener of byte streams (TCP, a Unix socket, one of

@@ -17,7 +17,7 @@ use tower_http::compression::{CompressionLayer, Predicate};
 use tower_http::cors::CorsLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 
-use super::activity::Activity;
+use super::activity::{self, Activity};
 use super::bodies::{Guarded, ReplyBody};
 use super::exchange::{ClientAddr, HttpBody};
 use super::first_request::FirstRequest;
@@ -102,11 +102,13 @@ pub(super) async fn serve_connection<I>(
     };
     let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
         let answering = watched.begin();
+        let client_done = activity::client_done(&request);
         if let Some(handler) = routes.find(request.uri().path()) {
             let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
             let reply = handler(request, route_context.clone());
             // The connection is busy for as long as the body streams.
             let reply: BoxFuture<Response<ReplyBody>> = Box::pin(reply.map(move |response| {
+                answering.answered(client_done, response.headers());
                 Ok(response.map(|body| {
                     ReplyBody::Layered(
                         Guarded {
@@ -135,6 +137,7 @@ pub(super) async fn serve_connection<I>(
             let connection = Arc::clone(&connection);
             let reply: BoxFuture<Response<ReplyBody>> = Box::pin(async move {
                 let response = service::serve(&settings, request, connection).await;
+                answering.answered(client_done, response.headers());
                 drop(answering);
                 Ok(response.map(ReplyBody::Plain))
             });
@@ -144,12 +147,18 @@ pub(super) async fn serve_connection<I>(
         let reply: BoxFuture<Response<ReplyBody>> = if needs_layers {
             let reply = layered.clone().oneshot(request);
             Box::pin(reply.map(move |r| {
+                if let Ok(response) = &r {
+                    answering.answered(client_done, response.headers());
+                }
                 drop(answering);
                 r.map(|r| r.map(|b| ReplyBody::Layered(b.boxed_unsync())))
             }))
         } else {
             let reply = rpc.call(request);
             Box::pin(reply.map(move |r| {
+                if let Ok(response) = &r {
+                    answering.answered(client_done, response.headers());
+                }
                 drop(answering);
                 r.map(|r| r.map(ReplyBody::Plain))
             }))
@@ -174,7 +183,10 @@ pub(super) async fn serve_connection<I>(
         // share of the connection's bound on unwritten output, each (hyper
         // takes 400 KiB a stream otherwise, 25 MiB a connection).
         .max_send_buf_size((outgoing / MAX_STREAMS as usize).max(16 << 10));
-    let io = FirstRequest::new(super::linger::Lingering::new(io), first_request);
+    let io = FirstRequest::new(
+        super::linger::Lingering::new(io, Arc::clone(&activity)),
+        first_request,
+    );
     let served = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(served);
     // Both are polled only when they wake, not on each of the connection's

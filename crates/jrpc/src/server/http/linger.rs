@@ -4,13 +4,23 @@
 //! Closing a socket with unread input makes the kernel answer with a
 //! reset, and a client that pipelined requests behind a response that said
 //! `Connection: close` would lose that response with the reset.
+//!
+//! A client that said its request was its last (`Connection: close`) sends
+//! nothing more (RFC 9112 §9.6): when nothing of it is waiting to be read,
+//! its connection closes at once. Waiting for its FIN would cost a
+//! connection per call (what such clients open) a wake-up more than the
+//! request did.
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::activity::Activity;
 
 /// How long a closing connection goes on reading what the client sends.
 const LINGER: Duration = Duration::from_secs(1);
@@ -24,22 +34,27 @@ const LINGER_BYTES: usize = 256 << 10;
 pub(super) struct Lingering<I> {
     io: I,
     closing: Closing,
+    /// Whether the client has said it sends nothing more.
+    activity: Arc<Activity>,
 }
 
 enum Closing {
     Open,
     Draining {
-        deadline: Pin<Box<tokio::time::Sleep>>,
+        /// Set when the first read finds nothing: a client that closed
+        /// first needs no timer.
+        deadline: Option<Pin<Box<tokio::time::Sleep>>>,
         dropped: usize,
     },
     Closed,
 }
 
 impl<I> Lingering<I> {
-    pub(super) fn new(io: I) -> Self {
+    pub(super) fn new(io: I, activity: Arc<Activity>) -> Self {
         Lingering {
             io,
             closing: Closing::Open,
+            activity,
         }
     }
 }
@@ -84,7 +99,7 @@ impl<I: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Lingering<I> {
                     // what was written (after the last response).
                     std::task::ready!(Pin::new(&mut this.io).poll_shutdown(cx))?;
                     this.closing = Closing::Draining {
-                        deadline: Box::pin(tokio::time::sleep(LINGER)),
+                        deadline: None,
                         dropped: 0,
                     };
                 }
@@ -103,7 +118,14 @@ impl<I: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Lingering<I> {
                         // The client closed its side, or the connection
                         // failed: nothing more to wait for.
                         Poll::Ready(_) => this.closing = Closing::Closed,
+                        // Nothing to read from a client that said it is
+                        // done: it sends nothing more.
+                        Poll::Pending if *dropped == 0 && this.activity.client_done() => {
+                            this.closing = Closing::Closed;
+                        }
                         Poll::Pending => {
+                            let deadline =
+                                deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep(LINGER)));
                             if std::future::Future::poll(deadline.as_mut(), cx).is_ready() {
                                 this.closing = Closing::Closed;
                             } else {
@@ -127,7 +149,7 @@ mod tests {
     #[tokio::test]
     async fn a_closing_side_reads_what_the_peer_still_sends_until_it_closes() {
         let (server, mut client) = tokio::io::duplex(64);
-        let mut lingering = Lingering::new(server);
+        let mut lingering = Lingering::new(server, Arc::new(Activity::new()));
         lingering.write_all(b"last response").await.unwrap();
         client.write_all(b"a pipelined request").await.unwrap();
         let closing = tokio::spawn(async move { lingering.shutdown().await });
@@ -140,10 +162,43 @@ mod tests {
         closing.await.unwrap().unwrap();
     }
 
+    /// An activity whose client said its last request was its last.
+    fn client_done() -> Arc<Activity> {
+        let activity = Arc::new(Activity::new());
+        activity.begin().answered(true, &http::HeaderMap::new());
+        activity
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_said_it_is_done_is_not_waited_for() {
+        let (server, mut client) = tokio::io::duplex(64);
+        let mut lingering = Lingering::new(server, client_done());
+        lingering.write_all(b"last response").await.unwrap();
+        let started = tokio::time::Instant::now();
+        // The client has not closed its side, and need not.
+        lingering.shutdown().await.unwrap();
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        let mut seen = Vec::new();
+        client.read_to_end(&mut seen).await.unwrap();
+        assert_eq!(seen, b"last response");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_a_done_client_still_sent_is_read_while_lingering() {
+        // Said to be done, yet something of it is unread (a body the
+        // server answered before reading): closing now would reset.
+        let (server, mut client) = tokio::io::duplex(64);
+        let mut lingering = Lingering::new(server, client_done());
+        client.write_all(b"the rest of a body").await.unwrap();
+        let started = tokio::time::Instant::now();
+        lingering.shutdown().await.unwrap();
+        assert_eq!(started.elapsed(), LINGER, "it lingered for what might follow");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn lingering_is_bounded_in_time() {
         let (server, _client) = tokio::io::duplex(64);
-        let mut lingering = Lingering::new(server);
+        let mut lingering = Lingering::new(server, Arc::new(Activity::new()));
         let started = tokio::time::Instant::now();
         lingering.shutdown().await.unwrap();
         assert_eq!(started.elapsed(), LINGER);

@@ -12,6 +12,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
+use super::activity::has_token;
 use super::exchange::{carries_body, closing, error_response, respond, ClientAddr, HttpBody};
 use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
@@ -100,14 +101,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
-    let has = |name: header::HeaderName, token: &str| {
-        headers.get_all(name).iter().any(|v| {
-            v.to_str()
-                .map(|v| v.split(',').any(|part| part.trim().eq_ignore_ascii_case(token)))
-                .unwrap_or(false)
-        })
-    };
-    has(header::CONNECTION, "upgrade") && has(header::UPGRADE, "websocket")
+    has_token(headers, header::CONNECTION, "upgrade") && has_token(headers, header::UPGRADE, "websocket")
 }
 
 /// Whether a browser page from this `Origin` may call: no origin (not a

@@ -80,12 +80,13 @@ impl Listener for WsListener {
 /// the listener is dropped.
 async fn accept(listener: tokio::net::TcpListener, options: WsOptions, tx: mpsc::Sender<Connection>) {
     let upgrades = Arc::new(Semaphore::new(HANDSHAKES));
+    let inherited = crate::transport::tcp::tune_listener(&listener);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = tx.closed() => return,
         };
-        let (stream, _) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
                 // Out of file descriptors and the like: wait, do not spin.
@@ -101,11 +102,10 @@ async fn accept(listener: tokio::net::TcpListener, options: WsOptions, tx: mpsc:
         let tx = tx.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let _ = stream.set_nodelay(true);
-            crate::transport::tcp::keep_alive(&stream);
+            crate::transport::tcp::tune_accepted(&stream, inherited);
             let info = ConnectionInfo {
                 transport: "websocket",
-                ..crate::transport::tcp::info(&stream)
+                ..crate::transport::tcp::accepted_info(&stream, peer)
             };
             let upgrade = tokio_tungstenite::accept_async_with_config(stream, Some(options.config()));
             match tokio::time::timeout(HANDSHAKE_TIMEOUT, upgrade).await {
