@@ -2,6 +2,8 @@
 //! routes, the RPC service bare or layered, and its end (idle, shutdown).
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +22,7 @@ use tower_http::decompression::RequestDecompressionLayer;
 use super::activity::{self, Activity};
 use super::bodies::{Guarded, ReplyBody};
 use super::exchange::{ClientAddr, HttpBody};
-use super::first_request::FirstRequest;
+use super::first_request::{FirstRequest, Protocol};
 use super::stack::{BoxBody, Stack};
 use super::when_woken::WhenWoken;
 use super::{head_timer, route, service};
@@ -165,30 +167,10 @@ pub(super) async fn serve_connection<I>(
         };
         reply
     });
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    // Without a timer hyper enforces no timeouts at all: a client that
-    // opens a connection and sends nothing would hold its slot forever.
-    builder
-        .http1()
-        .timer(head_timer::HeadTimer::default())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    builder
-        .http2()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .keep_alive_interval(Some(Duration::from_secs(20)))
-        .keep_alive_timeout(Duration::from_secs(20))
-        // Each stream may buffer a body up to the frame limit.
-        .max_concurrent_streams(MAX_STREAMS)
-        // A client that never reads its responses leaves them here: their
-        // share of the connection's bound on unwritten output, each (hyper
-        // takes 400 KiB a stream otherwise, 25 MiB a connection).
-        .max_send_buf_size((outgoing / MAX_STREAMS as usize).max(16 << 10));
-    let io = FirstRequest::new(
+    let mut io = FirstRequest::new(
         super::linger::Lingering::new(io, Arc::clone(&activity)),
         first_request,
     );
-    let served = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-    tokio::pin!(served);
     // Both are polled only when they wake, not on each of the connection's
     // wake-ups (see `when_woken`).
     let idle = WhenWoken::new(async {
@@ -198,6 +180,43 @@ pub(super) async fn serve_connection<I>(
         }
     });
     let stopped = WhenWoken::new(stop.cancelled());
+    tokio::pin!(idle, stopped);
+    // The first bytes tell the protocol; a connection that ends, goes idle
+    // or is shut down before they come has nothing to finish.
+    let protocol = tokio::select! {
+        biased;
+        protocol = std::future::poll_fn(|cx| io.poll_protocol(cx)) => protocol,
+        () = &mut stopped => return,
+        () = &mut idle => return,
+    };
+    let io = TokioIo::new(io);
+    let mut served: Pin<Box<dyn Connection>> = match protocol {
+        Ok(Protocol::Http1) => {
+            let mut http1 = hyper::server::conn::http1::Builder::new();
+            // Without a timer hyper enforces no timeouts at all: a client
+            // that sends half a request head would hold its slot forever.
+            http1
+                .timer(head_timer::HeadTimer::default())
+                .header_read_timeout(HEADER_READ_TIMEOUT);
+            Box::pin(http1.serve_connection(io, service).with_upgrades())
+        }
+        Ok(Protocol::Http2) => {
+            let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            http2
+                .timer(hyper_util::rt::TokioTimer::new())
+                .keep_alive_interval(Some(Duration::from_secs(20)))
+                .keep_alive_timeout(Duration::from_secs(20))
+                // Each stream may buffer a body up to the frame limit.
+                .max_concurrent_streams(MAX_STREAMS)
+                // A client that never reads its responses leaves them here:
+                // their share of the connection's bound on unwritten output,
+                // each (hyper takes 400 KiB a stream otherwise, 25 MiB a
+                // connection).
+                .max_send_buf_size((outgoing / MAX_STREAMS as usize).max(16 << 10));
+            Box::pin(http2.serve_connection(io, service))
+        }
+        Err(e) => return tracing::debug!(error = %e, "HTTP connection ended before its first request"),
+    };
     tokio::select! {
         biased;
         result = served.as_mut() => {
@@ -206,7 +225,7 @@ pub(super) async fn serve_connection<I>(
             }
         }
         () = stopped => {
-            served.as_mut().graceful_shutdown();
+            served.as_mut().shut_down();
             if tokio::time::timeout(grace, served).await.is_err() {
                 tracing::warn!("HTTP connection still busy after the shutdown grace period; dropping it");
             }
@@ -217,7 +236,7 @@ pub(super) async fn serve_connection<I>(
             // vanished) client may never do: nothing is in flight, so a
             // moment for the GOAWAY to go out is enough.
             tracing::debug!("idle HTTP connection closed");
-            served.as_mut().graceful_shutdown();
+            served.as_mut().shut_down();
             let _ = tokio::time::timeout(IDLE_CLOSE_WAIT.min(grace), served).await;
         }
     }
@@ -234,3 +253,39 @@ impl Routes {
 }
 
 type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, Infallible>> + Send>>;
+
+/// An HTTP/1.1 or HTTP/2 connection being served, as one type.
+trait Connection: Future<Output = Result<(), hyper::Error>> + Send {
+    /// Finishes what is in flight and takes nothing new (HTTP/2: GOAWAY).
+    fn shut_down(self: Pin<&mut Self>);
+}
+
+impl<I, S, B> Connection for hyper::server::conn::http1::UpgradeableConnection<I, S>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B> + Send,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::Future: Send,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn shut_down(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<I, S, B> Connection for hyper::server::conn::http2::Connection<I, S, TokioExecutor>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B> + Send,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::Future: Send + 'static,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn shut_down(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
