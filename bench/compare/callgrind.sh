@@ -2,17 +2,19 @@
 # Instructions per call of a bench/compare server, counted by callgrind: a
 # figure that does not move with the machine's load, unlike CPU time.
 #
-#   bash bench/compare/callgrind.sh http|tcp|ws [SECONDS] [JRPC_COMPARE]
+#   bash bench/compare/callgrind.sh http|tcp|ws|raw-http|raw-ws|raw-line [SECONDS] [JRPC_COMPARE]
 #
 # http: `jrpc-compare serve jrpc` (HttpServer) under `load http PORT 4 1 S`
 # tcp:  `jrpc-compare serve jrpc-tcp` (Server) under `load line PORT 4 64 S`
 # ws:   `jrpc-compare serve jrpc` (its WebSocket) under `load ws PORT 4 64 S`
+# raw-http, raw-ws, raw-line: the ceilings (hyper, a WebSocket server and a
+# line server answering a constant reply) under the same loads.
 # JRPC_COMPARE defaults to this bench's release build; give another build
 # (of another commit) to compare two back to back. Needs valgrind. The
 # count includes start-up and shutdown; prints instructions per reply.
 set -euo pipefail
 
-mode=${1:?usage: callgrind.sh http|tcp|ws [SECONDS] [JRPC_COMPARE]}
+mode=${1:?usage: callgrind.sh http|tcp|ws|raw-http|raw-ws|raw-line [SECONDS] [JRPC_COMPARE]}
 seconds=${2:-8}
 root=$(cd "$(dirname "$0")" && pwd)
 bin=${3:-$root/target/release/jrpc-compare}
@@ -20,6 +22,9 @@ case "$mode" in
   http) kind=jrpc; load=(http 4 1) ;;
   tcp) kind=jrpc-tcp; load=(line 4 64) ;;
   ws) kind=jrpc; load=(ws 4 64) ;;
+  raw-http) kind=raw-http; load=(http 4 1) ;;
+  raw-ws) kind=raw-ws; load=(ws 4 64) ;;
+  raw-line) kind=raw-line; load=(line 4 64) ;;
   *) echo "unknown mode: $mode" >&2; exit 2 ;;
 esac
 out=$(mktemp -d)
