@@ -724,7 +724,7 @@ pub(crate) async fn serve(mut args: ServeArgs, stdio: bool, methods: Methods) ->
                 #[cfg(not(unix))]
                 anyhow::bail!("--http {addr}: Unix sockets are not available on this platform");
             }
-            let listener = tokio::net::TcpListener::bind(addr.as_str())
+            let listener = jrpc::transport::tcp::listen(addr.as_str())
                 .await
                 .with_context(|| format!("listening on http {addr}"))?;
             // A token must name the listener it is for: its URL, known

@@ -1690,3 +1690,46 @@ async fn http_over_a_unix_socket() {
     bounded("shutdown", serving.shutdown()).await;
     assert!(!path.exists(), "the socket file is left behind");
 }
+
+/// A client that said `Connection: close` and is refused before its body is
+/// read (here by the decompression layer, which does not know the encoding)
+/// still gets its refusal while it goes on sending the body: the server
+/// keeps reading for a moment rather than closing at once, which would
+/// answer the rest with a reset that takes the refusal from under the
+/// client.
+#[tokio::test]
+async fn a_refusal_before_the_body_reaches_a_client_still_sending_it() {
+    let router = Router::new().sync_method("add", |(a, b): (i64, i64)| Ok(a + b));
+    let serving = HttpServer::new(router).bind("127.0.0.1:0").await.unwrap();
+    let addr = serving.local_addr().trim_start_matches("http://").to_owned();
+    let stream = TcpStream::connect(&addr).await.unwrap();
+    let body = vec![b'x'; 64 << 10];
+    let head = format!(
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Encoding: zstd\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.writable().await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    write.write_all(head.as_bytes()).await.unwrap();
+    write.write_all(&body[..1024]).await.unwrap();
+    // The refusal has come (not read yet), and the server has had time to
+    // close: then the rest of the body goes out.
+    bounded("the refusal", read.as_ref().readable()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A socket closed at once would answer the first piece with a reset,
+    // and the next write would fail.
+    for piece in body[1024..].chunks(16 << 10) {
+        write
+            .write_all(piece)
+            .await
+            .expect("the server still reads what the client sends");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    write.shutdown().await.unwrap();
+    let mut response = Vec::new();
+    bounded("the response", read.read_to_end(&mut response))
+        .await
+        .expect("the refusal is read whole, without a reset");
+    let text = String::from_utf8_lossy(&response);
+    assert!(text.starts_with("HTTP/1.1 415"), "{text}");
+}

@@ -205,7 +205,7 @@ impl McpServer {
         addr: impl tokio::net::ToSocketAddrs,
         options: HttpOptions,
     ) -> io::Result<Serving> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = jrpc::transport::tcp::listen(addr).await?;
         let mut options = options;
         if let Ok(local) = listener.local_addr() {
             let host = match local.ip() {

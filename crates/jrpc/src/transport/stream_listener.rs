@@ -57,10 +57,11 @@ impl StreamListener for tokio::net::TcpListener {
 }
 
 /// A TCP listener as an HTTP server of jrpc's serves it: the connections'
-/// options are set once, on the listener, where they are inherited
-/// ([`tune_listener`](super::tcp::tune_listener)), and their local address
-/// is not looked up (HTTP's connection facts do not carry it): two to five
-/// system calls fewer per connection than tokio's listener as it is.
+/// options are not set again where they are inherited from the listener
+/// ([`listen`](super::tcp::listen), [`inherits`](super::tcp::inherits)),
+/// and their local address is not looked up (HTTP's connection facts do
+/// not carry it): two to five system calls fewer per connection than
+/// tokio's listener as it is.
 #[cfg(feature = "http-server")]
 pub(crate) struct TunedTcpListener {
     listener: tokio::net::TcpListener,
@@ -71,7 +72,7 @@ pub(crate) struct TunedTcpListener {
 impl TunedTcpListener {
     pub(crate) fn new(listener: tokio::net::TcpListener) -> Self {
         TunedTcpListener {
-            inherited: super::tcp::tune_listener(&listener),
+            inherited: super::tcp::inherits(&listener),
             listener,
         }
     }

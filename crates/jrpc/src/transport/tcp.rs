@@ -61,7 +61,7 @@ pub fn connection(stream: TcpStream, framing: Framing, max_frame_len: usize) -> 
 #[derive(Debug)]
 pub struct TcpListener {
     listener: tokio::net::TcpListener,
-    /// Whether accepted connections inherit their options ([`tune_listener`]).
+    /// Whether accepted connections inherit their options ([`inherits`]).
     inherited: bool,
     framing: Framing,
     max_frame_len: usize,
@@ -75,17 +75,13 @@ impl TcpListener {
         framing: Framing,
         max_frame_len: usize,
     ) -> io::Result<Self> {
-        Ok(Self::from_tokio(
-            tokio::net::TcpListener::bind(addr).await?,
-            framing,
-            max_frame_len,
-        ))
+        Ok(Self::from_tokio(listen(addr).await?, framing, max_frame_len))
     }
 
     /// Serves connections accepted by a listener already bound.
     pub fn from_tokio(listener: tokio::net::TcpListener, framing: Framing, max_frame_len: usize) -> Self {
         TcpListener {
-            inherited: tune_listener(&listener),
+            inherited: inherits(&listener),
             listener,
             framing,
             max_frame_len,
@@ -156,29 +152,81 @@ pub(crate) fn keep_alive(stream: &TcpStream) {
     }
 }
 
+const KEEPALIVE_TIME: std::time::Duration = std::time::Duration::from_secs(60);
+const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn probes() -> socket2::TcpKeepalive {
     socket2::TcpKeepalive::new()
-        .with_time(std::time::Duration::from_secs(60))
-        .with_interval(std::time::Duration::from_secs(10))
+        .with_time(KEEPALIVE_TIME)
+        .with_interval(KEEPALIVE_INTERVAL)
 }
 
-/// Sets on a listening socket what a server sets on every connection it
-/// accepts (Nagle's algorithm off, [`keep_alive`]), and says whether the
-/// connections it accepts inherit them: Linux copies a listener's socket
-/// options to each accepted socket, which saves four system calls per
-/// connection (a client that opens a connection per call pays them every
-/// call). Elsewhere, or if setting them fails, [`tune_accepted`] sets them
-/// on each connection.
-pub(crate) fn tune_listener(listener: &tokio::net::TcpListener) -> bool {
-    if !cfg!(target_os = "linux") {
-        return false;
+/// Listens on `addr` (port 0 picks a free port) as a server's listener
+/// should: every connection it accepts has Nagle's algorithm off (small
+/// replies go out at once) and keepalive probes on (a vanished client is
+/// noticed), set on the socket before it listens. Where accepted sockets
+/// inherit their listener's options (Linux), a server given this listener
+/// sets nothing per connection: four system calls fewer each.
+///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// let listener = jrpc::transport::tcp::listen("127.0.0.1:0").await?;
+/// let router = jrpc::Router::new().sync_method("ping", || Ok("pong"));
+/// let serving = jrpc::server::http::HttpServer::new(router).serve_tcp(listener);
+/// # Ok(()) }
+/// ```
+pub async fn listen(addr: impl tokio::net::ToSocketAddrs) -> io::Result<tokio::net::TcpListener> {
+    let mut failed = None;
+    for addr in tokio::net::lookup_host(addr).await? {
+        match listen_on(addr) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => failed = Some(e),
+        }
     }
-    let socket = socket2::SockRef::from(listener);
-    socket.set_tcp_nodelay(true).is_ok() && socket.set_tcp_keepalive(&probes()).is_ok()
+    Err(failed.unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to listen on")))
+}
+
+fn listen_on(addr: std::net::SocketAddr) -> io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    // As tokio's own `bind` does on Unix: a restarted server gets its port
+    // back while the old connections' sockets wait out TIME_WAIT.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    let options = socket2::SockRef::from(&socket);
+    // Not fatal: each connection is then set on its own (`inherits`).
+    let _ = options.set_tcp_nodelay(true);
+    let _ = options.set_tcp_keepalive(&probes());
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+/// Whether the connections `listener` accepts have Nagle's algorithm off
+/// and [`keep_alive`]'s probes from the listener itself ([`listen`]): Linux
+/// copies a listener's socket options to each socket it accepts. Read back
+/// once per listener; a listener made elsewhere usually has none of them,
+/// and its connections are set one by one ([`tune_accepted`]).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn inherits(listener: &tokio::net::TcpListener) -> bool {
+    let options = socket2::SockRef::from(listener);
+    options.tcp_nodelay().unwrap_or(false)
+        && options.keepalive().unwrap_or(false)
+        && options.tcp_keepalive_time().is_ok_and(|t| t == KEEPALIVE_TIME)
+        && options
+            .tcp_keepalive_interval()
+            .is_ok_and(|t| t == KEEPALIVE_INTERVAL)
+}
+
+/// Elsewhere accepted sockets are not known to inherit them.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn inherits(_listener: &tokio::net::TcpListener) -> bool {
+    false
 }
 
 /// Nagle's algorithm off and [`keep_alive`] on for an accepted connection,
-/// unless its listener passed them on ([`tune_listener`]).
+/// unless its listener passed them on ([`inherits`]).
 pub(crate) fn tune_accepted(stream: &TcpStream, inherited: bool) {
     if !inherited {
         let _ = stream.set_nodelay(true);
@@ -222,11 +270,11 @@ mod tests {
 
     #[tokio::test]
     async fn accepted_connections_get_their_options_from_the_listener_or_on_their_own() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let inherited = super::tune_listener(&listener);
+        let listener = super::listen("127.0.0.1:0").await.unwrap();
+        let inherited = super::inherits(&listener);
         // Linux passes a listener's options on; that is what saves the
         // system calls.
-        assert_eq!(inherited, cfg!(target_os = "linux"));
+        assert_eq!(inherited, cfg!(any(target_os = "linux", target_os = "android")));
         let addr = listener.local_addr().unwrap();
         let _client = tokio::net::TcpStream::connect(addr).await.unwrap();
         let (accepted, peer) = listener.accept().await.unwrap();
@@ -234,11 +282,13 @@ mod tests {
         assert_tuned(&accepted);
         assert_eq!(super::accepted_info(&accepted, peer), super::info(&accepted));
 
-        // A listener left as it is: each connection is set on its own.
+        // A listener made elsewhere: each connection is set on its own,
+        // those already waiting to be accepted included.
         let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let _client = tokio::net::TcpStream::connect(plain.local_addr().unwrap())
             .await
             .unwrap();
+        assert!(!super::inherits(&plain));
         let (accepted, _) = plain.accept().await.unwrap();
         super::tune_accepted(&accepted, false);
         assert_tuned(&accepted);

@@ -15,6 +15,9 @@ pub(super) struct Activity {
     /// Whether the client said the request answered last is its last (see
     /// [`RequestGuard::answered`]).
     client_done: AtomicBool,
+    /// Whether the body of the request being answered has been read to its
+    /// end (watched only for a client that said it is done).
+    body_read: AtomicBool,
 }
 
 impl Activity {
@@ -24,6 +27,7 @@ impl Activity {
             last_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             client_done: AtomicBool::new(false),
+            body_read: AtomicBool::new(false),
         }
     }
 
@@ -39,12 +43,20 @@ impl Activity {
         self.last_ms.store(now, Ordering::Relaxed);
     }
 
-    /// A request begins; the guard marks its end when dropped.
-    pub(super) fn begin(self: &Arc<Self>) -> RequestGuard {
+    /// `request` begins; the guard marks its end when dropped.
+    pub(super) fn begin<B: http_body::Body>(self: &Arc<Self>, request: &http::Request<B>) -> RequestGuard {
         // No clock read here: while a request is in flight the connection
         // is not idle whatever the time; the guard notes when it ended.
         self.in_flight.fetch_add(1, Ordering::Relaxed);
-        RequestGuard(Arc::clone(self))
+        let client_done = client_done(request);
+        if client_done {
+            self.body_read
+                .store(request.body().is_end_stream(), Ordering::Relaxed);
+        }
+        RequestGuard {
+            activity: Arc::clone(self),
+            client_done,
+        }
     }
 
     /// How long the connection has been idle, or `None` while it answers.
@@ -68,18 +80,70 @@ impl Activity {
     }
 }
 
-pub(super) struct RequestGuard(Arc<Activity>);
+pub(super) struct RequestGuard {
+    activity: Arc<Activity>,
+    /// Whether the client said this request is its last ([`client_done`]).
+    client_done: bool,
+}
 
 impl RequestGuard {
+    /// The request's body, watched for its end when the client said the
+    /// request is its last (else as it is, in the same type).
+    pub(super) fn watch<B>(&self, body: B) -> Watched<B> {
+        let unread = self.client_done && !self.activity.body_read.load(Ordering::Relaxed);
+        Watched {
+            body,
+            activity: unread.then(|| Arc::clone(&self.activity)),
+        }
+    }
+
     /// Notes how the request left the connection, once its response head
-    /// is made: `client_done` if it was the client's last (see
-    /// [`client_done`]), unless the response closes the connection on the
-    /// server's own account (`Connection: close`, said of a refusal that
-    /// comes before its request's body was read: the client may still be
-    /// sending it, and the close must linger).
-    pub(super) fn answered(&self, client_done: bool, response: &http::HeaderMap) {
-        let done = client_done && !has_token(response, http::header::CONNECTION, "close");
-        self.0.client_done.store(done, Ordering::Relaxed);
+    /// is made: the client is done if it said this request is its last and
+    /// the request's body has been read to its end (whoever answered, a
+    /// handler of the application's or a layer, may have answered without
+    /// reading it, and the client may still be sending it: then the close
+    /// must linger), unless the response closes the connection on the
+    /// server's own account (`Connection: close`).
+    pub(super) fn answered(&self, response: &http::HeaderMap) {
+        let done = self.client_done
+            && self.activity.body_read.load(Ordering::Relaxed)
+            && !has_token(response, http::header::CONNECTION, "close");
+        self.activity.client_done.store(done, Ordering::Relaxed);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request's body that notes in its connection's [`Activity`] when it
+    /// has been read to its end ([`RequestGuard::watch`]).
+    pub(super) struct Watched<B> {
+        #[pin]
+        body: B,
+        activity: Option<Arc<Activity>>,
+    }
+}
+
+impl<B: http_body::Body> http_body::Body for Watched<B> {
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
+        let this = self.project();
+        let polled = this.body.poll_frame(cx);
+        if let (std::task::Poll::Ready(None), Some(activity)) = (&polled, this.activity.as_ref()) {
+            activity.body_read.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -110,8 +174,8 @@ pub(super) fn has_token(headers: &http::HeaderMap, name: http::header::HeaderNam
 
 impl Drop for RequestGuard {
     fn drop(&mut self) {
-        self.0.touch();
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.activity.touch();
+        self.activity.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -147,17 +211,50 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_response_that_closes_on_its_own_keeps_the_close_lingering() {
+    fn request(connection: &str, body: &'static str) -> http::Request<http_body_util::Full<bytes::Bytes>> {
+        http::Request::builder()
+            .header(http::header::CONNECTION, connection)
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                body.as_bytes(),
+            )))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_client_is_done_once_its_body_is_read_and_the_server_did_not_close() {
+        use http_body_util::BodyExt;
         let activity = Arc::new(Activity::new());
-        let guard = activity.begin();
-        guard.answered(true, &http::HeaderMap::new());
-        assert!(activity.client_done());
+        let plain = http::HeaderMap::new();
         let mut closing = http::HeaderMap::new();
         closing.insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
-        guard.answered(true, &closing);
-        assert!(!activity.client_done(), "a refusal before the body was read");
-        guard.answered(false, &http::HeaderMap::new());
+
+        // No body: done as soon as it is answered.
+        let guard = activity.begin(&request("close", ""));
+        guard.answered(&plain);
+        assert!(activity.client_done());
+        // The server closes on its own account: lingers.
+        guard.answered(&closing);
+        assert!(!activity.client_done());
+        drop(guard);
+
+        // A body answered before it was read (a layer's refusal, a handler
+        // that ignores it): the client may still be sending it.
+        let unread = request("close", "{\"jsonrpc\":\"2.0\"}");
+        let guard = activity.begin(&unread);
+        let body = guard.watch(unread.into_body());
+        guard.answered(&plain);
+        assert!(!activity.client_done(), "answered before the body was read");
+        // Read to its end, then answered: done.
+        body.collect().await.unwrap();
+        guard.answered(&plain);
+        assert!(activity.client_done());
+        drop(guard);
+
+        // A client that keeps the connection open is never done.
+        let kept = request("keep-alive", "x");
+        let guard = activity.begin(&kept);
+        guard.watch(kept.into_body()).collect().await.unwrap();
+        guard.answered(&plain);
         assert!(!activity.client_done());
     }
 }

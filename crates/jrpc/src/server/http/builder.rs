@@ -392,7 +392,7 @@ impl HttpServer {
     /// Listens on `addr` (port 0 picks a free one) and serves until shut
     /// down. [`Serving::local_addr`] gives `http://…` (or `https://…`).
     pub async fn bind(&self, addr: impl tokio::net::ToSocketAddrs) -> io::Result<Serving> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = crate::transport::tcp::listen(addr).await?;
         Ok(self.serve_tcp(listener))
     }
 

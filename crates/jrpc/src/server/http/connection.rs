@@ -19,7 +19,7 @@ use tower_http::compression::{CompressionLayer, Predicate};
 use tower_http::cors::CorsLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 
-use super::activity::{self, Activity};
+use super::activity::Activity;
 use super::bodies::{Guarded, ReplyBody};
 use super::exchange::{ClientAddr, HttpBody};
 use super::first_request::{FirstRequest, Protocol};
@@ -102,15 +102,15 @@ pub(super) async fn serve_connection<I>(
         shutdown: stop.clone(),
         ..route_context
     };
-    let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
-        let answering = watched.begin();
-        let client_done = activity::client_done(&request);
+    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        let answering = watched.begin(&request);
+        let mut request = request.map(|body| answering.watch(body));
         if let Some(handler) = routes.find(request.uri().path()) {
             let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
             let reply = handler(request, route_context.clone());
             // The connection is busy for as long as the body streams.
             let reply: BoxFuture<Response<ReplyBody>> = Box::pin(reply.map(move |response| {
-                answering.answered(client_done, response.headers());
+                answering.answered(response.headers());
                 Ok(response.map(|body| {
                     ReplyBody::Layered(
                         Guarded {
@@ -139,7 +139,7 @@ pub(super) async fn serve_connection<I>(
             let connection = Arc::clone(&connection);
             let reply: BoxFuture<Response<ReplyBody>> = Box::pin(async move {
                 let response = service::serve(&settings, request, connection).await;
-                answering.answered(client_done, response.headers());
+                answering.answered(response.headers());
                 drop(answering);
                 Ok(response.map(ReplyBody::Plain))
             });
@@ -150,7 +150,7 @@ pub(super) async fn serve_connection<I>(
             let reply = layered.clone().oneshot(request);
             Box::pin(reply.map(move |r| {
                 if let Ok(response) = &r {
-                    answering.answered(client_done, response.headers());
+                    answering.answered(response.headers());
                 }
                 drop(answering);
                 r.map(|r| r.map(|b| ReplyBody::Layered(b.boxed_unsync())))
@@ -159,7 +159,7 @@ pub(super) async fn serve_connection<I>(
             let reply = rpc.call(request);
             Box::pin(reply.map(move |r| {
                 if let Ok(response) = &r {
-                    answering.answered(client_done, response.headers());
+                    answering.answered(response.headers());
                 }
                 drop(answering);
                 r.map(|r| r.map(ReplyBody::Plain))

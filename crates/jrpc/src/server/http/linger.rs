@@ -165,7 +165,12 @@ mod tests {
     /// An activity whose client said its last request was its last.
     fn client_done() -> Arc<Activity> {
         let activity = Arc::new(Activity::new());
-        activity.begin().answered(true, &http::HeaderMap::new());
+        let request = http::Request::builder()
+            .header(http::header::CONNECTION, "close")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        activity.begin(&request).answered(&http::HeaderMap::new());
+        assert!(activity.client_done());
         activity
     }
 

@@ -54,7 +54,7 @@ impl std::fmt::Debug for WsListener {
 impl WsListener {
     /// Listens on `addr` (`host:port`; port 0 picks a free one).
     pub async fn bind(addr: impl tokio::net::ToSocketAddrs, options: WsOptions) -> io::Result<Self> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = crate::transport::tcp::listen(addr).await?;
         let local_addr = format!("ws://{}", listener.local_addr()?);
         let (tx, accepted) = mpsc::channel(HANDSHAKES);
         tokio::spawn(accept(listener, options, tx));
@@ -80,7 +80,7 @@ impl Listener for WsListener {
 /// the listener is dropped.
 async fn accept(listener: tokio::net::TcpListener, options: WsOptions, tx: mpsc::Sender<Connection>) {
     let upgrades = Arc::new(Semaphore::new(HANDSHAKES));
-    let inherited = crate::transport::tcp::tune_listener(&listener);
+    let inherited = crate::transport::tcp::inherits(&listener);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
