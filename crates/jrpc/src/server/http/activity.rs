@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::exchange::has_token;
+
 /// When a connection last began or finished a request, and how many it is
 /// answering: what its idle watchdog looks at. (Bytes read are not
 /// activity: HTTP/2 keep-alive pings would keep every connection busy.)
@@ -48,14 +50,14 @@ impl Activity {
         // No clock read here: while a request is in flight the connection
         // is not idle whatever the time; the guard notes when it ended.
         self.in_flight.fetch_add(1, Ordering::Relaxed);
-        let client_done = client_done(request);
-        if client_done {
+        let last = says_last(request);
+        if last {
             self.body_read
                 .store(request.body().is_end_stream(), Ordering::Relaxed);
         }
         RequestGuard {
             activity: Arc::clone(self),
-            client_done,
+            last,
         }
     }
 
@@ -82,15 +84,15 @@ impl Activity {
 
 pub(super) struct RequestGuard {
     activity: Arc<Activity>,
-    /// Whether the client said this request is its last ([`client_done`]).
-    client_done: bool,
+    /// Whether the request says it is its client's last ([`says_last`]).
+    last: bool,
 }
 
 impl RequestGuard {
     /// The request's body, watched for its end when the client said the
     /// request is its last (else as it is, in the same type).
     pub(super) fn watch<B>(&self, body: B) -> Watched<B> {
-        let unread = self.client_done && !self.activity.body_read.load(Ordering::Relaxed);
+        let unread = self.last && !self.activity.body_read.load(Ordering::Relaxed);
         Watched {
             body,
             activity: unread.then(|| Arc::clone(&self.activity)),
@@ -105,7 +107,7 @@ impl RequestGuard {
     /// must linger), unless the response closes the connection on the
     /// server's own account (`Connection: close`).
     pub(super) fn answered(&self, response: &http::HeaderMap) {
-        let done = self.client_done
+        let done = self.last
             && self.activity.body_read.load(Ordering::Relaxed)
             && !has_token(response, http::header::CONNECTION, "close");
         self.activity.client_done.store(done, Ordering::Relaxed);
@@ -147,10 +149,10 @@ impl<B: http_body::Body> http_body::Body for Watched<B> {
     }
 }
 
-/// Whether the client says this request is its last on the connection
-/// (RFC 9112 §9.3: `Connection: close`, or HTTP/1.0 without keep-alive).
-/// Such a client must send no further requests (§9.6).
-pub(super) fn client_done<B>(request: &http::Request<B>) -> bool {
+/// Whether a request says it is its client's last on the connection (RFC
+/// 9112 §9.3: `Connection: close`, or HTTP/1.0 without keep-alive). Such a
+/// client must send no further requests (§9.6).
+pub(super) fn says_last<B>(request: &http::Request<B>) -> bool {
     let headers = request.headers();
     match request.version() {
         http::Version::HTTP_11 => has_token(headers, http::header::CONNECTION, "close"),
@@ -158,18 +160,6 @@ pub(super) fn client_done<B>(request: &http::Request<B>) -> bool {
         // HTTP/2 and later end connections with frames of their own.
         _ => false,
     }
-}
-
-/// Whether a header of a comma-separated list of tokens (`Connection`,
-/// `Upgrade`) names `token`, in any case.
-pub(super) fn has_token(headers: &http::HeaderMap, name: http::header::HeaderName, token: &str) -> bool {
-    headers.get_all(name).iter().any(|value| {
-        value.to_str().is_ok_and(|value| {
-            value
-                .split(',')
-                .any(|part| part.trim().eq_ignore_ascii_case(token))
-        })
-    })
 }
 
 impl Drop for RequestGuard {
@@ -184,7 +174,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_client_is_done_when_its_request_says_so() {
+    fn a_request_says_it_is_the_clients_last() {
         use http::Version;
         let cases: &[(Version, Option<&str>, bool)] = &[
             (Version::HTTP_11, None, false),
@@ -204,7 +194,7 @@ mod tests {
             }
             let request = request.body(()).unwrap();
             assert_eq!(
-                client_done(&request),
+                says_last(&request),
                 done,
                 "{version:?} Connection: {connection:?}"
             );

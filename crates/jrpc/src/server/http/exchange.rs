@@ -30,6 +30,18 @@ pub(crate) fn carries_body<B: http_body::Body>(body: &B) -> bool {
     !body.is_end_stream()
 }
 
+/// Whether a header of a comma-separated list of tokens (`Connection`,
+/// `Upgrade`) names `token`, in any case.
+pub(crate) fn has_token(headers: &http::HeaderMap, name: header::HeaderName, token: &str) -> bool {
+    headers.get_all(name).iter().any(|value| {
+        value.to_str().is_ok_and(|value| {
+            value
+                .split(',')
+                .any(|part| part.trim().eq_ignore_ascii_case(token))
+        })
+    })
+}
+
 /// `response`, saying that the connection closes after it (RFC 9112
 /// §9.6). For a refusal written before its request's body was read: the
 /// connection cannot go on (the server cannot find where the next

@@ -6,8 +6,10 @@
 //! `Connection: close` would lose that response with the reset.
 //!
 //! A client that said its request was its last (`Connection: close`) sends
-//! nothing more (RFC 9112 §9.6): when nothing of it is waiting to be read,
-//! its connection closes at once. Waiting for its FIN would cost a
+//! nothing more (RFC 9112 §9.6): once that request's body was read to its
+//! end and the answer did not close on the server's own account
+//! ([`RequestGuard::answered`](super::activity::RequestGuard::answered)),
+//! and nothing of it is waiting to be read, its connection closes at once. Waiting for its FIN would cost a
 //! connection per call (what such clients open) a wake-up more than the
 //! request did.
 

@@ -12,8 +12,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
 
-use super::activity::has_token;
-use super::exchange::{carries_body, closing, error_response, respond, ClientAddr, HttpBody};
+use super::exchange::{carries_body, closing, error_response, has_token, respond, ClientAddr, HttpBody};
 use crate::codec::BufferBudget;
 use crate::context::ConnectionInfo;
 use crate::context::Extensions;
