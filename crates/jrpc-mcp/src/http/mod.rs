@@ -33,6 +33,7 @@ mod oauth;
 mod service;
 mod session;
 mod streams;
+mod usual_call;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -283,6 +284,9 @@ pub struct StreamableHttp {
     /// What requests served as a tower service (not through a route of
     /// jrpc's HTTP server, which gives its own) see of the server.
     context: RouteContext,
+    /// The last envelope a modern request carried, read once for all the
+    /// requests that carry it again.
+    envelopes: Arc<crate::server::envelopes::Envelopes>,
     /// The OAuth checks, when tokens are required (`Err`: they are asked
     /// for but cannot be made, and every request is refused).
     #[cfg(feature = "oauth")]
@@ -431,6 +435,7 @@ impl StreamableHttp {
             options: Arc::new(options),
             sessions: Arc::default(),
             context: RouteContext::new(),
+            envelopes: Arc::default(),
         }
     }
 

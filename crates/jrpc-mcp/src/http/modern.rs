@@ -26,7 +26,8 @@ use serde::Deserialize;
 
 use super::{accepted, Caller, StreamableHttp};
 use crate::headers;
-use crate::server::round_params::{read_with_envelope, PromptCall, ReadAlready, ReadCall, ToolCall};
+use crate::server::envelopes::Envelopes;
+use crate::server::round_params::{read_with_meta, PromptCall, ReadAlready, ReadCall, ToolCall};
 use crate::server::{era, Modern};
 use crate::types::{codes, is_modern, JsonObject, RequestEnvelope};
 
@@ -113,28 +114,41 @@ fn read_in_one_pass<'a>(
     headers: &HeaderMap,
     body: &'a [u8],
     limits: &Limits,
+    envelopes: &Envelopes,
 ) -> Option<(Id, Cow<'a, str>, Reading<'a>)> {
-    fn typed<'a, P, F>(body: &'a [u8], limits: &Limits, split: F) -> Option<(Id, Cow<'a, str>, Reading<'a>)>
+    fn typed<'a, P, F>(
+        body: &'a [u8],
+        limits: &Limits,
+        envelopes: &Envelopes,
+        split: F,
+    ) -> Option<(Id, Cow<'a, str>, Reading<'a>)>
     where
         P: Deserialize<'a>,
-        F: FnOnce(P) -> (ReadAlready, Option<RequestEnvelope>),
+        F: FnOnce(P) -> (ReadAlready, Option<&'a RawValue>),
     {
         let request = parse_request_as::<P>(body, limits)?;
-        let (read, envelope) = split(request.params?);
-        Some((request.id, request.method, Reading::Already(read, envelope?)))
+        let (read, meta) = split(request.params?);
+        let envelope = envelopes.read(meta?).ok()?;
+        Some((request.id, request.method, Reading::Already(read, envelope)))
     }
     match headers.get(&headers::names::METHOD)?.as_bytes() {
-        b"tools/call" => typed(body, limits, |p: ToolCall<RequestEnvelope>| {
-            let (call, envelope) = p.split_meta();
-            (ReadAlready::Tool(call), envelope)
+        b"tools/call" => {
+            if let Some((id, call, envelope)) = super::usual_call::read(body, limits, envelopes) {
+                let reading = Reading::Already(ReadAlready::Tool(call), envelope);
+                return Some((id, Cow::Borrowed("tools/call"), reading));
+            }
+            typed(body, limits, envelopes, |p: ToolCall<&RawValue>| {
+                let (call, meta) = p.split_meta();
+                (ReadAlready::Tool(call), meta)
+            })
+        }
+        b"resources/read" => typed(body, limits, envelopes, |p: ReadCall<&RawValue>| {
+            let (read, meta) = p.split_meta();
+            (ReadAlready::Resource(read), meta)
         }),
-        b"resources/read" => typed(body, limits, |p: ReadCall<RequestEnvelope>| {
-            let (read, envelope) = p.split_meta();
-            (ReadAlready::Resource(read), envelope)
-        }),
-        b"prompts/get" => typed(body, limits, |p: PromptCall<RequestEnvelope>| {
-            let (prompt, envelope) = p.split_meta();
-            (ReadAlready::Prompt(prompt), envelope)
+        b"prompts/get" => typed(body, limits, envelopes, |p: PromptCall<&RawValue>| {
+            let (prompt, meta) = p.split_meta();
+            (ReadAlready::Prompt(prompt), meta)
         }),
         _ => None,
     }
@@ -161,26 +175,28 @@ struct Started {
 enum Reading<'a> {
     /// A `tools/call`, `resources/read` or `prompts/get`, read as its
     /// handler reads it, so that its params are read once.
-    Already(ReadAlready, RequestEnvelope),
+    Already(ReadAlready, Arc<RequestEnvelope>),
     /// Any other request: what its headers mirror, and its params as they
     /// came, for its handler.
-    Named(Option<Named<'a>>, RequestEnvelope, Option<&'a RawValue>),
+    Named(Option<Named<'a>>, Arc<RequestEnvelope>, Option<&'a RawValue>),
 }
 
 impl<'a> Reading<'a> {
-    fn read(method: &str, params: Option<&'a RawValue>) -> Result<Self, Error> {
-        if let Some((read, envelope)) = params.and_then(|params| read_with_envelope(method, params)) {
-            return Ok(Reading::Already(read, envelope));
+    fn read(method: &str, params: Option<&'a RawValue>, envelopes: &Envelopes) -> Result<Self, Error> {
+        if let Some((read, meta)) = params.and_then(|params| read_with_meta(method, params)) {
+            if let Ok(envelope) = envelopes.read(meta) {
+                return Ok(Reading::Already(read, envelope));
+            }
         }
         // What the headers mirror and the envelope, in one pass.
-        let checked = params.and_then(|p| serde_json::from_str::<Named<'_, RequestEnvelope>>(p.get()).ok());
+        let checked = params.and_then(|p| serde_json::from_str::<Named<'_, &RawValue>>(p.get()).ok());
         if let Some(mut checked) = checked {
-            if let Some(envelope) = checked.meta.take() {
+            if let Some(Ok(envelope)) = checked.meta.take().map(|meta| envelopes.read(meta)) {
                 return Ok(Reading::Named(Some(checked.without_meta()), envelope, params));
             }
         }
         // Something is wrong: read each part on its own to say what.
-        let envelope = era::parse_envelope(params)?;
+        let envelope = Arc::new(era::parse_envelope(params)?);
         let named = params.and_then(|p| serde_json::from_str::<Named<'_>>(p.get()).ok());
         Ok(Reading::Named(named, envelope, params))
     }
@@ -263,7 +279,7 @@ impl StreamableHttp {
             max_frame_len: cx.max_body_len(),
             ..Limits::default()
         };
-        let (id, method, reading) = match read_in_one_pass(&headers, body, &limits) {
+        let (id, method, reading) = match read_in_one_pass(&headers, body, &limits, &self.envelopes) {
             Some(read) => read,
             None => {
                 let request = match parse_frame(body, &limits) {
@@ -290,7 +306,7 @@ impl StreamableHttp {
                     }
                     Ok(Frame::Single(Incoming::Request(request))) => request,
                 };
-                match Reading::read(&request.method, request.params) {
+                match Reading::read(&request.method, request.params, &self.envelopes) {
                     Ok(reading) => (request.id, request.method, reading),
                     Err(error) => return Start::Answered(reply(&request.id, Err(error))),
                 }
@@ -309,7 +325,12 @@ impl StreamableHttp {
             Reading::Named(_, envelope, params) => (Modern::new(envelope), params.map(RawValue::to_owned)),
         };
         modern.stream = Some(sender);
-        modern.closing = Some(cx.shutdown().clone());
+        // Only a subscription outlives its reply's first words; the
+        // shutdown signal is cloned for it alone (a clone and a drop cost a
+        // locked tree update each).
+        if listen {
+            modern.closing = Some(cx.shutdown().clone());
+        }
         // The connection's facts are the HTTP server's, made once for all
         // its requests; the headers are this request's own.
         let mut call =

@@ -16,7 +16,8 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::round_params::{read_with_envelope, ReadAlready};
+use super::envelopes::Envelopes;
+use super::round_params::{read_with_meta, ReadAlready};
 use super::session::{Phase, Session};
 use crate::types::{
     codes, is_modern, meta_keys, RequestEnvelope, UnsupportedVersionData, MODERN_PROTOCOL_VERSIONS,
@@ -25,7 +26,9 @@ use crate::types::{
 /// A modern request's facts: its envelope and, over HTTP, the outlet its
 /// notifications go to. Kept in the call's extensions.
 pub(crate) struct Modern {
-    pub(crate) envelope: RequestEnvelope,
+    /// Shared with the other requests of a client that sends the same
+    /// envelope ([`Envelopes`](super::envelopes::Envelopes)).
+    pub(crate) envelope: Arc<RequestEnvelope>,
     /// The revision, one of [`MODERN_PROTOCOL_VERSIONS`].
     pub(crate) version: &'static str,
     /// Where the request's own notifications go when its transport carries
@@ -33,7 +36,8 @@ pub(crate) struct Modern {
     /// go to the peer.
     pub(crate) stream: Option<jrpc::dispatch::CallOutlet>,
     /// Cancelled when the server shuts down: long-lived requests
-    /// (`subscriptions/listen`) end gracefully then.
+    /// (`subscriptions/listen`, the only ones given it over HTTP) end
+    /// gracefully then.
     pub(crate) closing: Option<CancellationToken>,
     /// The request's params, when they were read with the envelope (the
     /// call then carries none, so that nobody reads them twice).
@@ -43,7 +47,8 @@ pub(crate) struct Modern {
 impl Modern {
     /// The facts of a request with `envelope` (already checked to name a
     /// modern revision).
-    pub(crate) fn new(envelope: RequestEnvelope) -> Self {
+    pub(crate) fn new(envelope: impl Into<Arc<RequestEnvelope>>) -> Self {
+        let envelope = envelope.into();
         let version = MODERN_PROTOCOL_VERSIONS
             .iter()
             .copied()
@@ -59,7 +64,7 @@ impl Modern {
     }
 
     /// The facts of a request whose params were read already.
-    pub(crate) fn with_params(envelope: RequestEnvelope, params: ReadAlready) -> Self {
+    pub(crate) fn with_params(envelope: impl Into<Arc<RequestEnvelope>>, params: ReadAlready) -> Self {
         let modern = Modern::new(envelope);
         *modern
             .read
@@ -153,6 +158,9 @@ const GATED: &[&str] = &[
 #[derive(Clone)]
 pub(crate) struct EraLayer {
     gated: Gated,
+    /// The last envelope a modern request carried, shared by the services
+    /// the layer makes.
+    envelopes: Arc<Envelopes>,
 }
 
 const _: () = assert!(GATED.len() <= 32, "one bit each in Gated");
@@ -178,7 +186,10 @@ impl EraLayer {
             .into_iter()
             .filter_map(|name| GATED.iter().position(|known| *known == name))
             .fold(0, |bits, n| bits | (1 << n));
-        EraLayer { gated: Gated(gated) }
+        EraLayer {
+            gated: Gated(gated),
+            envelopes: Arc::default(),
+        }
     }
 }
 
@@ -188,6 +199,7 @@ impl Layer<BoxCallService> for EraLayer {
     fn layer(&self, inner: BoxCallService) -> EraService {
         EraService {
             gated: self.gated,
+            envelopes: Arc::clone(&self.envelopes),
             inner,
         }
     }
@@ -196,6 +208,7 @@ impl Layer<BoxCallService> for EraLayer {
 #[derive(Clone)]
 pub(crate) struct EraService {
     gated: Gated,
+    envelopes: Arc<Envelopes>,
     inner: BoxCallService,
 }
 
@@ -219,7 +232,7 @@ impl Service<Call> for EraService {
         }
         let decided = call.get::<Arc<Modern>>().is_some();
         if !decided {
-            match modern(call.method(), call.params()) {
+            match modern(call.method(), call.params(), &self.envelopes) {
                 Ok(Some(modern)) => {
                     if modern.has_read() {
                         // The handler takes them as read.
@@ -306,7 +319,7 @@ struct VersionKey {
 /// its `_meta`, or it is `initialize`, which is legacy whatever it
 /// carries), else its checked envelope (with its params, read in the same
 /// pass, when its handler reads them in a known shape) or the refusal.
-fn modern(method: &str, params: Option<&RawValue>) -> Result<Option<Modern>, Error> {
+fn modern(method: &str, params: Option<&RawValue>, envelopes: &Envelopes) -> Result<Option<Modern>, Error> {
     if method == "initialize" {
         return Ok(None);
     }
@@ -329,10 +342,17 @@ fn modern(method: &str, params: Option<&RawValue>) -> Result<Option<Modern>, Err
     if !claims_modern && !MODERN_ONLY.contains(&method) {
         return Ok(None);
     }
-    if let Some((read, envelope)) = params.and_then(|p| read_with_envelope(method, p)) {
-        check_version(&envelope)?;
-        return Ok(Some(Modern::with_params(envelope, read)));
+    if let Some((read, meta)) = params.and_then(|p| read_with_meta(method, p)) {
+        if let Ok(envelope) = envelopes.read(meta) {
+            check_version(&envelope)?;
+            return Ok(Some(Modern::with_params(envelope, read)));
+        }
     }
+    if let Some(Ok(envelope)) = meta.map(|meta| envelopes.read(meta)) {
+        check_version(&envelope)?;
+        return Ok(Some(Modern::new(envelope)));
+    }
+    // Something is wrong with it: read on its own to say what.
     envelope(params).map(|envelope| Some(Modern::new(envelope)))
 }
 
@@ -406,7 +426,10 @@ mod tests {
         for (method, params) in legacy {
             let params = params.map(raw);
             assert!(
-                matches!(super::modern(method, params.as_deref()), Ok(None)),
+                matches!(
+                    super::modern(method, params.as_deref(), &Envelopes::default()),
+                    Ok(None)
+                ),
                 "{method} {params:?}"
             );
         }
@@ -414,7 +437,9 @@ mod tests {
             r#"{"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                           "io.modelcontextprotocol/clientCapabilities": {}}}"#,
         );
-        let facts = super::modern("tools/list", Some(&modern)).unwrap().unwrap();
+        let facts = super::modern("tools/list", Some(&modern), &Envelopes::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(facts.version, "2026-07-28");
         assert!(!facts.has_read());
         // A key written with escapes claims as much as one written plainly.
@@ -422,16 +447,22 @@ mod tests {
             r#"{"_meta": {"io.modelcontextprotocol\/protocol\u0056ersion": "2026-07-28",
                           "io.modelcontextprotocol/clientCapabilities": {}}}"#,
         );
-        assert!(super::modern("tools/list", Some(&escaped)).unwrap().is_some());
+        assert!(super::modern("tools/list", Some(&escaped), &Envelopes::default())
+            .unwrap()
+            .is_some());
         // The words outside `_meta` claim nothing.
         let said = raw(r#"{"name": "echo", "arguments": {"text": "protocolVersion"}}"#);
-        assert!(super::modern("tools/call", Some(&said)).unwrap().is_none());
+        assert!(super::modern("tools/call", Some(&said), &Envelopes::default())
+            .unwrap()
+            .is_none());
         // The params of tools/call, resources/read and prompts/get are read
         // with the envelope, in one pass, for the handler to take.
         let call = raw(r#"{"name": "add", "arguments": {"a": 1},
                 "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                           "io.modelcontextprotocol/clientCapabilities": {}}}"#);
-        let facts = super::modern("tools/call", Some(&call)).unwrap().unwrap();
+        let facts = super::modern("tools/call", Some(&call), &Envelopes::default())
+            .unwrap()
+            .unwrap();
         match facts.take_read() {
             Some(ReadAlready::Tool(tool)) => {
                 assert_eq!(tool.name, "add");
@@ -445,13 +476,13 @@ mod tests {
         let bad = raw(r#"{"name": "add", "arguments": [1],
                 "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                           "io.modelcontextprotocol/clientCapabilities": {}}}"#);
-        assert!(!super::modern("tools/call", Some(&bad))
+        assert!(!super::modern("tools/call", Some(&bad), &Envelopes::default())
             .unwrap()
             .unwrap()
             .has_read());
         let code = |method: &str, params: Option<&str>| {
             let params = params.map(raw);
-            super::modern(method, params.as_deref())
+            super::modern(method, params.as_deref(), &Envelopes::default())
                 .err()
                 .expect("refused")
                 .code()

@@ -41,6 +41,7 @@
 mod catalog;
 mod changes;
 mod context;
+pub(crate) mod envelopes;
 pub(crate) mod era;
 mod ids;
 mod listen;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use jrpc::message::RawValue;
 use serde::Deserialize;
 
-use crate::types::{InputResponses, ProgressToken, RequestEnvelope};
+use crate::types::{InputResponses, ProgressToken};
 
 /// The `_meta` of a request as a handler call needs it: its progress token
 /// (a modern request's envelope was read already).
@@ -24,8 +24,8 @@ pub(crate) struct Progress {
 /// Declares the params of a method served in rounds, as the server reads
 /// them: the method's own fields, then what every such request may carry —
 /// the answers to an earlier round, its state, and its `_meta`, read as `M`:
-/// the progress token of a legacy request ([`Progress`]), or the whole
-/// envelope where a modern request is read in one pass.
+/// the progress token of a legacy request ([`Progress`]), or the envelope
+/// of a modern request as it came, read in one pass with the rest.
 macro_rules! round_params {
     ($(#[$doc:meta])* $name:ident { $($(#[$attr:meta])* $field:ident: $ty:ty,)* }) => {
         $(#[$doc])*
@@ -114,29 +114,32 @@ pub(crate) enum ReadAlready {
 
 /// The params of a request for `method` whose handler reads them in one
 /// known shape (`tools/call`, `resources/read`, `prompts/get`), read in that
-/// shape together with the envelope, in one pass; `None` for another method,
-/// or params that do not parse so (the usual path then says why).
-pub(crate) fn read_with_envelope(method: &str, params: &RawValue) -> Option<(ReadAlready, RequestEnvelope)> {
+/// shape in one pass, with their `_meta` as it came (a modern request's
+/// envelope, for the caller to read); `None` for another method, params
+/// that do not parse so, or params without `_meta` (the usual path then
+/// says why).
+pub(crate) fn read_with_meta<'a>(method: &str, params: &'a RawValue) -> Option<(ReadAlready, &'a RawValue)> {
     let text = params.get();
-    match method {
+    let (read, meta) = match method {
         "tools/call" => {
-            let (call, envelope) = serde_json::from_str::<ToolCall<RequestEnvelope>>(text)
+            let (call, meta) = serde_json::from_str::<ToolCall<&RawValue>>(text)
                 .ok()?
                 .split_meta();
-            Some((ReadAlready::Tool(call), envelope?))
+            (ReadAlready::Tool(call), meta)
         }
         "resources/read" => {
-            let (read, envelope) = serde_json::from_str::<ReadCall<RequestEnvelope>>(text)
+            let (read, meta) = serde_json::from_str::<ReadCall<&RawValue>>(text)
                 .ok()?
                 .split_meta();
-            Some((ReadAlready::Resource(read), envelope?))
+            (ReadAlready::Resource(read), meta)
         }
         "prompts/get" => {
-            let (prompt, envelope) = serde_json::from_str::<PromptCall<RequestEnvelope>>(text)
+            let (prompt, meta) = serde_json::from_str::<PromptCall<&RawValue>>(text)
                 .ok()?
                 .split_meta();
-            Some((ReadAlready::Prompt(prompt), envelope?))
+            (ReadAlready::Prompt(prompt), meta)
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some((read, meta?))
 }

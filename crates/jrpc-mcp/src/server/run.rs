@@ -320,8 +320,8 @@ pub(crate) struct Launch<T> {
 }
 
 /// Runs `work` until it finishes or its round stops; a handler that asks to
-/// become a task (and may) moves into a task of `launch` and goes on in the
-/// background.
+/// become a task (and may: `launch` is given) moves into the task `launch`
+/// makes ready and goes on in the background.
 ///
 /// One await for all of it: the task is made (in the shared state) within
 /// the same poll, so that the future of every call — most never become
@@ -329,11 +329,11 @@ pub(crate) struct Launch<T> {
 ///
 /// Not an `async fn`: one holds its arguments twice, in the future of every
 /// call.
-pub(crate) fn run<T: Send + 'static>(
-    control: &Arc<Control>,
+pub(crate) fn run<'a, T: Send + 'static>(
+    control: &'a Arc<Control>,
     work: BoxFuture<T>,
-    launch: Option<Launch<T>>,
-) -> impl Future<Output = Result<Ran<T>, Error>> + '_ {
+    launch: Option<impl FnOnce() -> Launch<T> + Send + 'a>,
+) -> impl Future<Output = Result<Ran<T>, Error>> + 'a {
     let mut work = Some(work);
     let mut launch = launch;
     let mut becoming: Option<BoxFuture<Result<Arc<TaskEntry>, Error>>> = None;
@@ -355,7 +355,7 @@ pub(crate) fn run<T: Send + 'static>(
                         Error::internal_error().with_data("this request cannot become a task")
                     ));
                 };
-                let task = becoming.insert(become_task(Arc::clone(control), running, launch));
+                let task = becoming.insert(become_task(Arc::clone(control), running, launch()));
                 task.as_mut().poll(cx).map(|made| made.map(Ran::Task))
             }
             Some(interrupt) => Poll::Ready(Ok(Ran::Stopped(interrupt))),

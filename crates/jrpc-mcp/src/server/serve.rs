@@ -32,13 +32,13 @@ use crate::types::{
 /// A request being served: if it is dropped before it finishes (cancelled,
 /// or its connection closed), its token is cancelled and a legacy
 /// transport is told no response will come.
-struct Unfinished {
-    token: CancellationToken,
+struct Unfinished<'a> {
+    token: &'a CancellationToken,
     outbound: Option<(Arc<dyn RequestOutbound>, Id)>,
     finished: bool,
 }
 
-impl Drop for Unfinished {
+impl Drop for Unfinished<'_> {
     fn drop(&mut self) {
         if self.finished {
             return;
@@ -119,7 +119,7 @@ impl McpServer {
     {
         let token = CancellationToken::new();
         let mut guard = Unfinished {
-            token: token.clone(),
+            token: &token,
             outbound: match era {
                 Era::Legacy(_) => ctx
                     .get::<Arc<dyn RequestOutbound>>()
@@ -165,11 +165,13 @@ impl McpServer {
                 shared: Arc::clone(&self.inner.shared),
             },
         );
+        // What a task needs is gathered only for a request that becomes
+        // one: most never do.
         let launch = match (&self.inner.tasks, &era) {
-            (Some(store), Era::Modern(_)) if request.tasks != TaskSupport::Forbidden => {
+            (Some(store), Era::Modern(_)) if request.tasks != TaskSupport::Forbidden => Some(|| {
                 let server = self.clone();
                 let shaping = era.clone();
-                Some(Launch {
+                Launch {
                     store: Arc::clone(store),
                     owner: owner(ctx).map(str::to_owned),
                     cancel: token.clone(),
@@ -179,9 +181,10 @@ impl McpServer {
                             Ok(serde_json::Value::Object(map)) => Ok(map),
                             _ => Err(Error::internal_error().with_data("the result is not a JSON object")),
                         }
-                    }),
-                })
-            }
+                    })
+                        as Box<dyn FnOnce(Result<T, Error>) -> Result<JsonObject, Error> + Send>,
+                }
+            }),
             _ => None,
         };
         match run::run(&control, work(cx), launch).await? {

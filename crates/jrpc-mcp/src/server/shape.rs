@@ -35,20 +35,23 @@ pub(crate) fn stamp(meta: &mut Option<Meta>, server_info: &serde_json::Value) {
 }
 
 /// Who the server is, for `_meta["io.modelcontextprotocol/serverInfo"]` of
-/// modern results: as a value, and as JSON text serialized once.
+/// modern results: as a value, and as the text of a `_meta` that holds only
+/// it, serialized once.
 pub(crate) struct Identity {
     value: serde_json::Value,
-    text: Arc<RawValue>,
+    meta_text: Arc<RawValue>,
 }
 
 impl Identity {
     pub(crate) fn new(info: &crate::types::Implementation) -> Self {
         let value = serde_json::to_value(info).unwrap_or(serde_json::Value::Null);
-        let text = serde_json::value::to_raw_value(&value)
-            .unwrap_or_else(|_| RawValue::from_string("null".to_owned()).expect("null is JSON"));
+        let mut meta = Meta::new();
+        meta.insert(meta_keys::SERVER_INFO.to_owned(), value.clone());
+        let meta_text = serde_json::value::to_raw_value(&meta)
+            .unwrap_or_else(|_| RawValue::from_string("{}".to_owned()).expect("{} is JSON"));
         Identity {
             value,
-            text: Arc::from(text),
+            meta_text: Arc::from(meta_text),
         }
     }
 
@@ -70,36 +73,33 @@ impl Identity {
         }
         Stamped {
             result,
-            identity: Some(Arc::clone(&self.text)),
+            meta: Some(Arc::clone(&self.meta_text)),
         }
     }
 }
 
 /// A result ready to go out: a modern result without `_meta` gets one
-/// holding only the server's identity as it is serialized.
+/// holding only the server's identity, written as it was serialized.
 #[derive(Debug)]
 pub(crate) struct Stamped<T> {
     result: T,
-    identity: Option<Arc<RawValue>>,
+    meta: Option<Arc<RawValue>>,
 }
 
 impl<T> Stamped<T> {
     /// `result`, serialized as it is.
     pub(crate) fn plain(result: T) -> Self {
-        Stamped {
-            result,
-            identity: None,
-        }
+        Stamped { result, meta: None }
     }
 }
 
 impl<T: Serialize> Serialize for Stamped<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.identity {
+        match &self.meta {
             None => self.result.serialize(serializer),
-            Some(identity) => self.result.serialize(IdentityLast {
+            Some(meta) => self.result.serialize(IdentityLast {
                 inner: serializer,
-                identity,
+                meta,
             }),
         }
     }
@@ -109,18 +109,8 @@ impl<T: Serialize> Serialize for Stamped<T> {
 /// object with `"_meta": {"io.modelcontextprotocol/serverInfo": …}`.
 struct IdentityLast<'a, S> {
     inner: S,
-    identity: &'a RawValue,
-}
-
-/// The `_meta` object that holds only the server's identity.
-struct IdentityMeta<'a>(&'a RawValue);
-
-impl Serialize for IdentityMeta<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(1))?;
-        map.serialize_entry(meta_keys::SERVER_INFO, self.0)?;
-        map.end()
-    }
+    /// That `_meta`, as text.
+    meta: &'a RawValue,
 }
 
 /// A result that is not a JSON object cannot carry `_meta`.
@@ -150,14 +140,14 @@ impl<'a, S: Serializer> Serializer for IdentityLast<'a, S> {
     fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, S::Error> {
         Ok(IdentityLast {
             inner: self.inner.serialize_struct(name, len + 1)?,
-            identity: self.identity,
+            meta: self.meta,
         })
     }
 
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
         Ok(IdentityLast {
             inner: self.inner.serialize_map(len.map(|len| len + 1))?,
-            identity: self.identity,
+            meta: self.meta,
         })
     }
 
@@ -227,8 +217,7 @@ impl<S: SerializeStruct> SerializeStruct for IdentityLast<'_, S> {
     }
 
     fn end(mut self) -> Result<S::Ok, S::Error> {
-        self.inner
-            .serialize_field("_meta", &IdentityMeta(self.identity))?;
+        self.inner.serialize_field("_meta", self.meta)?;
         self.inner.end()
     }
 }
@@ -246,8 +235,7 @@ impl<S: SerializeMap> SerializeMap for IdentityLast<'_, S> {
     }
 
     fn end(mut self) -> Result<S::Ok, S::Error> {
-        self.inner
-            .serialize_entry("_meta", &IdentityMeta(self.identity))?;
+        self.inner.serialize_entry("_meta", self.meta)?;
         self.inner.end()
     }
 }

@@ -18,9 +18,8 @@
 
 use std::borrow::Cow;
 
-use serde_json::value::RawValue;
-
-use super::{Id, Incoming, Limits, NotificationRef, RequestRef, ResponseRef, Version};
+use super::cursor::Cursor;
+use super::{Incoming, Limits, NotificationRef, RequestRef, ResponseRef, Version};
 
 /// The frame in `bytes` as a request, a notification or a response with a
 /// result, when it has the usual shape (see the module's documentation);
@@ -33,11 +32,7 @@ pub(super) fn usual<'a>(bytes: &'a [u8], limits: &Limits) -> Option<Incoming<'a>
     // Valid UTF-8 checked once, so that every piece is sliced from the text
     // without checking it again.
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut at = Cursor {
-        text,
-        bytes: text.as_bytes(),
-        i: 0,
-    };
+    let mut at = Cursor::of_text(text);
     at.skip_ws();
     at.expect(b'{')?;
     let mut version = false;
@@ -47,35 +42,30 @@ pub(super) fn usual<'a>(bytes: &'a [u8], limits: &Limits) -> Option<Incoming<'a>
     let mut result = None;
     loop {
         at.skip_ws();
-        let key = at.plain_string()?;
-        at.skip_ws();
-        at.expect(b':')?;
-        at.skip_ws();
+        let key = at.plain_str()?;
+        at.member_value()?;
         match key {
             "jsonrpc" if !version => {
                 // Anything but "2.0" (or a 1.0 request, which has none) is
                 // for the general path to judge.
-                if at.plain_string()? != "2.0" {
+                if at.plain_str()? != "2.0" {
                     return None;
                 }
                 version = true;
             }
-            "method" if method.is_none() => method = Some(at.plain_string()?),
+            "method" if method.is_none() => method = Some(at.plain_str()?),
             "id" if id.is_none() => id = Some(at.id()?),
-            "params" if params.is_none() => params = Some(at.nested(limits.max_depth)?),
-            "result" if result.is_none() => result = Some(at.value(limits.max_depth)?),
+            "params" if params.is_none() => params = Some(at.nested(1, limits.max_depth)?),
+            "result" if result.is_none() => result = Some(at.value(1, limits.max_depth)?),
             // Another member, or one given twice.
             _ => return None,
         }
-        at.skip_ws();
-        match at.next()? {
-            b',' => continue,
-            b'}' => break,
-            _ => return None,
+        if !at.after_member()? {
+            break;
         }
     }
     at.skip_ws();
-    if at.i != bytes.len() || !version {
+    if !at.at_end() || !version {
         return None;
     }
     if let Some(result) = result {
@@ -104,126 +94,6 @@ pub(super) fn usual<'a>(bytes: &'a [u8], limits: &Limits) -> Option<Incoming<'a>
             params,
         }),
     })
-}
-
-/// A position in a frame's bytes.
-struct Cursor<'a> {
-    text: &'a str,
-    bytes: &'a [u8],
-    i: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.i) {
-            self.i += 1;
-        }
-    }
-
-    fn next(&mut self) -> Option<u8> {
-        let byte = *self.bytes.get(self.i)?;
-        self.i += 1;
-        Some(byte)
-    }
-
-    fn expect(&mut self, byte: u8) -> Option<()> {
-        (self.next()? == byte).then_some(())
-    }
-
-    /// A string without escapes, its quotes dropped.
-    fn plain_string(&mut self) -> Option<&'a str> {
-        self.expect(b'"')?;
-        let start = self.i;
-        loop {
-            match self.next()? {
-                b'"' => break,
-                // An escape or a control character: for the general path.
-                b'\\' | 0..=0x1f => return None,
-                _ => {}
-            }
-        }
-        self.text.get(start..self.i - 1)
-    }
-
-    /// An id: a plain string or a JSON number (`null` and anything else go
-    /// to the general path).
-    fn id(&mut self) -> Option<Id> {
-        if self.bytes.get(self.i) == Some(&b'"') {
-            return Some(Id::plain_string(self.plain_string()?));
-        }
-        let start = self.i;
-        while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') = self.bytes.get(self.i) {
-            self.i += 1;
-        }
-        Id::from_number_text(self.text.get(start..self.i)?)
-    }
-
-    /// A value of any kind (a result): an array or object as
-    /// [`nested`](Self::nested) reads it, or a scalar, validated by serde.
-    fn value(&mut self, max_depth: usize) -> Option<&'a RawValue> {
-        let start = self.i;
-        match self.bytes.get(self.i)? {
-            b'[' | b'{' => return self.nested(max_depth),
-            b'"' => {
-                self.i += 1;
-                self.skip_string()?;
-            }
-            _ => {
-                while let Some(byte) = self.bytes.get(self.i) {
-                    if matches!(byte, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
-                        break;
-                    }
-                    self.i += 1;
-                }
-            }
-        }
-        serde_json::from_str(self.text.get(start..self.i)?).ok()
-    }
-
-    /// Past the rest of a string whose opening quote has been read,
-    /// escapes and all.
-    fn skip_string(&mut self) -> Option<()> {
-        loop {
-            match self.next()? {
-                b'"' => return Some(()),
-                b'\\' => {
-                    self.next()?;
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// An array or object (params, a result), nested at most `max_depth`
-    /// deep counting the frame's own object, validated by serde (a value it
-    /// refuses goes to the general path, which says why).
-    fn nested(&mut self, max_depth: usize) -> Option<&'a RawValue> {
-        if !matches!(self.bytes.get(self.i), Some(b'[' | b'{')) {
-            return None;
-        }
-        let start = self.i;
-        // The frame's own object; the value's brackets count from 2.
-        let mut depth = 1usize;
-        loop {
-            match self.next()? {
-                b'[' | b'{' => {
-                    depth += 1;
-                    if depth > max_depth {
-                        return None;
-                    }
-                }
-                b']' | b'}' => {
-                    depth -= 1;
-                    if depth == 1 {
-                        break;
-                    }
-                }
-                b'"' => self.skip_string()?,
-                _ => {}
-            }
-        }
-        serde_json::from_str(self.text.get(start..self.i)?).ok()
-    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! type. Owned counterparts ([`Request`], [`Notification`], [`Response`]) are
 //! what a caller builds to send.
 
+mod cursor;
 mod depth;
 mod error;
 mod escape;
@@ -22,6 +23,7 @@ mod write;
 
 pub use serde_json::value::RawValue;
 
+pub use cursor::Cursor;
 pub use error::{codes, Error};
 #[cfg_attr(not(feature = "runtime"), allow(unused_imports))]
 pub(crate) use escape::write_json_str;
