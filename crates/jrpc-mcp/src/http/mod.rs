@@ -284,8 +284,8 @@ pub struct StreamableHttp {
     /// What requests served as a tower service (not through a route of
     /// jrpc's HTTP server, which gives its own) see of the server.
     context: RouteContext,
-    /// The last envelope a modern request carried, read once for all the
-    /// requests that carry it again.
+    /// The envelopes modern requests carried last, read once for all the
+    /// requests that carry one again.
     envelopes: Arc<crate::server::envelopes::Envelopes>,
     /// The OAuth checks, when tokens are required (`Err`: they are asked
     /// for but cannot be made, and every request is refused).

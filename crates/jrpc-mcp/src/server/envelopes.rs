@@ -1,15 +1,17 @@
-//! Modern requests' envelopes, read once per client rather than once per
-//! request.
+//! Modern requests' envelopes, read once per kind of client rather than
+//! once per request.
 //!
 //! A 2026-07-28 client sends the same `_meta` envelope (its revision, its
-//! capabilities, who it is) with every request. Reading it is a third of
+//! capabilities, who it is) with every request, and the clients of one
+//! application send the same one as each other. Reading it is a third of
 //! what reading a `tools/call` costs (three long keys, three owned strings,
-//! a capabilities object); comparing its text with the last one read costs
-//! a few dozen instructions. So the last envelope read is kept beside its
-//! text, and a request whose `_meta` is the same text, byte for byte,
-//! shares it. Anything else is read as usual and becomes the one kept —
-//! unless it carries a progress token, which differs from request to
-//! request.
+//! a capabilities object); comparing its text with one read before costs a
+//! few dozen instructions. So the last [`KEPT`] envelopes read are kept
+//! beside their text, and a request whose `_meta` is one of those texts,
+//! byte for byte, shares its envelope. Anything else is read as usual and
+//! takes the place of the one kept longest — unless it carries a progress
+//! token, which differs from request to request, or its text is longer
+//! than [`KEPT_LEN`].
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -17,16 +19,31 @@ use jrpc::message::RawValue;
 
 use crate::types::RequestEnvelope;
 
-/// The last envelope read, with its text.
+/// How many envelopes are kept: more kinds of client than that, taking
+/// turns, read theirs every time (as they would without this).
+pub(crate) const KEPT: usize = 16;
+
+/// The longest envelope text kept, in bytes (a usual one is 150 to 400).
+pub(crate) const KEPT_LEN: usize = 4096;
+
+/// The envelopes read last, with their text.
 #[derive(Debug, Default)]
 pub(crate) struct Envelopes {
-    last: Mutex<Option<Kept>>,
+    kept: Mutex<Kept>,
+}
+
+/// The envelopes kept, and which one a new one replaces when all
+/// [`KEPT`] places are taken.
+#[derive(Debug, Default)]
+struct Kept {
+    envelopes: Vec<KeptEnvelope>,
+    next: usize,
 }
 
 /// An envelope kept, with its text and how deep that text nests (`1` for
 /// an object of scalars).
 #[derive(Debug)]
-struct Kept {
+struct KeptEnvelope {
     text: Box<str>,
     /// Only Streamable HTTP's reader of the usual call looks at it.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
@@ -42,22 +59,23 @@ impl Envelopes {
             return Ok(envelope);
         }
         let envelope = Arc::new(serde_json::from_str::<RequestEnvelope>(text)?);
-        if envelope.progress_token.is_none() {
-            *self.last() = Some(Kept {
+        if envelope.progress_token.is_none() && text.len() <= KEPT_LEN {
+            let kept = KeptEnvelope {
                 text: text.into(),
                 depth: depth(text),
                 envelope: Arc::clone(&envelope),
-            });
+            };
+            // What it replaces is dropped once the lock is released.
+            let _replaced = self.kept().keep(kept);
         }
         Ok(envelope)
     }
 
-    /// The envelope kept, when `text` is its text byte for byte.
+    /// The envelope kept whose text is `text` byte for byte.
     fn known(&self, text: &str) -> Option<Arc<RequestEnvelope>> {
-        match &*self.last() {
-            Some(kept) if *kept.text == *text => Some(Arc::clone(&kept.envelope)),
-            _ => None,
-        }
+        let kept = self.kept();
+        let found = kept.envelopes.iter().find(|kept| *kept.text == *text)?;
+        Some(Arc::clone(&found.envelope))
     }
 
     /// The envelope kept and the length of its text, when `bytes` begin
@@ -70,18 +88,35 @@ impl Envelopes {
         bytes: &[u8],
         max_depth: usize,
     ) -> Option<(usize, Arc<RequestEnvelope>)> {
-        match &*self.last() {
-            Some(kept) if kept.depth <= max_depth && bytes.starts_with(kept.text.as_bytes()) => {
-                Some((kept.text.len(), Arc::clone(&kept.envelope)))
-            }
-            _ => None,
-        }
+        let kept = self.kept();
+        let found = kept
+            .envelopes
+            .iter()
+            .find(|kept| kept.depth <= max_depth && bytes.starts_with(kept.text.as_bytes()))?;
+        Some((found.text.len(), Arc::clone(&found.envelope)))
     }
 
-    fn last(&self) -> MutexGuard<'_, Option<Kept>> {
+    fn kept(&self) -> MutexGuard<'_, Kept> {
         // Nothing is left half-done under the lock: a panic elsewhere
         // cannot have broken what it holds.
-        self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Kept {
+    /// Keeps `new`, in a free place or in place of the one kept longest
+    /// (returned); unless another request kept the same text meanwhile.
+    fn keep(&mut self, new: KeptEnvelope) -> Option<KeptEnvelope> {
+        if self.envelopes.iter().any(|kept| kept.text == new.text) {
+            return Some(new);
+        }
+        if self.envelopes.len() < KEPT {
+            self.envelopes.push(new);
+            return None;
+        }
+        let at = self.next % KEPT;
+        self.next = (at + 1) % KEPT;
+        Some(std::mem::replace(&mut self.envelopes[at], new))
     }
 }
 
@@ -127,8 +162,13 @@ mod tests {
         assert_eq!(first.client_info.as_ref().unwrap().name, "a");
     }
 
+    /// `ENVELOPE` with another client name.
+    fn named(name: &str) -> String {
+        ENVELOPE.replace(r#""name":"a""#, &format!(r#""name":"{name}""#))
+    }
+
     #[test]
-    fn other_text_is_read_on_its_own_and_kept_in_its_place() {
+    fn other_text_is_read_on_its_own_and_kept_beside() {
         let envelopes = Envelopes::default();
         let first = envelopes.read(&raw(ENVELOPE)).unwrap();
         // The same envelope written otherwise is read again, not matched.
@@ -136,12 +176,39 @@ mod tests {
         let other = envelopes.read(&raw(&spaced)).unwrap();
         assert!(!Arc::ptr_eq(&first, &other));
         assert_eq!(*first, *other);
-        let b = ENVELOPE.replace(r#""name":"a""#, r#""name":"b""#);
-        let b1 = envelopes.read(&raw(&b)).unwrap();
-        assert_eq!(b1.client_info.as_ref().unwrap().name, "b");
-        assert!(Arc::ptr_eq(&b1, &envelopes.read(&raw(&b)).unwrap()));
-        // The first is no longer kept.
-        assert!(!Arc::ptr_eq(&first, &envelopes.read(&raw(ENVELOPE)).unwrap()));
+        let b = envelopes.read(&raw(&named("b"))).unwrap();
+        assert_eq!(b.client_info.as_ref().unwrap().name, "b");
+        // Clients taking turns each find their own.
+        for _ in 0..3 {
+            assert!(Arc::ptr_eq(&b, &envelopes.read(&raw(&named("b"))).unwrap()));
+            assert!(Arc::ptr_eq(&first, &envelopes.read(&raw(ENVELOPE)).unwrap()));
+        }
+    }
+
+    #[test]
+    fn the_one_kept_longest_makes_room() {
+        let envelopes = Envelopes::default();
+        let first = envelopes.read(&raw(&named("0"))).unwrap();
+        let second = envelopes.read(&raw(&named("1"))).unwrap();
+        for n in 2..KEPT {
+            envelopes.read(&raw(&named(&n.to_string()))).unwrap();
+        }
+        assert!(Arc::ptr_eq(&first, &envelopes.read(&raw(&named("0"))).unwrap()));
+        // One more: the first one read goes, the second stays.
+        envelopes.read(&raw(&named("new"))).unwrap();
+        assert!(!Arc::ptr_eq(&first, &envelopes.read(&raw(&named("0"))).unwrap()));
+        // … and came back in the second's place.
+        assert!(!Arc::ptr_eq(&second, &envelopes.read(&raw(&named("1"))).unwrap()));
+        assert_eq!(envelopes.kept().envelopes.len(), KEPT);
+    }
+
+    #[test]
+    fn a_long_envelope_is_not_kept() {
+        let envelopes = Envelopes::default();
+        let long = named(&"x".repeat(KEPT_LEN));
+        let one = envelopes.read(&raw(&long)).unwrap();
+        assert!(!Arc::ptr_eq(&one, &envelopes.read(&raw(&long)).unwrap()));
+        assert!(envelopes.kept().envelopes.is_empty());
     }
 
     #[test]

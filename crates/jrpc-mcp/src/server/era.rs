@@ -26,8 +26,8 @@ use crate::types::{
 /// A modern request's facts: its envelope and, over HTTP, the outlet its
 /// notifications go to. Kept in the call's extensions.
 pub(crate) struct Modern {
-    /// Shared with the other requests of a client that sends the same
-    /// envelope ([`Envelopes`](super::envelopes::Envelopes)).
+    /// Shared with the other requests that carry the same envelope text
+    /// ([`Envelopes`](super::envelopes::Envelopes)).
     pub(crate) envelope: Arc<RequestEnvelope>,
     /// The revision, one of [`MODERN_PROTOCOL_VERSIONS`].
     pub(crate) version: &'static str,
@@ -158,7 +158,7 @@ const GATED: &[&str] = &[
 #[derive(Clone)]
 pub(crate) struct EraLayer {
     gated: Gated,
-    /// The last envelope a modern request carried, shared by the services
+    /// The envelopes modern requests carried last, shared by the services
     /// the layer makes.
     envelopes: Arc<Envelopes>,
 }

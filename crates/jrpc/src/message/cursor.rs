@@ -196,6 +196,15 @@ impl<'a> Cursor<'a> {
     /// all, validated by serde (a value it refuses is for the general path,
     /// which says why).
     pub fn nested(&mut self, depth: usize, max_depth: usize) -> Option<&'a RawValue> {
+        let start = self.i;
+        self.skip_nested(depth, max_depth)?;
+        serde_json::from_str(self.text_of(start, self.i)?).ok()
+    }
+
+    /// Past an array or object as [`nested`](Self::nested) reads it, found
+    /// by its brackets and strings only, not validated: its bytes, for the
+    /// caller to validate (a valid value ends where they say).
+    pub fn skip_nested(&mut self, depth: usize, max_depth: usize) -> Option<&'a [u8]> {
         if !matches!(self.bytes.get(self.i), Some(b'[' | b'{')) {
             return None;
         }
@@ -204,7 +213,7 @@ impl<'a> Cursor<'a> {
         loop {
             match self.next_byte()? {
                 b'[' | b'{' => {
-                    at += 1;
+                    at = at.checked_add(1)?;
                     if at > max_depth {
                         return None;
                     }
@@ -219,7 +228,7 @@ impl<'a> Cursor<'a> {
                 _ => {}
             }
         }
-        serde_json::from_str(self.text_of(start, self.i)?).ok()
+        self.bytes.get(start..self.i)
     }
 
     /// Past the rest of a string whose opening quote has been read,
