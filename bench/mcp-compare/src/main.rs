@@ -41,7 +41,8 @@ struct Options {
 fn usage() -> io::Error {
     io::Error::other(
         "usage: jrpc-mcp-compare [--runs N] [--calls N] [--in-flight N] [--only MODE] [--server S] [--client C]\n       \
-         jrpc-mcp-compare serve jrpc-mcp|rmcp MODE\n\
+         jrpc-mcp-compare serve jrpc-mcp|rmcp MODE\n       \
+         jrpc-mcp-compare load jrpc-mcp|rmcp MODE URL [CALLS]  (drives a server started elsewhere, under callgrind say)\n\
          MODE: stdio, http-sse, http-json (2025-11-25 sessions), stdio-2026, http-2026, http-jsonrpc (plain JSON-RPC)",
     )
 }
@@ -53,6 +54,18 @@ fn main() -> Result<(), BoxError> {
         let mode = args.get(2).and_then(|m| Mode::parse(m)).ok_or_else(usage)?;
         pin(SERVER_CPU);
         return Ok(runtime()?.block_on(servers::serve(server, mode))?);
+    }
+    if args.first().map(String::as_str) == Some("load") {
+        let kind = args.get(1).and_then(|k| Kind::parse(k)).ok_or_else(usage)?;
+        let mode = args.get(2).and_then(|m| Mode::parse(m)).filter(|m| !m.stdio()).ok_or_else(usage)?;
+        let url = args.get(3).ok_or_else(usage)?.clone();
+        let calls = args.get(4).map_or(Ok(4_000), |n| n.parse())?;
+        return runtime()?.block_on(async move {
+            let client = Client::connect(kind, Target::Url(url), mode).await?;
+            load(&client, calls, 16).await?;
+            client.close().await;
+            Ok(())
+        });
     }
     let mut options = Options {
         runs: 3,

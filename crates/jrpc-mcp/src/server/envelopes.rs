@@ -72,7 +72,7 @@ impl Envelopes {
     }
 
     /// The envelope kept whose text is `text` byte for byte.
-    fn known(&self, text: &str) -> Option<Arc<RequestEnvelope>> {
+    pub(crate) fn known(&self, text: &str) -> Option<Arc<RequestEnvelope>> {
         let kept = self.kept();
         let found = kept.envelopes.iter().find(|kept| *kept.text == *text)?;
         Some(Arc::clone(&found.envelope))

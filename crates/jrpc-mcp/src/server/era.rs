@@ -333,17 +333,30 @@ fn modern(method: &str, params: Option<&RawValue>, envelopes: &Envelopes) -> Res
     if !might_claim && !MODERN_ONLY.contains(&method) {
         return Ok(None);
     }
-    let meta = params
-        .and_then(|p| serde_json::from_str::<ParamsMeta<'_>>(p.get()).ok())
-        .and_then(|p| p.meta);
-    let claims_modern = meta
-        .and_then(|m| serde_json::from_str::<VersionKey>(m.get()).ok())
-        .is_some_and(|k| k.version.is_some());
+    // The methods whose params are read in one known shape are read so at
+    // once, their `_meta` with them; the others' `_meta` is found alone.
+    let read = params.and_then(|p| read_with_meta(method, p));
+    let meta = match &read {
+        Some((_, meta)) => Some(*meta),
+        None => params
+            .and_then(|p| serde_json::from_str::<ParamsMeta<'_>>(p.get()).ok())
+            .and_then(|p| p.meta),
+    };
+    // An envelope kept names a revision: only another is looked into.
+    let kept = meta.and_then(|m| envelopes.known(m.get()));
+    let claims_modern = kept.is_some()
+        || meta
+            .and_then(|m| serde_json::from_str::<VersionKey>(m.get()).ok())
+            .is_some_and(|k| k.version.is_some());
     if !claims_modern && !MODERN_ONLY.contains(&method) {
         return Ok(None);
     }
-    if let Some((read, meta)) = params.and_then(|p| read_with_meta(method, p)) {
-        if let Ok(envelope) = envelopes.read(meta) {
+    if let Some((read, meta)) = read {
+        let envelope = match kept {
+            Some(envelope) => Ok(envelope),
+            None => envelopes.read(meta),
+        };
+        if let Ok(envelope) = envelope {
             check_version(&envelope)?;
             return Ok(Some(Modern::with_params(envelope, read)));
         }
