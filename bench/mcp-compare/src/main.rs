@@ -42,7 +42,7 @@ fn usage() -> io::Error {
     io::Error::other(
         "usage: jrpc-mcp-compare [--runs N] [--calls N] [--in-flight N] [--only MODE] [--server S] [--client C]\n       \
          jrpc-mcp-compare serve jrpc-mcp|rmcp MODE\n       \
-         jrpc-mcp-compare load jrpc-mcp|rmcp MODE URL [CALLS]  (drives a server started elsewhere, under callgrind say)\n\
+         jrpc-mcp-compare load jrpc-mcp|rmcp MODE CALLS URL|-- COMMAND...  (drives a server started elsewhere, under callgrind say)\n\
          MODE: stdio, http-sse, http-json (2025-11-25 sessions), stdio-2026, http-2026, http-jsonrpc (plain JSON-RPC)",
     )
 }
@@ -57,11 +57,21 @@ fn main() -> Result<(), BoxError> {
     }
     if args.first().map(String::as_str) == Some("load") {
         let kind = args.get(1).and_then(|k| Kind::parse(k)).ok_or_else(usage)?;
-        let mode = args.get(2).and_then(|m| Mode::parse(m)).filter(|m| !m.stdio()).ok_or_else(usage)?;
-        let url = args.get(3).ok_or_else(usage)?.clone();
-        let calls = args.get(4).map_or(Ok(4_000), |n| n.parse())?;
+        let mode = args.get(2).and_then(|m| Mode::parse(m)).ok_or_else(usage)?;
+        let calls = args.get(3).map_or(Ok(4_000), |n| n.parse())?;
+        // A URL, or (stdio) the server's command after `--`.
+        let rest = args.get(4..).unwrap_or_default();
+        let target = match rest {
+            [dash, program, command_args @ ..] if dash == "--" && mode.stdio() => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(command_args).stderr(Stdio::inherit()).kill_on_drop(true);
+                Target::Spawn(command)
+            }
+            [url] if !mode.stdio() => Target::Url(url.clone()),
+            _ => return Err(usage().into()),
+        };
         return runtime()?.block_on(async move {
-            let client = Client::connect(kind, Target::Url(url), mode).await?;
+            let client = Client::connect(kind, target, mode).await?;
             load(&client, calls, 16).await?;
             client.close().await;
             Ok(())
