@@ -58,6 +58,11 @@ impl Envelopes {
         if let Some(envelope) = self.known(text) {
             return Ok(envelope);
         }
+        // serde would read a struct from an array too: an envelope is an
+        // object (and so is what is kept, which `known_prefix` relies on).
+        if !text.starts_with('{') {
+            return Err(serde::de::Error::custom("the envelope must be a JSON object"));
+        }
         let envelope = Arc::new(serde_json::from_str::<RequestEnvelope>(text)?);
         if envelope.progress_token.is_none() && text.len() <= KEPT_LEN {
             let kept = KeptEnvelope {
@@ -209,6 +214,11 @@ mod tests {
         let one = envelopes.read(&raw(&long)).unwrap();
         assert!(!Arc::ptr_eq(&one, &envelopes.read(&raw(&long)).unwrap()));
         assert!(envelopes.kept().envelopes.is_empty());
+        // The longest kept is KEPT_LEN bytes.
+        let longest = named(&"x".repeat(KEPT_LEN - ENVELOPE.len() + 1));
+        assert_eq!(longest.len(), KEPT_LEN);
+        let one = envelopes.read(&raw(&longest)).unwrap();
+        assert!(Arc::ptr_eq(&one, &envelopes.read(&raw(&longest)).unwrap()));
     }
 
     #[test]
@@ -255,7 +265,12 @@ mod tests {
     fn what_does_not_read_as_an_envelope_is_an_error_and_changes_nothing() {
         let envelopes = Envelopes::default();
         let kept = envelopes.read(&raw(ENVELOPE)).unwrap();
-        for bad in ["5", "{}", r#"{"io.modelcontextprotocol/protocolVersion":1}"#] {
+        for bad in [
+            "5",
+            "{}",
+            r#"{"io.modelcontextprotocol/protocolVersion":1}"#,
+            r#"["2026-07-28",{}]"#,
+        ] {
             assert!(envelopes.read(&raw(bad)).is_err(), "{bad}");
         }
         assert!(Arc::ptr_eq(&kept, &envelopes.read(&raw(ENVELOPE)).unwrap()));

@@ -334,8 +334,13 @@ fn modern(method: &str, params: Option<&RawValue>, envelopes: &Envelopes) -> Res
         return Ok(None);
     }
     // The methods whose params are read in one known shape are read so at
-    // once, their `_meta` with them; the others' `_meta` is found alone.
-    let read = params.and_then(|p| read_with_meta(method, p));
+    // once, their `_meta` with them, when the params are an object that
+    // names a protocol version as it is (a call whose params hold only an
+    // escape is most likely legacy: its `_meta` is found alone, as any
+    // other method's).
+    let read = params
+        .filter(|p| p.get().starts_with('{') && p.get().contains("protocolVersion"))
+        .and_then(|p| read_with_meta(method, p));
     let meta = match &read {
         Some((_, meta)) => Some(*meta),
         None => params
@@ -426,6 +431,36 @@ mod tests {
     }
 
     #[test]
+    fn an_envelope_kept_decides_as_one_read() {
+        let envelopes = Envelopes::default();
+        let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let call = raw(&format!(
+            r#"{{"name":"add","arguments":{{"a":1}},"_meta":{meta}}}"#
+        ));
+        let first = super::modern("tools/call", Some(&call), &envelopes)
+            .unwrap()
+            .unwrap();
+        let again = super::modern("tools/call", Some(&call), &envelopes)
+            .unwrap()
+            .unwrap();
+        assert!(Arc::ptr_eq(&first.envelope, &again.envelope));
+        assert!(again.has_read());
+        let list = raw(&format!(r#"{{"_meta":{meta}}}"#));
+        let listed = super::modern("tools/list", Some(&list), &envelopes)
+            .unwrap()
+            .unwrap();
+        assert!(Arc::ptr_eq(&first.envelope, &listed.envelope));
+        // A revision that is not modern is refused, read or kept.
+        let old = raw(&call.get().replace("2026-07-28", "2025-11-25"));
+        for _ in 0..2 {
+            let refused = super::modern("tools/call", Some(&old), &envelopes)
+                .err()
+                .expect("refused");
+            assert_eq!(refused.code(), codes::UNSUPPORTED_PROTOCOL_VERSION);
+        }
+    }
+
+    #[test]
     fn the_envelope_decides_the_era() {
         let legacy = [
             ("tools/list", None),
@@ -484,6 +519,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(facts.take_read().is_none(), "taken once");
+        // Params by position are no MCP params: a call so is legacy, however
+        // its last element reads.
+        let positional = raw(r#"["add", {"a": 1}, {}, "",
+                {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                 "io.modelcontextprotocol/clientCapabilities": {}}]"#);
+        assert!(matches!(
+            super::modern("tools/call", Some(&positional), &Envelopes::default()),
+            Ok(None)
+        ));
         // Params the handler cannot read stay with the call, to be refused
         // there with the reason.
         let bad = raw(r#"{"name": "add", "arguments": [1],
