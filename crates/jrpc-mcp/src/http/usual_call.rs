@@ -2,13 +2,14 @@
 //!
 //! Nearly every `tools/call` a 2026-07-28 client POSTs has one shape:
 //! `jsonrpc`, `id`, `method` and `params`, and in the params `name`,
-//! `arguments` and the `_meta` envelope the client sent with its last
-//! request too. Reading that through serde costs about 6 800 instructions
+//! `arguments` and the `_meta` envelope the client sent with its earlier
+//! requests too. Reading that through serde costs about 6 800 instructions
 //! for a 270-byte call, most of it walking the envelope's long keys to
 //! validate a text the server has read before. This reader walks the bytes
-//! once: the envelope is taken from [`Envelopes`] when its text is the one
-//! kept there, byte for byte (that text was valid JSON when it was read),
-//! and only the arguments are handed to serde, to validate them.
+//! once: the envelope is taken from [`Envelopes`] when the bytes where it
+//! begins are one of the texts kept there (each was valid JSON when it was
+//! read, so nothing more of it is looked at), and only the arguments are
+//! handed to serde, to validate them, once the envelope is known.
 //!
 //! It accepts only what it is sure of and otherwise says nothing (`None`):
 //! the request is then read by the general path, which decides everything
@@ -29,7 +30,7 @@ use crate::types::RequestEnvelope;
 pub(super) type UsualCall = (Id, ToolCall, Arc<RequestEnvelope>);
 
 /// The `tools/call` request in `body`, when it has the usual shape (see the
-/// module's documentation) and carries the envelope `envelopes` keeps;
+/// module's documentation) and carries an envelope `envelopes` keeps;
 /// `None` leaves it to the general path.
 pub(super) fn read(body: &[u8], limits: &Limits, envelopes: &Envelopes) -> Option<UsualCall> {
     // The frame's own object and the params' are two levels; a limit that
