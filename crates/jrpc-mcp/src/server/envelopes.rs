@@ -109,8 +109,9 @@ impl Envelopes {
 }
 
 impl Kept {
-    /// Keeps `new`, in a free place or in place of the one kept longest
-    /// (returned); unless another request kept the same text meanwhile.
+    /// Keeps `new`, in a free place or in place of the one kept longest,
+    /// and returns what is to be dropped: the one replaced, or `new` itself
+    /// when another request kept the same text meanwhile.
     fn keep(&mut self, new: KeptEnvelope) -> Option<KeptEnvelope> {
         if self.envelopes.iter().any(|kept| kept.text == new.text) {
             return Some(new);
