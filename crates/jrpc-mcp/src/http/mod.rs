@@ -284,8 +284,8 @@ pub struct StreamableHttp {
     /// What requests served as a tower service (not through a route of
     /// jrpc's HTTP server, which gives its own) see of the server.
     context: RouteContext,
-    /// The envelopes modern requests carried last, read once for all the
-    /// requests that carry one again.
+    /// The server's envelopes read last (shared with its other
+    /// connections and endpoints).
     envelopes: Arc<crate::server::envelopes::Envelopes>,
     /// The OAuth checks, when tokens are required (`Err`: they are asked
     /// for but cannot be made, and every request is refused).
@@ -431,11 +431,11 @@ impl StreamableHttp {
             #[cfg(feature = "oauth")]
             guard,
             table: server.table(),
+            envelopes: server.envelopes(),
             server,
             options: Arc::new(options),
             sessions: Arc::default(),
             context: RouteContext::new(),
-            envelopes: Arc::default(),
         }
     }
 

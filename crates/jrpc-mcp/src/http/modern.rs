@@ -27,7 +27,7 @@ use serde::Deserialize;
 use super::{accepted, Caller, StreamableHttp};
 use crate::headers;
 use crate::server::envelopes::Envelopes;
-use crate::server::round_params::{read_with_meta, PromptCall, ReadAlready, ReadCall, ToolCall};
+use crate::server::round_params::{read_with_meta, PromptCall, ReadAlready, ReadCall, ToolCall, WithMeta};
 use crate::server::{era, Modern};
 use crate::types::{codes, is_modern, JsonObject, RequestEnvelope};
 
@@ -116,18 +116,13 @@ fn read_in_one_pass<'a>(
     limits: &Limits,
     envelopes: &Envelopes,
 ) -> Option<(Id, Cow<'a, str>, Reading<'a>)> {
-    fn typed<'a, P, F>(
+    fn typed<'a, P: WithMeta<'a>>(
         body: &'a [u8],
         limits: &Limits,
         envelopes: &Envelopes,
-        split: F,
-    ) -> Option<(Id, Cow<'a, str>, Reading<'a>)>
-    where
-        P: Deserialize<'a>,
-        F: FnOnce(P) -> (ReadAlready, Option<&'a RawValue>),
-    {
+    ) -> Option<(Id, Cow<'a, str>, Reading<'a>)> {
         let request = parse_request_as::<P>(body, limits)?;
-        let (read, meta) = split(request.params?);
+        let (read, meta) = request.params?.read();
         let envelope = envelopes.read(meta?).ok()?;
         Some((request.id, request.method, Reading::Already(read, envelope)))
     }
@@ -137,19 +132,10 @@ fn read_in_one_pass<'a>(
                 let reading = Reading::Already(ReadAlready::Tool(call), envelope);
                 return Some((id, Cow::Borrowed("tools/call"), reading));
             }
-            typed(body, limits, envelopes, |p: ToolCall<&RawValue>| {
-                let (call, meta) = p.split_meta();
-                (ReadAlready::Tool(call), meta)
-            })
+            typed::<ToolCall<&RawValue>>(body, limits, envelopes)
         }
-        b"resources/read" => typed(body, limits, envelopes, |p: ReadCall<&RawValue>| {
-            let (read, meta) = p.split_meta();
-            (ReadAlready::Resource(read), meta)
-        }),
-        b"prompts/get" => typed(body, limits, envelopes, |p: PromptCall<&RawValue>| {
-            let (prompt, meta) = p.split_meta();
-            (ReadAlready::Prompt(prompt), meta)
-        }),
+        b"resources/read" => typed::<ReadCall<&RawValue>>(body, limits, envelopes),
+        b"prompts/get" => typed::<PromptCall<&RawValue>>(body, limits, envelopes),
         _ => None,
     }
 }

@@ -6,8 +6,8 @@
 //! application send the same one as each other. Reading it is a third of
 //! what reading a `tools/call` costs (three long keys, three owned strings,
 //! a capabilities object); comparing its text with one read before costs a
-//! few dozen instructions. So the last [`KEPT`] envelopes read are kept
-//! beside their text, and a request whose `_meta` is one of those texts,
+//! few dozen instructions. So the last [`KEPT`] envelopes a server read
+//! (on any of its connections and endpoints) are kept beside their text, and a request whose `_meta` is one of those texts,
 //! byte for byte, shares its envelope. Anything else is read as usual and
 //! takes the place of the one kept longest — unless it carries a progress
 //! token, which differs from request to request, or its text is longer

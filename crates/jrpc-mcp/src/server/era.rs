@@ -158,8 +158,8 @@ const GATED: &[&str] = &[
 #[derive(Clone)]
 pub(crate) struct EraLayer {
     gated: Gated,
-    /// The envelopes modern requests carried last, shared by the services
-    /// the layer makes.
+    /// The server's envelopes read last, shared by the services the layer
+    /// makes.
     envelopes: Arc<Envelopes>,
 }
 
@@ -180,15 +180,16 @@ impl Gated {
 }
 
 impl EraLayer {
-    /// For a router that has `methods`.
-    pub(crate) fn new<'a>(methods: impl IntoIterator<Item = &'a str>) -> Self {
+    /// For a router that has `methods`, reading envelopes through the
+    /// server's `envelopes`.
+    pub(crate) fn new<'a>(methods: impl IntoIterator<Item = &'a str>, envelopes: Arc<Envelopes>) -> Self {
         let gated = methods
             .into_iter()
             .filter_map(|name| GATED.iter().position(|known| *known == name))
             .fold(0, |bits, n| bits | (1 << n));
         EraLayer {
             gated: Gated(gated),
-            envelopes: Arc::default(),
+            envelopes,
         }
     }
 }

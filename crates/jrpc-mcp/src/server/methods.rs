@@ -40,7 +40,7 @@ struct Empty {
 
 pub(crate) fn router(server: &McpServer) -> Router {
     let router = methods(server);
-    let layer = EraLayer::new(router.method_names());
+    let layer = EraLayer::new(router.method_names(), server.envelopes());
     router.layer(layer)
 }
 
@@ -460,6 +460,12 @@ impl McpServer {
     /// [`serve_stdio`](Self::serve_stdio) give it.
     pub(crate) fn router(&self) -> Router {
         router(self)
+    }
+
+    /// The envelopes modern requests carried last, shared by the era layer
+    /// of every connection and by Streamable HTTP.
+    pub(crate) fn envelopes(&self) -> Arc<super::envelopes::Envelopes> {
+        Arc::clone(&self.inner.envelopes)
     }
 
     /// The methods without the era layer (see [`table`]).

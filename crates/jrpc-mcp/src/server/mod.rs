@@ -106,6 +106,9 @@ struct Catalog {
     /// `info` as `_meta["io.modelcontextprotocol/serverInfo"]` of modern
     /// results.
     identity: shape::Identity,
+    /// The envelopes modern requests carried last, read once for every
+    /// connection and endpoint of the server ([`envelopes`]).
+    envelopes: Arc<envelopes::Envelopes>,
     /// The logger name of log messages: the server's name.
     logger: Arc<str>,
     /// Where each tool is in `tools`, by name.
@@ -183,6 +186,7 @@ impl McpServer {
                 catalog: Catalog {
                     info: Implementation::new(name, version),
                     identity: shape::Identity::new(&Implementation::new("", "")),
+                    envelopes: Arc::default(),
                     logger: Arc::from(""),
                     tool_index: Default::default(),
                     instructions: None,

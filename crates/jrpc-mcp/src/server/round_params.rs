@@ -119,27 +119,42 @@ pub(crate) enum ReadAlready {
 /// that do not parse so, or params without `_meta` (the usual path then
 /// says why).
 pub(crate) fn read_with_meta<'a>(method: &str, params: &'a RawValue) -> Option<(ReadAlready, &'a RawValue)> {
+    fn read<'a, P: WithMeta<'a>>(text: &'a str) -> Option<(ReadAlready, &'a RawValue)> {
+        let (read, meta) = serde_json::from_str::<P>(text).ok()?.read();
+        Some((read, meta?))
+    }
     let text = params.get();
-    let (read, meta) = match method {
-        "tools/call" => {
-            let (call, meta) = serde_json::from_str::<ToolCall<&RawValue>>(text)
-                .ok()?
-                .split_meta();
-            (ReadAlready::Tool(call), meta)
-        }
-        "resources/read" => {
-            let (read, meta) = serde_json::from_str::<ReadCall<&RawValue>>(text)
-                .ok()?
-                .split_meta();
-            (ReadAlready::Resource(read), meta)
-        }
-        "prompts/get" => {
-            let (prompt, meta) = serde_json::from_str::<PromptCall<&RawValue>>(text)
-                .ok()?
-                .split_meta();
-            (ReadAlready::Prompt(prompt), meta)
-        }
-        _ => return None,
-    };
-    Some((read, meta?))
+    match method {
+        "tools/call" => read::<ToolCall<&RawValue>>(text),
+        "resources/read" => read::<ReadCall<&RawValue>>(text),
+        "prompts/get" => read::<PromptCall<&RawValue>>(text),
+        _ => None,
+    }
+}
+
+/// Params read in their shape with their `_meta` as it came: what they are
+/// read as for their handler, and that `_meta`.
+pub(crate) trait WithMeta<'a>: Deserialize<'a> {
+    fn read(self) -> (ReadAlready, Option<&'a RawValue>);
+}
+
+impl<'a> WithMeta<'a> for ToolCall<&'a RawValue> {
+    fn read(self) -> (ReadAlready, Option<&'a RawValue>) {
+        let (call, meta) = self.split_meta();
+        (ReadAlready::Tool(call), meta)
+    }
+}
+
+impl<'a> WithMeta<'a> for ReadCall<&'a RawValue> {
+    fn read(self) -> (ReadAlready, Option<&'a RawValue>) {
+        let (read, meta) = self.split_meta();
+        (ReadAlready::Resource(read), meta)
+    }
+}
+
+impl<'a> WithMeta<'a> for PromptCall<&'a RawValue> {
+    fn read(self) -> (ReadAlready, Option<&'a RawValue>) {
+        let (prompt, meta) = self.split_meta();
+        (ReadAlready::Prompt(prompt), meta)
+    }
 }

@@ -62,12 +62,6 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// How far it has read.
-    #[inline]
-    pub fn position(&self) -> usize {
-        self.i
-    }
-
     /// Whether everything has been read.
     #[inline]
     pub fn at_end(&self) -> bool {
@@ -97,7 +91,7 @@ impl<'a> Cursor<'a> {
 
     /// The next byte, read.
     #[inline]
-    pub fn next_byte(&mut self) -> Option<u8> {
+    fn next_byte(&mut self) -> Option<u8> {
         let byte = *self.bytes.get(self.i)?;
         self.i += 1;
         Some(byte)
@@ -270,7 +264,7 @@ mod tests {
         assert_eq!(at.plain_str(), Some("é"));
         assert!(at.at_end());
         at.skip(10);
-        assert_eq!((at.position(), at.rest()), (bytes.len(), &b""[..]));
+        assert_eq!(at.rest(), &b""[..]);
     }
 
     #[test]

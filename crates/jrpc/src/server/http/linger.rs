@@ -9,9 +9,9 @@
 //! nothing more (RFC 9112 §9.6): once that request's body was read to its
 //! end and the answer did not close on the server's own account
 //! ([`RequestGuard::answered`](super::activity::RequestGuard::answered)),
-//! and nothing of it is waiting to be read, its connection closes at once. Waiting for its FIN would cost a
-//! connection per call (what such clients open) a wake-up more than the
-//! request did.
+//! and nothing of it is waiting to be read, its connection closes at once.
+//! Waiting for its FIN would cost a connection per call (what such clients
+//! open) a wake-up more than the request did.
 
 use std::io;
 use std::pin::Pin;
