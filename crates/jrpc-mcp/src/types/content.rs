@@ -103,7 +103,7 @@ pub struct EmbeddedResource {
 }
 
 /// One block of content, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// `"text"`.
@@ -216,5 +216,205 @@ impl ResourceContents {
             ResourceContents::Text(t) => &t.uri,
             ResourceContents::Blob(b) => &b.uri,
         }
+    }
+}
+
+/// The kinds of [`ContentBlock`], as `type` names them.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Kind {
+    Text,
+    Image,
+    Audio,
+    ResourceLink,
+    Resource,
+}
+
+impl Kind {
+    /// The block of this kind that `fields` (the block's other members)
+    /// make.
+    fn block<'de, D: serde::Deserializer<'de>>(self, fields: D) -> Result<ContentBlock, D::Error> {
+        Ok(match self {
+            Kind::Text => ContentBlock::Text(Deserialize::deserialize(fields)?),
+            Kind::Image => ContentBlock::Image(Deserialize::deserialize(fields)?),
+            Kind::Audio => ContentBlock::Audio(Deserialize::deserialize(fields)?),
+            Kind::ResourceLink => ContentBlock::ResourceLink(Deserialize::deserialize(fields)?),
+            Kind::Resource => ContentBlock::Resource(Deserialize::deserialize(fields)?),
+        })
+    }
+}
+
+/// Read as serde reads an enum tagged by `type`, without first gathering
+/// the whole block when `type` comes first, as every writer puts it: the
+/// members after it go straight into the block of that kind. (serde's
+/// own gathers every block into a tree of its own, then reads that: a
+/// third of what a tool's result costs a client to decode.)
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(BlockVisitor)
+    }
+}
+
+struct BlockVisitor;
+
+impl<'de> serde::de::Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a content block: an object with a `type`")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        use serde::de::Error as _;
+        let first = map.next_key::<FirstKey>()?;
+        let mut gathered = serde_json::Map::new();
+        match first {
+            None => return Err(A::Error::missing_field("type")),
+            Some(FirstKey::Type) => {
+                let kind: Kind = map.next_value()?;
+                return kind.block(serde::de::value::MapAccessDeserializer::new(map));
+            }
+            Some(FirstKey::Other(key)) => {
+                gathered.insert(key, map.next_value()?);
+            }
+        }
+        // `type` further on: the members gathered, then read as the block
+        // of the kind it names (serde's way, and its errors).
+        while let Some((key, value)) = map.next_entry::<String, serde_json::Value>()? {
+            gathered.insert(key, value);
+        }
+        let kind = gathered
+            .remove("type")
+            .ok_or_else(|| A::Error::missing_field("type"))?;
+        let kind = Kind::deserialize(kind).map_err(A::Error::custom)?;
+        kind.block(serde_json::Value::Object(gathered))
+            .map_err(A::Error::custom)
+    }
+}
+
+/// A block's first member's name: `type`, or another (kept).
+enum FirstKey {
+    Type,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for FirstKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = FirstKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<FirstKey, E> {
+                Ok(if key == "type" {
+                    FirstKey::Type
+                } else {
+                    FirstKey::Other(key.to_owned())
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(value: serde_json::Value) -> Result<ContentBlock, String> {
+        // Through text, as a client reads it, and through a value.
+        let from_text = serde_json::from_str::<ContentBlock>(&value.to_string()).map_err(|e| e.to_string());
+        let from_value = serde_json::from_value::<ContentBlock>(value).map_err(|e| e.to_string());
+        assert_eq!(
+            from_text.is_ok(),
+            from_value.is_ok(),
+            "{from_text:?} vs {from_value:?}"
+        );
+        from_text
+    }
+
+    #[test]
+    fn every_kind_reads_back_what_it_wrote_with_type_first_or_last() {
+        let blocks = [
+            ContentBlock::text("hi"),
+            ContentBlock::image("aGk=", "image/png"),
+            ContentBlock::Audio(AudioContent {
+                data: "aGk=".into(),
+                mime_type: "audio/wav".into(),
+                annotations: None,
+                meta: None,
+            }),
+            ContentBlock::ResourceLink(ResourceLink {
+                uri: "file:///a".into(),
+                name: "a".into(),
+                title: Some("A".into()),
+                description: None,
+                mime_type: None,
+                size: Some(3),
+                annotations: None,
+                meta: None,
+            }),
+            ContentBlock::Resource(EmbeddedResource {
+                resource: ResourceContents::text("file:///a", Some("text/plain"), "x"),
+                annotations: Some(Annotations {
+                    priority: Some(0.5),
+                    ..Default::default()
+                }),
+                meta: Some(json!({"k": [1, {"n": null}]}).as_object().unwrap().clone()),
+            }),
+        ];
+        for block in blocks {
+            let text = serde_json::to_string(&block).unwrap();
+            assert!(text.starts_with(r#"{"type":"#), "{text}");
+            assert_eq!(serde_json::from_str::<ContentBlock>(&text).unwrap(), block);
+            let written = serde_json::to_value(&block).unwrap();
+            assert_eq!(read(written.clone()).unwrap(), block);
+            // `type` last: every other member first.
+            let object = written.as_object().unwrap();
+            let mut last = String::from("{");
+            for (key, value) in object.iter().filter(|(k, _)| *k != "type") {
+                last.push_str(&format!("{}:{value},", serde_json::to_string(key).unwrap()));
+            }
+            last.push_str(&format!(r#""type":{}}}"#, object["type"]));
+            assert_eq!(
+                serde_json::from_str::<ContentBlock>(&last).unwrap(),
+                block,
+                "{last}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_block_without_a_known_type_is_refused_with_serdes_words() {
+        let cases = [
+            (json!({"text": "hi"}), "missing field `type`"),
+            (json!({}), "missing field `type`"),
+            (json!({"type": "video", "data": "x"}), "unknown variant `video`"),
+            (json!({"text": "hi", "type": "video"}), "unknown variant `video`"),
+            (json!({"type": 3, "text": "hi"}), "invalid type: integer `3`"),
+            (json!({"type": "text"}), "missing field `text`"),
+            (
+                json!({"annotations": null, "type": "text"}),
+                "missing field `text`",
+            ),
+            (json!({"type": "text", "text": 5}), "invalid type: integer `5`"),
+            (json!(["text", "hi"]), "invalid type: sequence"),
+            (json!("text"), "invalid type: string"),
+        ];
+        for (value, said) in cases {
+            let error = read(value.clone()).expect_err(&value.to_string());
+            assert!(error.contains(said), "{value}: {error}");
+        }
+    }
+
+    #[test]
+    fn members_it_does_not_know_are_skipped_wherever_they_are() {
+        let block =
+            read(json!({"extra": {"deep": [1]}, "type": "text", "text": "hi", "more": true})).unwrap();
+        assert_eq!(block, ContentBlock::text("hi"));
+        let block = read(json!({"type": "text", "more": [], "text": "hi"})).unwrap();
+        assert_eq!(block, ContentBlock::text("hi"));
     }
 }

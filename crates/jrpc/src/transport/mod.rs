@@ -30,6 +30,8 @@ pub mod amqp;
 pub mod child;
 pub(crate) mod connection;
 pub mod dial;
+#[cfg(unix)]
+mod inherited;
 mod message;
 #[cfg(feature = "mqtt")]
 pub mod mqtt;
