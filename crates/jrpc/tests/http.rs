@@ -253,6 +253,34 @@ async fn gzip_both_ways() {
     .await;
     assert_eq!(large.status, 200);
     assert_eq!(large.header("content-encoding"), Some("gzip"));
+    assert_eq!(large.header("vary"), Some("accept-encoding"));
+    let mut unzipped = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&large.body[..]), &mut unzipped).unwrap();
+    assert!(
+        unzipped.starts_with(r#"{"jsonrpc":"2.0","result":""#),
+        "{unzipped:.80}"
+    );
+    // br too, and an encoding the server does not have is answered as is.
+    let br = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Accept-Encoding", "br")],
+        call.as_bytes(),
+    )
+    .await;
+    assert_eq!(br.header("content-encoding"), Some("br"));
+    let other = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Accept-Encoding", "zstd")],
+        call.as_bytes(),
+    )
+    .await;
+    assert_eq!(other.status, 200);
+    assert_eq!(other.header("content-encoding"), None);
+    assert!(other.body.starts_with(br#"{"jsonrpc":"2.0","result":""#));
     let small_call = br#"{"jsonrpc":"2.0","method":"subtract","params":[42,23],"id":1}"#;
     let small = raw(
         &url,
@@ -264,6 +292,7 @@ async fn gzip_both_ways() {
     .await;
     assert_eq!(small.status, 200);
     assert_eq!(small.header("content-encoding"), None);
+    assert_eq!(small.header("vary"), None);
     assert_eq!(small.body, br#"{"jsonrpc":"2.0","result":19,"id":1}"#);
 
     // With compression off, a compressed body is refused, not parsed.

@@ -81,18 +81,17 @@ pub(super) async fn serve_connection<I>(
     // The full stack (compression both ways, CORS) costs a few microseconds
     // and several future moves per request even when it does nothing, so
     // requests that need none of it go straight to the RPC service.
+    let compress = CompressionLayer::new()
+        .gzip(compression)
+        .br(compression)
+        .compress_when(
+            // Compressing a small reply costs far more than it saves.
+            SizeAbove::new(COMPRESS_ABOVE)
+                .and(NotForContentType::GRPC)
+                .and(NotForContentType::SSE),
+        );
     let layered = ServiceBuilder::new()
-        .layer(
-            CompressionLayer::new()
-                .gzip(compression)
-                .br(compression)
-                .compress_when(
-                    // Compressing a small reply costs far more than it saves.
-                    SizeAbove::new(COMPRESS_ABOVE)
-                        .and(NotForContentType::GRPC)
-                        .and(NotForContentType::SSE),
-                ),
-        )
+        .layer(compress.clone())
         .option_layer(cors.clone())
         .layer(RequestDecompressionLayer::new().gzip(compression).br(compression))
         .service(BoxBody(rpc.clone()));
@@ -126,22 +125,35 @@ pub(super) async fn serve_connection<I>(
         let headers = request.headers();
         // An encoded body always goes through the decompression layer: it
         // decodes it, or refuses it (415) when compression is off.
-        let needs_layers = headers.contains_key(http::header::CONTENT_ENCODING)
-            || (compression && headers.contains_key(http::header::ACCEPT_ENCODING))
+        let decode_or_cors = headers.contains_key(http::header::CONTENT_ENCODING)
             || (cors.is_some() && headers.contains_key(http::header::ORIGIN));
+        // What the client takes compressed (jrpc's own client says gzip on
+        // every request): asked of the reply once it is known.
+        let accepts = headers
+            .get(http::header::ACCEPT_ENCODING)
+            .filter(|_| compression)
+            .cloned();
+        let needs_layers = decode_or_cors || accepts.is_some();
         // One small boxed future per request: hyper moves the future it
         // holds several times, and the layered one is kilobytes large.
-        if let (Stack::Bare(service), false) = (&rpc, needs_layers) {
+        if let (Stack::Bare(service), false) = (&rpc, decode_or_cors) {
             // Straight to the service: hyper's body as it is, the
             // connection's facts as an argument (no `ClientAddr` in the
             // request's extension map, no boxed body).
             let settings = Arc::clone(&service.settings);
             let connection = Arc::clone(&connection);
+            let compress = compress.clone();
             let reply: BoxFuture<Response<ReplyBody>> = Box::pin(async move {
                 let response = service::serve(&settings, request, connection).await;
+                // Most replies are too small to compress: only a large one
+                // goes through the compression layer, as it was made.
+                let response = match accepts {
+                    Some(accepts) if large(&response) => compressed(&compress, accepts, response).await,
+                    _ => response.map(ReplyBody::Plain),
+                };
                 answering.answered(response.headers());
                 drop(answering);
-                Ok(response.map(ReplyBody::Plain))
+                Ok(response)
             });
             return reply;
         }
@@ -239,6 +251,41 @@ pub(super) async fn serve_connection<I>(
             served.as_mut().shut_down();
             let _ = tokio::time::timeout(IDLE_CLOSE_WAIT.min(grace), served).await;
         }
+    }
+}
+
+/// Whether a reply is large enough to be worth compressing.
+fn large(response: &Response<http_body_util::Full<bytes::Bytes>>) -> bool {
+    use http_body::Body as _;
+    response
+        .body()
+        .size_hint()
+        .exact()
+        .map_or(true, |len| len > u64::from(COMPRESS_ABOVE))
+}
+
+/// `response`, already made, through the compression layer, for a request
+/// that accepts `accepts`: compressed as the layer decides (not an event
+/// stream, not gRPC, larger than [`COMPRESS_ABOVE`]), with `Vary`.
+async fn compressed<P>(
+    compress: &CompressionLayer<P>,
+    accepts: http::HeaderValue,
+    response: Response<http_body_util::Full<bytes::Bytes>>,
+) -> Response<ReplyBody>
+where
+    P: Predicate + Send + 'static,
+{
+    use tower::Layer as _;
+    // The reply rides in the request (the layer reads only its headers),
+    // and the service hands it back.
+    let mut asked = Request::new(response);
+    asked.headers_mut().insert(http::header::ACCEPT_ENCODING, accepts);
+    let made = tower::service_fn(|asked: Request<Response<_>>| {
+        std::future::ready(Ok::<_, Infallible>(asked.into_body()))
+    });
+    match compress.layer(made).oneshot(asked).await {
+        Ok(response) => response.map(|body| ReplyBody::Layered(body.map_err(Into::into).boxed_unsync())),
+        Err(never) => match never {},
     }
 }
 
