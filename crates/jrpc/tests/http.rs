@@ -270,6 +270,16 @@ async fn gzip_both_ways() {
     )
     .await;
     assert_eq!(br.header("content-encoding"), Some("br"));
+    // Every field is read: the second one names gzip.
+    let two = raw(
+        &url,
+        "POST",
+        "/",
+        &[JSON, ("Accept-Encoding", "identity"), ("Accept-Encoding", "gzip")],
+        call.as_bytes(),
+    )
+    .await;
+    assert_eq!(two.header("content-encoding"), Some("gzip"));
     let other = raw(
         &url,
         "POST",

@@ -272,15 +272,20 @@ impl<'de> serde::de::Visitor<'de> for BlockVisitor {
             None => return Err(A::Error::missing_field("type")),
             Some(FirstKey::Type) => {
                 let kind: Kind = map.next_value()?;
-                return kind.block(serde::de::value::MapAccessDeserializer::new(map));
+                return kind.block(serde::de::value::MapAccessDeserializer::new(Rest(map)));
             }
             Some(FirstKey::Other(key)) => {
                 gathered.insert(key, map.next_value()?);
             }
         }
         // `type` further on: the members gathered, then read as the block
-        // of the kind it names (serde's way, and its errors).
+        // of the kind it names (serde's way, and its errors). A member
+        // named twice is refused, as serde refuses a field given twice
+        // (the tree would keep only the last).
         while let Some((key, value)) = map.next_entry::<String, serde_json::Value>()? {
+            if gathered.contains_key(&key) {
+                return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+            }
             gathered.insert(key, value);
         }
         let kind = gathered
@@ -289,6 +294,62 @@ impl<'de> serde::de::Visitor<'de> for BlockVisitor {
         let kind = Kind::deserialize(kind).map_err(A::Error::custom)?;
         kind.block(serde_json::Value::Object(gathered))
             .map_err(A::Error::custom)
+    }
+}
+
+/// The members after a first `type`, for the block's own struct to read:
+/// a second `type` is refused, as serde refuses a field given twice.
+struct Rest<A>(A);
+
+impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for Rest<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        use serde::de::Error as _;
+        let Some(MemberName(name)) = self.0.next_key()? else {
+            return Ok(None);
+        };
+        if name == "type" {
+            return Err(A::Error::duplicate_field("type"));
+        }
+        seed.deserialize(serde::de::value::CowStrDeserializer::new(name))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.0.next_value_seed(seed)
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.0.size_hint()
+    }
+}
+
+/// A member's name, borrowed from the input when it can be.
+struct MemberName<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for MemberName<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl<'de> serde::de::Visitor<'de> for NameVisitor {
+            type Value = MemberName<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, name: &'de str) -> Result<Self::Value, E> {
+                Ok(MemberName(std::borrow::Cow::Borrowed(name)))
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Self::Value, E> {
+                Ok(MemberName(std::borrow::Cow::Owned(name.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, name: String) -> Result<Self::Value, E> {
+                Ok(MemberName(std::borrow::Cow::Owned(name)))
+            }
+        }
+        deserializer.deserialize_str(NameVisitor)
     }
 }
 
@@ -406,6 +467,22 @@ mod tests {
         for (value, said) in cases {
             let error = read(value.clone()).expect_err(&value.to_string());
             assert!(error.contains(said), "{value}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_member_given_twice_is_refused_as_serde_refuses_a_field_given_twice() {
+        for text in [
+            r#"{"type":"text","text":"a","type":"image"}"#,
+            r#"{"type":"text","type":"text","text":"a"}"#,
+            r#"{"text":"a","type":"text","type":"image"}"#,
+            r#"{"text":"a","type":"text","text":"b"}"#,
+            r#"{"type":"text","text":"a","text":"b"}"#,
+        ] {
+            let error = serde_json::from_str::<ContentBlock>(text)
+                .expect_err(text)
+                .to_string();
+            assert!(error.contains("duplicate field"), "{text}: {error}");
         }
     }
 

@@ -39,42 +39,43 @@ impl Inherited {
         if !(kind.is_fifo() || kind.is_socket()) {
             return None;
         }
-        let was_blocking = !nonblocking(file.as_fd()).ok()?;
-        if was_blocking {
-            set_nonblocking(file.as_fd(), true).ok()?;
-        }
-        // `register_with_interest` replaces this in tokio 1.54, whose
-        // worry (a descriptor closed under the reactor) a `File`, which
-        // owns its descriptor, does not have; this one is in every tokio
-        // since 1.39.
+        // Registered while still blocking, so that nothing is to be put
+        // back when the reactor refuses it. A runtime built without IO has
+        // no reactor and tokio panics then, rather than saying so: that
+        // runtime gets tokio's stdio, as before.
+        // `register_with_interest` replaces `try_with_interest` in tokio
+        // 1.54, whose worry (a descriptor closed under the reactor) a
+        // `File`, which owns its descriptor, does not have; this one is in
+        // every tokio since 1.39.
         #[allow(deprecated)]
-        let registered = AsyncFd::try_with_interest(file, interest);
-        match registered {
-            Ok(fd) => Some(Inherited { fd, was_blocking }),
-            Err(refused) => {
-                let (file, _) = refused.into_parts();
-                if was_blocking {
-                    let _ = set_nonblocking(file.as_fd(), false);
-                }
-                None
-            }
+        let registered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            AsyncFd::try_with_interest(file, interest)
+        }));
+        let fd = registered.ok()?.ok()?;
+        let was_blocking = !nonblocking(fd.get_ref().as_fd()).ok()?;
+        if was_blocking {
+            set_nonblocking(fd.get_ref().as_fd(), true).ok()?;
         }
+        Some(Inherited { fd, was_blocking })
     }
 
-    /// Whether `a` and `b` are the same pipe, socket or file (stdout and
-    /// stderr after `2>&1`: making one non-blocking would make the other
-    /// so, and a write to stderr could then fail when the pipe is full).
-    pub(crate) fn same(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> bool {
+    /// Whether `fd` is a pipe, socket or file of its own: not the same as
+    /// any of `others` (stdin and stdout one socket, stdout and stderr one
+    /// pipe after `2>&1`). Made non-blocking, the one would be so for the
+    /// others too, whose users (tokio's stdio, `eprintln!`) would then meet
+    /// a full pipe they cannot wait on; and the mode put back by one would
+    /// leave the other blocking under the reactor.
+    pub(crate) fn alone(fd: BorrowedFd<'_>, others: &[BorrowedFd<'_>]) -> bool {
         let id = |fd: BorrowedFd<'_>| {
             let file = File::from(fd.try_clone_to_owned().ok()?);
             let meta = file.metadata().ok()?;
             Some((meta.dev(), meta.ino()))
         };
-        match (id(a), id(b)) {
-            (Some(a), Some(b)) => a == b,
-            // Unknown: assume the worst.
-            _ => true,
-        }
+        // Unknown: assume the worst.
+        let Some(own) = id(fd) else { return false };
+        others
+            .iter()
+            .all(|other| id(*other).is_some_and(|other| other != own))
     }
 }
 
@@ -232,10 +233,27 @@ mod tests {
     }
 
     #[test]
-    fn the_two_ends_of_one_pipe_are_the_same_pipe() {
+    fn a_pipe_shared_with_another_descriptor_is_not_alone() {
         let (read, write) = pipe();
         let (other, _keep) = pipe();
-        assert!(Inherited::same(read.as_fd(), write.as_fd()));
-        assert!(!Inherited::same(read.as_fd(), other.as_fd()));
+        assert!(
+            !Inherited::alone(read.as_fd(), &[write.as_fd()]),
+            "two ends of one pipe"
+        );
+        assert!(!Inherited::alone(read.as_fd(), &[other.as_fd(), read.as_fd()]));
+        assert!(Inherited::alone(read.as_fd(), &[other.as_fd()]));
+        assert!(Inherited::alone(read.as_fd(), &[]));
+    }
+
+    #[test]
+    fn a_runtime_without_io_gets_tokios_stdio() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let (read, _write) = pipe();
+        let _inside = runtime.enter();
+        assert!(Inherited::adopt(read.as_fd(), Interest::READABLE).is_none());
+        assert!(!nonblocking(read.as_fd()).unwrap(), "left as found");
     }
 }

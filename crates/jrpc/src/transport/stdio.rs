@@ -17,13 +17,17 @@ pub(crate) fn info() -> ConnectionInfo {
 /// `framing`. Nothing else may write to stdout meanwhile (send logs to
 /// stderr).
 ///
-/// On Unix, inside a tokio runtime, a stdin or stdout that is a pipe or a
-/// socket (a process spawned by its client) is read and written through
-/// the reactor, without a thread in between, and is in non-blocking mode
-/// until the connection is dropped; a terminal or a file goes through
-/// tokio's blocking stdio. Stdout stays blocking when stderr is the same
-/// pipe (`2>&1`), so that logging never meets a full pipe it cannot wait
-/// on.
+/// On Unix, inside a tokio runtime with IO enabled, a stdin or stdout that
+/// is a pipe or a socket of its own (a process spawned by its client) is
+/// read and written through the reactor, without a thread in between, and
+/// is in non-blocking mode until the connection is dropped; a terminal or a
+/// file, and a pipe or socket that two of stdin, stdout and stderr share
+/// (`2>&1`, one socket for both ways), go through tokio's blocking stdio,
+/// so that nothing else meets a full pipe it cannot wait on. Stdin is then
+/// read from the pipe itself: read nothing through [`std::io::stdin`]
+/// before (what its buffer holds would not be seen), and let the process
+/// end normally (after `std::process::exit` the pipe stays non-blocking
+/// for whoever shares it).
 ///
 /// To serve a router on it, see [`Server::serve_stdio`](crate::server::Server::serve_stdio)
 /// or [`serve_stdio`](crate::server::serve_stdio).
@@ -33,9 +37,14 @@ pub fn connection(framing: Framing, max_frame_len: usize) -> Connection {
 
 #[cfg(unix)]
 fn reader() -> impl tokio::io::AsyncRead + Send + 'static {
+    use super::inherited::Inherited;
     use std::os::fd::AsFd;
     use tokio_util::either::Either;
-    match super::inherited::Inherited::adopt(std::io::stdin().as_fd(), tokio::io::Interest::READABLE) {
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let pipe = Inherited::alone(stdin.as_fd(), &[stdout.as_fd(), stderr.as_fd()])
+        .then(|| Inherited::adopt(stdin.as_fd(), tokio::io::Interest::READABLE))
+        .flatten();
+    match pipe {
         Some(pipe) => Either::Left(pipe),
         None => Either::Right(tokio::io::stdin()),
     }
@@ -44,10 +53,13 @@ fn reader() -> impl tokio::io::AsyncRead + Send + 'static {
 #[cfg(unix)]
 fn writer() -> impl tokio::io::AsyncWrite + Send + 'static {
     use super::inherited::Inherited;
+    use std::io::Write as _;
     use std::os::fd::AsFd;
     use tokio_util::either::Either;
-    let stdout = std::io::stdout();
-    let pipe = (!Inherited::same(stdout.as_fd(), std::io::stderr().as_fd()))
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    // What was printed before goes out before the first frame.
+    let _ = stdout.lock().flush();
+    let pipe = Inherited::alone(stdout.as_fd(), &[stdin.as_fd(), stderr.as_fd()])
         .then(|| Inherited::adopt(stdout.as_fd(), tokio::io::Interest::WRITABLE))
         .flatten();
     match pipe {

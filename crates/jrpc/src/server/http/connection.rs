@@ -129,10 +129,14 @@ pub(super) async fn serve_connection<I>(
             || (cors.is_some() && headers.contains_key(http::header::ORIGIN));
         // What the client takes compressed (jrpc's own client says gzip on
         // every request): asked of the reply once it is known.
-        let accepts = headers
-            .get(http::header::ACCEPT_ENCODING)
-            .filter(|_| compression)
-            .cloned();
+        let accepts: Option<Vec<http::HeaderValue>> =
+            (compression && headers.contains_key(http::header::ACCEPT_ENCODING)).then(|| {
+                headers
+                    .get_all(http::header::ACCEPT_ENCODING)
+                    .iter()
+                    .cloned()
+                    .collect()
+            });
         let needs_layers = decode_or_cors || accepts.is_some();
         // One small boxed future per request: hyper moves the future it
         // holds several times, and the layered one is kilobytes large.
@@ -265,11 +269,11 @@ fn large(response: &Response<http_body_util::Full<bytes::Bytes>>) -> bool {
 }
 
 /// `response`, already made, through the compression layer, for a request
-/// that accepts `accepts`: compressed as the layer decides (not an event
+/// whose `Accept-Encoding` fields are `accepts`: compressed as the layer decides (not an event
 /// stream, not gRPC, larger than [`COMPRESS_ABOVE`]), with `Vary`.
 async fn compressed<P>(
     compress: &CompressionLayer<P>,
-    accepts: http::HeaderValue,
+    accepts: Vec<http::HeaderValue>,
     response: Response<http_body_util::Full<bytes::Bytes>>,
 ) -> Response<ReplyBody>
 where
@@ -279,7 +283,9 @@ where
     // The reply rides in the request (the layer reads only its headers),
     // and the service hands it back.
     let mut asked = Request::new(response);
-    asked.headers_mut().insert(http::header::ACCEPT_ENCODING, accepts);
+    for value in accepts {
+        asked.headers_mut().append(http::header::ACCEPT_ENCODING, value);
+    }
     let made = tower::service_fn(|asked: Request<Response<_>>| {
         std::future::ready(Ok::<_, Infallible>(asked.into_body()))
     });
