@@ -116,10 +116,17 @@ impl Broker {
 
     /// Whether the broker died because a port it was given (RabbitMQ's
     /// distribution port, picked free a moment before) was taken meanwhile
-    /// by another process: worth another try with a fresh one.
+    /// by another process, or because its port mapper (epmd, started by
+    /// the broker's own script on a port of its own) was not up yet when
+    /// the node registered with it (`nodistribution`, seen on a loaded
+    /// machine with two brokers starting at once): worth another try with
+    /// fresh ports.
     fn lost_a_port_race(&self) -> bool {
         let log = self.log();
-        self.kind == Kind::RabbitMq && (log.contains("dist_port_already_used") || log.contains("eaddrinuse"))
+        self.kind == Kind::RabbitMq
+            && (log.contains("dist_port_already_used")
+                || log.contains("eaddrinuse")
+                || log.contains("nodistribution"))
     }
 
     fn rabbitmq_command(&self) -> Command {
