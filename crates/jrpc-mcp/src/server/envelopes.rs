@@ -74,13 +74,12 @@ impl Envelopes {
         }
         let envelope = Arc::new(serde_json::from_str::<RequestEnvelope>(text)?);
         // With a progress token, the text without it is kept (when the
-        // token is its last member): the envelope read had no other member
-        // naming a token (serde refuses a field given twice, escaped or
-        // not), so that text reads as this envelope without its token.
-        // A token may be appended to what is kept only when no member of
-        // it names one: serde would refuse the token given twice. One read
-        // without a token may still name one that is ignored (`null`,
-        // `1.5`: see `lenient_token`), as it is or escaped.
+        // token is its last member): no other member named a token (serde
+        // refuses a field given twice, escaped or not), so that text reads
+        // as this envelope without its token, and a token may be appended
+        // to it. An envelope read without a token may still name one that
+        // was ignored (`null`, `1.5`: see `lenient_token`), as it is or
+        // escaped: none may be appended to its text.
         let keep = match &envelope.progress_token {
             None => {
                 let appendable = !text.contains("progressToken") && !text.contains('\\');

@@ -269,8 +269,9 @@ fn large(response: &Response<http_body_util::Full<bytes::Bytes>>) -> bool {
 }
 
 /// `response`, already made, through the compression layer, for a request
-/// whose `Accept-Encoding` fields are `accepts`: compressed as the layer decides (not an event
-/// stream, not gRPC, larger than [`COMPRESS_ABOVE`]), with `Vary`.
+/// whose `Accept-Encoding` fields are `accepts`: compressed as the layer
+/// decides (not an event stream, not gRPC, larger than
+/// [`COMPRESS_ABOVE`]), with `Vary`.
 async fn compressed<P>(
     compress: &CompressionLayer<P>,
     accepts: Vec<http::HeaderValue>,
