@@ -266,18 +266,15 @@ impl<'de> serde::de::Visitor<'de> for BlockVisitor {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
         use serde::de::Error as _;
-        let first = map.next_key::<FirstKey>()?;
-        let mut gathered = serde_json::Map::new();
-        match first {
-            None => return Err(A::Error::missing_field("type")),
-            Some(FirstKey::Type) => {
-                let kind: Kind = map.next_value()?;
-                return kind.block(serde::de::value::MapAccessDeserializer::new(Rest(map)));
-            }
-            Some(FirstKey::Other(key)) => {
-                gathered.insert(key, map.next_value()?);
-            }
+        let Some(MemberName(first)) = map.next_key()? else {
+            return Err(A::Error::missing_field("type"));
+        };
+        if first == "type" {
+            let kind: Kind = map.next_value()?;
+            return kind.block(serde::de::value::MapAccessDeserializer::new(Rest(map)));
         }
+        let mut gathered = serde_json::Map::new();
+        gathered.insert(first.into_owned(), map.next_value()?);
         // `type` further on: the members gathered, then read as the block
         // of the kind it names (serde's way, and its errors). A member
         // named twice is refused, as serde refuses a field given twice
@@ -350,32 +347,6 @@ impl<'de> Deserialize<'de> for MemberName<'de> {
             }
         }
         deserializer.deserialize_str(NameVisitor)
-    }
-}
-
-/// A block's first member's name: `type`, or another (kept).
-enum FirstKey {
-    Type,
-    Other(String),
-}
-
-impl<'de> Deserialize<'de> for FirstKey {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl serde::de::Visitor<'_> for KeyVisitor {
-            type Value = FirstKey;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<FirstKey, E> {
-                Ok(if key == "type" {
-                    FirstKey::Type
-                } else {
-                    FirstKey::Other(key.to_owned())
-                })
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
     }
 }
 

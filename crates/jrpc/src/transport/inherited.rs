@@ -30,10 +30,14 @@ pub(crate) struct Inherited {
 
 impl Inherited {
     /// `fd` (duplicated) driven by the reactor, waited on for `interest`;
-    /// `None` when it is not a pipe or socket, when there is no reactor,
+    /// `None` when it is not a pipe or socket, when it is shared with one
+    /// of `others` (see [`alone`](Self::alone)), when there is no reactor,
     /// or when the system refuses (the caller then uses tokio's stdio).
-    pub(crate) fn adopt(fd: BorrowedFd<'_>, interest: Interest) -> Option<Self> {
+    pub(crate) fn adopt(fd: BorrowedFd<'_>, others: &[BorrowedFd<'_>], interest: Interest) -> Option<Self> {
         tokio::runtime::Handle::try_current().ok()?;
+        if !Self::alone(fd, others) {
+            return None;
+        }
         let file = File::from(fd.try_clone_to_owned().ok()?);
         let kind = file.metadata().ok()?.file_type();
         if !(kind.is_fifo() || kind.is_socket()) {
@@ -65,7 +69,7 @@ impl Inherited {
     /// others too, whose users (tokio's stdio, `eprintln!`) would then meet
     /// a full pipe they cannot wait on; and the mode put back by one would
     /// leave the other blocking under the reactor.
-    pub(crate) fn alone(fd: BorrowedFd<'_>, others: &[BorrowedFd<'_>]) -> bool {
+    fn alone(fd: BorrowedFd<'_>, others: &[BorrowedFd<'_>]) -> bool {
         let id = |fd: BorrowedFd<'_>| {
             let file = File::from(fd.try_clone_to_owned().ok()?);
             let meta = file.metadata().ok()?;
@@ -188,8 +192,8 @@ mod tests {
     #[tokio::test]
     async fn a_pipe_is_read_and_written_through_the_reactor_and_left_as_found() {
         let (read, write) = pipe();
-        let mut reader = Inherited::adopt(read.as_fd(), Interest::READABLE).expect("a pipe is adopted");
-        let mut writer = Inherited::adopt(write.as_fd(), Interest::WRITABLE).expect("a pipe is adopted");
+        let mut reader = Inherited::adopt(read.as_fd(), &[], Interest::READABLE).expect("a pipe is adopted");
+        let mut writer = Inherited::adopt(write.as_fd(), &[], Interest::WRITABLE).expect("a pipe is adopted");
         assert!(nonblocking(read.as_fd()).unwrap());
         // More than a pipe holds (64 KiB): the writer waits for the reader.
         let sent: Vec<u8> = (0..300_000u32).map(|n| n as u8).collect();
@@ -210,7 +214,7 @@ mod tests {
     #[tokio::test]
     async fn the_end_of_a_pipe_is_read_as_its_end() {
         let (read, write) = pipe();
-        let mut reader = Inherited::adopt(read.as_fd(), Interest::READABLE).unwrap();
+        let mut reader = Inherited::adopt(read.as_fd(), &[], Interest::READABLE).unwrap();
         let mut write = File::from(write);
         write.write_all(b"last\n").unwrap();
         drop(write);
@@ -222,13 +226,13 @@ mod tests {
     #[tokio::test]
     async fn a_file_is_left_to_tokios_threads() {
         let file = File::open(std::env::current_exe().unwrap()).unwrap();
-        assert!(Inherited::adopt(file.as_fd(), Interest::READABLE).is_none());
+        assert!(Inherited::adopt(file.as_fd(), &[], Interest::READABLE).is_none());
     }
 
     #[test]
     fn without_a_runtime_nothing_is_adopted() {
         let (read, _write) = pipe();
-        assert!(Inherited::adopt(read.as_fd(), Interest::READABLE).is_none());
+        assert!(Inherited::adopt(read.as_fd(), &[], Interest::READABLE).is_none());
         assert!(!nonblocking(read.as_fd()).unwrap(), "left as found");
     }
 
@@ -253,7 +257,7 @@ mod tests {
             .unwrap();
         let (read, _write) = pipe();
         let _inside = runtime.enter();
-        assert!(Inherited::adopt(read.as_fd(), Interest::READABLE).is_none());
+        assert!(Inherited::adopt(read.as_fd(), &[], Interest::READABLE).is_none());
         assert!(!nonblocking(read.as_fd()).unwrap(), "left as found");
     }
 }

@@ -37,34 +37,26 @@ pub fn connection(framing: Framing, max_frame_len: usize) -> Connection {
 
 #[cfg(unix)]
 fn reader() -> impl tokio::io::AsyncRead + Send + 'static {
-    use super::inherited::Inherited;
     use std::os::fd::AsFd;
-    use tokio_util::either::Either;
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
-    let pipe = Inherited::alone(stdin.as_fd(), &[stdout.as_fd(), stderr.as_fd()])
-        .then(|| Inherited::adopt(stdin.as_fd(), tokio::io::Interest::READABLE))
-        .flatten();
-    match pipe {
-        Some(pipe) => Either::Left(pipe),
-        None => Either::Right(tokio::io::stdin()),
+    let others = [stdout.as_fd(), stderr.as_fd()];
+    match super::inherited::Inherited::adopt(stdin.as_fd(), &others, tokio::io::Interest::READABLE) {
+        Some(pipe) => tokio_util::either::Either::Left(pipe),
+        None => tokio_util::either::Either::Right(tokio::io::stdin()),
     }
 }
 
 #[cfg(unix)]
 fn writer() -> impl tokio::io::AsyncWrite + Send + 'static {
-    use super::inherited::Inherited;
     use std::io::Write as _;
     use std::os::fd::AsFd;
-    use tokio_util::either::Either;
     let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     // What was printed before goes out before the first frame.
     let _ = stdout.lock().flush();
-    let pipe = Inherited::alone(stdout.as_fd(), &[stdin.as_fd(), stderr.as_fd()])
-        .then(|| Inherited::adopt(stdout.as_fd(), tokio::io::Interest::WRITABLE))
-        .flatten();
-    match pipe {
-        Some(pipe) => Either::Left(pipe),
-        None => Either::Right(tokio::io::stdout()),
+    let others = [stdin.as_fd(), stderr.as_fd()];
+    match super::inherited::Inherited::adopt(stdout.as_fd(), &others, tokio::io::Interest::WRITABLE) {
+        Some(pipe) => tokio_util::either::Either::Left(pipe),
+        None => tokio_util::either::Either::Right(tokio::io::stdout()),
     }
 }
 
