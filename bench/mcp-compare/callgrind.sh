@@ -12,7 +12,8 @@
 #   cargo build --release -p jrpc-cli
 #   cargo build --release --manifest-path bench/mcp-compare/Cargo.toml
 # SERVER=PATH and JRPC=PATH take other builds (of another commit, say) to
-# compare two back to back.
+# compare two back to back; KEEP=FILE keeps callgrind's output there (for
+# callgrind_annotate).
 # The count includes the server's start-up and shutdown (under 1 % at
 # 4000 calls). The load is `jrpc bench`, 4 connections with one call in
 # flight each (a session's calls share one connection: ids are unique only
@@ -63,3 +64,4 @@ kill "$pid"
 wait "$pid" || true
 total=$(callgrind_annotate "$out/callgrind.out" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
 echo "$mode: $((total / calls)) instructions per call"
+if [ -n "${KEEP:-}" ]; then cp "$out/callgrind.out" "$KEEP"; fi

@@ -11,12 +11,13 @@
 # ratio, then the medians. Needs Linux (taskset, /proc), and release builds:
 #   cargo build --release -p jrpc-cli
 #   cargo build --release --manifest-path bench/mcp-compare/Cargo.toml
+# SERVER=PATH takes another build of the bench server (of another commit).
 set -euo pipefail
 
 pairs=${1:-8}
 calls=${2:-50000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-server="$root/bench/mcp-compare/target/release/jrpc-mcp-compare"
+server="${SERVER:-$root/bench/mcp-compare/target/release/jrpc-mcp-compare}"
 jrpc="$root/target/release/jrpc"
 tick=$(getconf CLK_TCK)
 out=$(mktemp -d)

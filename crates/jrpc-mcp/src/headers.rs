@@ -23,10 +23,10 @@ pub const PARAM_PREFIX: &str = "mcp-param-";
 /// The schema annotation that names a parameter's header.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
 
-/// The headers above as names of the `http` crate, made once for both
-/// sides (a name that is not a standard header costs an allocation when
-/// made from text).
-#[cfg(any(feature = "http", feature = "http-client"))]
+/// The headers above as names of the `http` crate, made once for the
+/// client (a name that is not a standard header costs an allocation when
+/// made from text; the server finds them in one pass instead).
+#[cfg(feature = "http-client")]
 pub(crate) mod names {
     use http::HeaderName;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{bounded, send, Reply};
+use common::{bounded, exchange, send, Reply};
 use jrpc_mcp::http::HttpOptions;
 use jrpc_mcp::server::{McpContext, McpServer, NoArgs, ToolError};
 use jrpc_mcp::types::{CallToolResult, Tool};
@@ -299,6 +299,56 @@ async fn a_request_streams_only_when_it_has_something_to_say() {
         .await;
     assert_eq!(reply.header("content-type"), Some("application/json"));
     assert_eq!(reply.json()["result"]["resultType"], "input_required");
+    server.serving.shutdown().await;
+}
+
+/// A whole reply over 1 KiB (the demo's `tools/list`) is compressed for a
+/// client that takes gzip; a small one, and a stream, are not.
+#[tokio::test]
+async fn large_replies_are_compressed_for_clients_that_take_gzip() {
+    let server = Server::start(jrpc_mcp::demo::server()).await;
+    let list = body(json!(1), "tools/list", json!({}));
+    let mut taking_gzip = headers("tools/list", None);
+    taking_gzip.push(("Accept-Encoding", "gzip"));
+    let (head, zipped) = exchange(&server.addr, "POST", &taking_gzip, &list).await;
+    let head = head.to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&zipped[..]), &mut text).unwrap();
+    let plain = server.post(&headers("tools/list", None), &list).await;
+    assert_eq!(plain.header("content-encoding"), None);
+    assert!(plain.body.len() > 1024, "the demo's tool list is large");
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), plain.json());
+
+    let mut call = headers("tools/call", Some("add"));
+    call.push(("Accept-Encoding", "gzip"));
+    let add = body(
+        json!(2),
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+    );
+    let (head, _) = exchange(&server.addr, "POST", &call, &add).await;
+    let head = head.to_ascii_lowercase();
+    assert!(
+        !head.contains("content-encoding"),
+        "a small reply as it is: {head}"
+    );
+    let mut params = json!({"name": "sleep", "arguments": {"ms": 50}});
+    params["_meta"] = envelope(json!({}));
+    params["_meta"]["progressToken"] = json!(1);
+    let mut sleep = headers("tools/call", Some("sleep"));
+    sleep.push(("Accept-Encoding", "gzip"));
+    let (head, _) = exchange(
+        &server.addr,
+        "POST",
+        &sleep,
+        &body(json!(3), "tools/call", params),
+    )
+    .await;
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("content-type: text/event-stream"), "{head}");
+    assert!(!head.contains("content-encoding"), "events as they come: {head}");
     server.serving.shutdown().await;
 }
 

@@ -1495,7 +1495,8 @@ async fn unfinished_websocket_messages_share_the_budget() {
 
 /// Issue 13, core hooks: a route of its own answers with its own status,
 /// headers and body, reads bodies within the server's limits, and leaves
-/// the RPC endpoint as it was.
+/// the RPC endpoint as it was; a whole reply over 1 KiB is compressed
+/// for a client that takes gzip.
 #[tokio::test]
 async fn routes_answer_with_their_own_status_headers_and_bodies() {
     use jrpc::server::http::route;
@@ -1514,7 +1515,34 @@ async fn routes_answer_with_their_own_status_headers_and_bodies() {
             .insert("x-route", http::HeaderValue::from_static("custom"));
         response
     });
+    let large_text = r#"{"tool":"a tool with a long description"}"#.repeat(100);
+    let large = large_text.clone();
+    let server = server.route("/large", move |_request, _cx| {
+        let large = large.clone();
+        async move { route::json_response(large) }
+    });
     let (serving, url) = serve(server).await;
+    // A whole reply over 1 KiB is compressed for a client that takes gzip,
+    // as the RPC endpoint's replies are; not for one that does not.
+    let zipped = raw(&url, "GET", "/large", &[("Accept-Encoding", "gzip")], b"").await;
+    assert_eq!(zipped.status, 200);
+    assert_eq!(zipped.header("content-encoding"), Some("gzip"));
+    assert_eq!(zipped.header("vary"), Some("accept-encoding"));
+    assert!(
+        zipped.body.len() < large_text.len() / 4,
+        "the reply is compressed"
+    );
+    let mut unzipped = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&zipped.body[..]), &mut unzipped)
+        .unwrap();
+    assert_eq!(unzipped, large_text);
+    let plain = raw(&url, "GET", "/large", &[], b"").await;
+    assert_eq!(plain.header("content-encoding"), None);
+    assert_eq!(plain.body, large_text.as_bytes());
+    // A small one is sent as it is.
+    let small = raw(&url, "PUT", "/custom", &[("Accept-Encoding", "gzip")], b"1").await;
+    assert_eq!(small.header("content-encoding"), None);
+    assert_eq!(small.body, b"PUT 1 bytes");
     let custom = raw(&url, "PUT", "/custom", &[], b"12345").await;
     assert_eq!(custom.status, 418);
     assert_eq!(custom.header("x-route"), Some("custom"));
@@ -1568,7 +1596,9 @@ async fn routes_stream_server_sent_events() {
     let addr = url.trim_start_matches("http://").to_owned();
     let mut stream = TcpStream::connect(&addr).await.unwrap();
     stream
-        .write_all(b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        .write_all(
+            b"GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nAccept-Encoding: gzip\r\n\r\n",
+        )
         .await
         .unwrap();
     let mut seen = Vec::new();
@@ -1588,6 +1618,8 @@ async fn routes_stream_server_sent_events() {
             .contains("content-type: text/event-stream"),
         "{text}"
     );
+    // Events go out as they come, never through the compressor.
+    assert!(!text.to_ascii_lowercase().contains("content-encoding"), "{text}");
     let order: Vec<usize> = (0..5)
         .map(|n| text.find(&format!("id: {n}\ndata: {{\"n\":{n}}}")).unwrap())
         .collect();

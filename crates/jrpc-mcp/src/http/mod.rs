@@ -27,6 +27,7 @@
 //! ```
 
 mod legacy;
+mod mcp_headers;
 mod modern;
 #[cfg(feature = "oauth")]
 mod oauth;
@@ -42,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::{ready, BoxFuture, Either};
-use http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, Response, StatusCode};
+use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use jrpc::server::http::route::{self, refused_before_body, RouteBody, RouteContext};
 use jrpc::server::http::{HttpBody, HttpServer};
 use jrpc::server::Serving;
@@ -51,18 +52,16 @@ use serde::Deserialize;
 
 use crate::server::McpServer;
 use crate::types::LEGACY_PROTOCOL_VERSIONS;
+use mcp_headers::McpHeaders;
 use session::HttpSession;
 
 #[cfg(feature = "oauth")]
 pub use oauth::OAuth;
 
 /// The session header (legacy).
-pub const SESSION_HEADER: &str = "mcp-session-id";
+pub const SESSION_HEADER: &str = mcp_headers::SESSION;
 /// The protocol version header.
 pub const VERSION_HEADER: &str = crate::headers::PROTOCOL_VERSION;
-
-/// The session header as a name, made once (it is not a standard one).
-const SESSION_NAME: HeaderName = HeaderName::from_static(SESSION_HEADER);
 
 /// Settings of the Streamable HTTP endpoint.
 #[derive(Debug, Clone)]
@@ -387,12 +386,12 @@ struct ClaimsMeta {
     version: Option<serde::de::IgnoredAny>,
 }
 
-/// The era of a POST with `headers` and `body`.
-fn era_of(headers: &HeaderMap, body: &[u8]) -> Era {
-    if headers.contains_key(&SESSION_NAME) {
+/// The era of a POST with headers `mcp` and `body`.
+fn era_of(mcp: &McpHeaders, body: &[u8]) -> Era {
+    if mcp.session {
         return Era::Legacy;
     }
-    if let Some(version) = headers.get(&crate::headers::names::PROTOCOL_VERSION) {
+    if let Some(version) = mcp.version.first() {
         let legacy = version
             .to_str()
             .is_ok_and(|v| LEGACY_PROTOCOL_VERSIONS.contains(&v));
@@ -549,9 +548,11 @@ impl StreamableHttp {
         grant: Option<Box<Grant>>,
     ) -> impl Future<Output = Response<RouteBody>> + Send + 'static {
         let caller = grant.as_deref().map(Caller::of);
-        let has_session = request.headers().contains_key(&SESSION_NAME);
+        if request.method() == Method::POST {
+            return Either::Right(self.post(request, cx, grant, caller));
+        }
+        let has_session = request.headers().contains_key(SESSION_HEADER);
         let now = match *request.method() {
-            Method::POST => return Either::Right(self.post(request, cx, grant, caller)),
             Method::GET if has_session => self.get(request, cx, caller.as_ref()),
             Method::DELETE if has_session => self.delete(request.headers(), caller.as_ref()),
             // GET and DELETE exist only in legacy sessions.
@@ -592,11 +593,17 @@ impl StreamableHttp {
             }
             #[cfg(not(feature = "oauth"))]
             let _ = grant;
-            match era_of(&headers, &body) {
+            // Found once, after the body: a future that held them across
+            // its wait would be larger to move.
+            let mcp = McpHeaders::of(&headers);
+            match era_of(&mcp, &body) {
                 // Boxed: a session's POST needs a larger future, which a
                 // modern POST should not have to allocate.
-                Era::Legacy => Box::pin(this.legacy_post(headers, body, cx, caller)).await,
-                Era::Modern => this.modern_post(headers, body, cx, caller).await,
+                Era::Legacy => {
+                    drop(mcp);
+                    Box::pin(this.legacy_post(headers, body, cx, caller)).await
+                }
+                Era::Modern => this.modern_post(headers, mcp, body, cx, caller).await,
             }
         })
     }
@@ -724,7 +731,7 @@ mod tests {
             for (name, value) in pairs {
                 map.insert(*name, HeaderValue::from_static(value));
             }
-            map
+            McpHeaders::of(&map)
         };
         let modern_body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
         let legacy_body =
@@ -746,9 +753,9 @@ mod tests {
             era_of(&headers(&[("mcp-protocol-version", "v999")]), legacy_body),
             Era::Modern
         );
-        assert_eq!(era_of(&HeaderMap::new(), modern_body), Era::Modern);
-        assert_eq!(era_of(&HeaderMap::new(), legacy_body), Era::Legacy);
-        assert_eq!(era_of(&HeaderMap::new(), init), Era::Legacy);
-        assert_eq!(era_of(&HeaderMap::new(), b"not json"), Era::Legacy);
+        assert_eq!(era_of(&McpHeaders::default(), modern_body), Era::Modern);
+        assert_eq!(era_of(&McpHeaders::default(), legacy_body), Era::Legacy);
+        assert_eq!(era_of(&McpHeaders::default(), init), Era::Legacy);
+        assert_eq!(era_of(&McpHeaders::default(), b"not json"), Era::Legacy);
     }
 }

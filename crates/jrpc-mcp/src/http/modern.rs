@@ -24,6 +24,7 @@ use jrpc::{Error, Id};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use super::mcp_headers::{mismatch, McpHeaders};
 use super::{accepted, Caller, StreamableHttp};
 use crate::headers;
 use crate::server::envelopes::Envelopes;
@@ -51,10 +52,6 @@ fn reply(id: &Id, outcome: Result<RawResult, Error>) -> Response<RouteBody> {
     let mut response = route::json_response(response_frame(id, &outcome));
     *response.status_mut() = status;
     response
-}
-
-fn mismatch(why: impl Into<String>) -> Error {
-    Error::new(codes::HEADER_MISMATCH, "Header mismatch").with_data(&why.into())
 }
 
 /// The one value of header `name`: `None` when absent, an error when it
@@ -111,7 +108,7 @@ impl<'a, M> Named<'a, M> {
 /// request, or anything that does not read so: the frame is then parsed as
 /// usual, to say what it is.
 fn read_in_one_pass<'a>(
-    headers: &HeaderMap,
+    mcp: &McpHeaders,
     body: &'a [u8],
     limits: &Limits,
     envelopes: &Envelopes,
@@ -126,7 +123,7 @@ fn read_in_one_pass<'a>(
         let envelope = envelopes.read(meta?).ok()?;
         Some((request.id, request.method, Reading::Already(read, envelope)))
     }
-    match headers.get(&headers::names::METHOD)?.as_bytes() {
+    match mcp.method.first()?.as_bytes() {
         b"tools/call" => {
             if let Some((id, call, envelope)) = super::usual_call::read(body, limits, envelopes) {
                 let reading = Reading::Already(ReadAlready::Tool(call), envelope);
@@ -239,11 +236,12 @@ impl StreamableHttp {
     pub(super) fn modern_post(
         &self,
         headers: HeaderMap,
+        mcp: McpHeaders,
         body: Bytes,
         cx: RouteContext,
         caller: Option<Caller>,
     ) -> impl std::future::Future<Output = Response<RouteBody>> + Send + '_ {
-        match self.start(headers, &body, &cx, caller) {
+        match self.start(headers, &mcp, &body, &cx, caller) {
             Start::Answered(reply) => Either::Left(ready(reply)),
             Start::Started(Started { mut served, listen }) => {
                 // Most handlers answer at once: then nothing waits, and no
@@ -260,12 +258,19 @@ impl StreamableHttp {
 
     /// A modern request, checked and on its way to its handler; or the
     /// reply that refuses it (or accepts a notification).
-    fn start(&self, headers: HeaderMap, body: &[u8], cx: &RouteContext, caller: Option<Caller>) -> Start {
+    fn start(
+        &self,
+        headers: HeaderMap,
+        mcp: &McpHeaders,
+        body: &[u8],
+        cx: &RouteContext,
+        caller: Option<Caller>,
+    ) -> Start {
         let limits = Limits {
             max_frame_len: cx.max_body_len(),
             ..Limits::default()
         };
-        let (id, method, reading) = match read_in_one_pass(&headers, body, &limits, &self.envelopes) {
+        let (id, method, reading) = match read_in_one_pass(mcp, body, &limits, &self.envelopes) {
             Some(read) => read,
             None => {
                 let request = match parse_frame(body, &limits) {
@@ -288,7 +293,7 @@ impl StreamableHttp {
                         ));
                     }
                     Ok(Frame::Single(Incoming::Notification(_))) => {
-                        return Start::Answered(notification(&headers))
+                        return Start::Answered(notification(mcp))
                     }
                     Ok(Frame::Single(Incoming::Request(request))) => request,
                 };
@@ -298,7 +303,7 @@ impl StreamableHttp {
                 }
             }
         };
-        let reading = match self.check(&headers, &method, reading) {
+        let reading = match self.check(&headers, mcp, &method, reading) {
             Ok(reading) => reading,
             Err(error) => return Start::Answered(reply(&id, Err(error))),
         };
@@ -345,14 +350,15 @@ impl StreamableHttp {
     fn check<'a>(
         &self,
         headers: &HeaderMap,
+        mcp: &McpHeaders,
         body_method: &str,
         reading: Reading<'a>,
     ) -> Result<Reading<'a>, Error> {
         let envelope = reading.envelope();
         let named = reading.named();
-        let version = single(headers, &headers::names::PROTOCOL_VERSION)?;
-        let method = single(headers, &headers::names::METHOD)?;
-        let name = single(headers, &headers::names::NAME)?;
+        let version = mcp.version.single(headers::PROTOCOL_VERSION)?;
+        let method = mcp.method.single(headers::METHOD)?;
+        let name = mcp.name.single(headers::NAME)?;
         if version != Some(envelope.protocol_version.as_str()) {
             return Err(mismatch(format!(
                 "MCP-Protocol-Version {version:?} does not match the body's {:?}",
@@ -487,10 +493,8 @@ fn text(bytes: Bytes) -> String {
 /// 2026-07-28 defines no notification from the client over HTTP (closing a
 /// request's stream cancels it) — unless it names a revision this server
 /// does not speak.
-fn notification(headers: &HeaderMap) -> Response<RouteBody> {
-    let version = headers
-        .get(&headers::names::PROTOCOL_VERSION)
-        .and_then(|v| v.to_str().ok());
+fn notification(mcp: &McpHeaders) -> Response<RouteBody> {
+    let version = mcp.version.first().and_then(|v| v.to_str().ok());
     match version {
         Some(version) if !is_modern(version) => reply(&Id::NULL, Err(era::unsupported_version(version))),
         _ => accepted(),

@@ -159,23 +159,30 @@ impl Reply {
 }
 
 /// Undoes chunked transfer encoding.
-pub fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+pub fn dechunk(body: &str) -> String {
+    String::from_utf8(dechunk_bytes(body.as_bytes())).expect("a text body")
+}
+
+/// Undoes chunked transfer encoding, of any bytes.
+pub fn dechunk_bytes(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(line) = body.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&body[..line])
+            .ok()
+            .and_then(|size| usize::from_str_radix(size.trim(), 16).ok());
+        let rest = &body[line + 2..];
+        let Some(size) = size.filter(|&size| size > 0 && rest.len() >= size) else {
             break;
         };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
+        out.extend_from_slice(&rest[..size]);
+        body = rest[size..].strip_prefix(b"\r\n").unwrap_or(&rest[size..]);
     }
     out
 }
 
-/// One request on its own connection; the reply read to its end.
-pub async fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+/// One request on its own connection, the reply read to its end: its head
+/// (status line and headers) and its body's bytes, de-chunked.
+pub async fn exchange(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> (String, Vec<u8>) {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     let mut request = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
@@ -188,22 +195,36 @@ pub async fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &str
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     bounded("the reply", stream.read_to_end(&mut raw)).await.unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").expect("a header section");
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a header section");
+    let head = String::from_utf8(raw[..end].to_vec()).expect("a text head");
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("\r\ntransfer-encoding: chunked");
+    let body = &raw[end + 4..];
+    let body = if chunked {
+        dechunk_bytes(body)
+    } else {
+        body.to_vec()
+    };
+    (head, body)
+}
+
+/// One request on its own connection; the reply read to its end.
+pub async fn send(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    let (head, body) = exchange(addr, method, headers, body).await;
     let mut lines = head.split("\r\n");
     let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
     let headers: Vec<(String, String)> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
-    let chunked = headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v == "chunked");
-    let body = if chunked { dechunk(body) } else { body.to_owned() };
     Reply {
         status,
         headers,
-        body,
+        body: String::from_utf8(body).expect("a text body"),
     }
 }
 

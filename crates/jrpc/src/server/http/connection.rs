@@ -19,7 +19,7 @@ use tower_http::compression::{CompressionLayer, Predicate};
 use tower_http::cors::CorsLayer;
 use tower_http::decompression::RequestDecompressionLayer;
 
-use super::activity::Activity;
+use super::activity::{Activity, RequestGuard};
 use super::bodies::{Guarded, ReplyBody};
 use super::exchange::{ClientAddr, HttpBody};
 use super::first_request::{FirstRequest, Protocol};
@@ -81,17 +81,8 @@ pub(super) async fn serve_connection<I>(
     // The full stack (compression both ways, CORS) costs a few microseconds
     // and several future moves per request even when it does nothing, so
     // requests that need none of it go straight to the RPC service.
-    let compress = CompressionLayer::new()
-        .gzip(compression)
-        .br(compression)
-        .compress_when(
-            // Compressing a small reply costs far more than it saves.
-            SizeAbove::new(COMPRESS_ABOVE)
-                .and(NotForContentType::GRPC)
-                .and(NotForContentType::SSE),
-        );
     let layered = ServiceBuilder::new()
-        .layer(compress.clone())
+        .layer(compression_layer(compression))
         .option_layer(cors.clone())
         .layer(RequestDecompressionLayer::new().gzip(compression).br(compression))
         .service(BoxBody(rpc.clone()));
@@ -104,22 +95,33 @@ pub(super) async fn serve_connection<I>(
     let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
         let answering = watched.begin(&request);
         let mut request = request.map(|body| answering.watch(body));
+        // What the client takes compressed (jrpc's own client says gzip on
+        // every request): asked of the reply once it is known.
+        let accepts = compression
+            .then(|| accepted_encodings(request.headers()))
+            .flatten();
         if let Some(handler) = routes.find(request.uri().path()) {
             let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
             let reply = handler(request, route_context.clone());
-            // The connection is busy for as long as the body streams.
-            let reply: BoxFuture<Response<ReplyBody>> = Box::pin(reply.map(move |response| {
-                answering.answered(response.headers());
-                Ok(response.map(|body| {
-                    ReplyBody::Layered(
-                        Guarded {
-                            body,
-                            _answering: answering,
-                        }
-                        .boxed_unsync(),
-                    )
-                }))
-            }));
+            let reply: BoxFuture<Response<ReplyBody>> = match accepts {
+                None => Box::pin(reply.map(move |response| {
+                    answering.answered(response.headers());
+                    Ok(guarded(response, answering))
+                })),
+                // A whole reply is compressed as the RPC service's are; one
+                // that streams is not (the encoder would hold its events
+                // back until its buffer filled).
+                Some(accepts) => Box::pin(async move {
+                    let response = reply.await;
+                    answering.answered(response.headers());
+                    let response = if large(&response) {
+                        compressed(accepts, response).await
+                    } else {
+                        response
+                    };
+                    Ok(guarded(response, answering))
+                }),
+            };
             return reply;
         }
         let headers = request.headers();
@@ -127,16 +129,6 @@ pub(super) async fn serve_connection<I>(
         // decodes it, or refuses it (415) when compression is off.
         let decode_or_cors = headers.contains_key(http::header::CONTENT_ENCODING)
             || (cors.is_some() && headers.contains_key(http::header::ORIGIN));
-        // What the client takes compressed (jrpc's own client says gzip on
-        // every request): asked of the reply once it is known.
-        let accepts: Option<Vec<http::HeaderValue>> =
-            (compression && headers.contains_key(http::header::ACCEPT_ENCODING)).then(|| {
-                headers
-                    .get_all(http::header::ACCEPT_ENCODING)
-                    .iter()
-                    .cloned()
-                    .collect()
-            });
         let needs_layers = decode_or_cors || accepts.is_some();
         // One small boxed future per request: hyper moves the future it
         // holds several times, and the layered one is kilobytes large.
@@ -146,13 +138,14 @@ pub(super) async fn serve_connection<I>(
             // request's extension map, no boxed body).
             let settings = Arc::clone(&service.settings);
             let connection = Arc::clone(&connection);
-            let compress = compress.clone();
             let reply: BoxFuture<Response<ReplyBody>> = Box::pin(async move {
                 let response = service::serve(&settings, request, connection).await;
                 // Most replies are too small to compress: only a large one
-                // goes through the compression layer, as it was made.
+                // goes through a compression layer, made for it.
                 let response = match accepts {
-                    Some(accepts) if large(&response) => compressed(&compress, accepts, response).await,
+                    Some(accepts) if large(&response) => {
+                        compressed(accepts, response).await.map(ReplyBody::Layered)
+                    }
                     _ => response.map(ReplyBody::Plain),
                 };
                 answering.answered(response.headers());
@@ -258,42 +251,81 @@ pub(super) async fn serve_connection<I>(
     }
 }
 
-/// Whether a reply is large enough to be worth compressing.
-fn large(response: &Response<http_body_util::Full<bytes::Bytes>>) -> bool {
-    use http_body::Body as _;
+/// The `Accept-Encoding` fields of a request, if it has any: the first
+/// apart, so that the usual one field costs no allocation.
+struct Accepted {
+    first: http::HeaderValue,
+    rest: Vec<http::HeaderValue>,
+}
+
+fn accepted_encodings(headers: &http::HeaderMap) -> Option<Accepted> {
+    let mut fields = headers.get_all(http::header::ACCEPT_ENCODING).iter();
+    let first = fields.next()?.clone();
+    Some(Accepted {
+        first,
+        rest: fields.cloned().collect(),
+    })
+}
+
+/// Whether a reply is whole and large enough to be worth compressing. A
+/// body of unknown length streams, and is sent as it comes.
+fn large<B: http_body::Body>(response: &Response<B>) -> bool {
     response
         .body()
         .size_hint()
         .exact()
-        .map_or(true, |len| len > u64::from(COMPRESS_ABOVE))
+        .is_some_and(|len| len > u64::from(COMPRESS_ABOVE))
 }
 
-/// `response`, already made, through the compression layer, for a request
-/// whose `Accept-Encoding` fields are `accepts`: compressed as the layer
-/// decides (not an event stream, not gRPC, larger than
-/// [`COMPRESS_ABOVE`]), with `Vary`.
-async fn compressed<P>(
-    compress: &CompressionLayer<P>,
-    accepts: Vec<http::HeaderValue>,
-    response: Response<http_body_util::Full<bytes::Bytes>>,
-) -> Response<ReplyBody>
+/// The layer compressing replies when `on`: gzip or brotli, as the client
+/// accepts, for replies over [`COMPRESS_ABOVE`] that are neither event
+/// streams nor gRPC (nor already encoded).
+fn compression_layer(on: bool) -> CompressionLayer<impl Predicate> {
+    CompressionLayer::new().gzip(on).br(on).compress_when(
+        // Compressing a small reply costs far more than it saves.
+        SizeAbove::new(COMPRESS_ABOVE)
+            .and(NotForContentType::GRPC)
+            .and(NotForContentType::SSE),
+    )
+}
+
+/// `response`, already made, compressed for a request whose
+/// `Accept-Encoding` fields are `accepts`, as [`compression_layer`]
+/// decides, with `Vary`. The layer is made here, for the few replies large
+/// enough, rather than kept in every request's future.
+async fn compressed<B>(accepts: Accepted, response: Response<B>) -> Response<route::RouteBody>
 where
-    P: Predicate + Send + 'static,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<super::bodies::BoxError> + Send,
 {
     use tower::Layer as _;
     // The reply rides in the request (the layer reads only its headers),
     // and the service hands it back.
     let mut asked = Request::new(response);
-    for value in accepts {
+    for value in std::iter::once(accepts.first).chain(accepts.rest) {
         asked.headers_mut().append(http::header::ACCEPT_ENCODING, value);
     }
-    let made = tower::service_fn(|asked: Request<Response<_>>| {
+    let made = tower::service_fn(|asked: Request<Response<B>>| {
         std::future::ready(Ok::<_, Infallible>(asked.into_body()))
     });
-    match compress.layer(made).oneshot(asked).await {
-        Ok(response) => response.map(|body| ReplyBody::Layered(body.map_err(Into::into).boxed_unsync())),
+    match compression_layer(true).layer(made).oneshot(asked).await {
+        Ok(response) => response.map(|body| body.map_err(Into::into).boxed_unsync()),
         Err(never) => match never {},
     }
+}
+
+/// A route's reply, keeping its connection busy for as long as its body
+/// streams.
+fn guarded(response: Response<route::RouteBody>, answering: RequestGuard) -> Response<ReplyBody> {
+    response.map(|body| {
+        ReplyBody::Layered(
+            Guarded {
+                body,
+                _answering: answering,
+            }
+            .boxed_unsync(),
+        )
+    })
 }
 
 /// The routes of a server, by path.

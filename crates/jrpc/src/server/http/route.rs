@@ -1,8 +1,12 @@
 //! Routes of your own beside the RPC endpoint: a handler for one path that
 //! answers with any status, any headers and a body that may stream (Server-
 //! Sent Events, see [`sse`](super::sse)). MCP's Streamable HTTP endpoint is
-//! built on this; the RPC endpoint's layers (auth, rate limits, timeouts,
-//! compression) do not apply to a route, which does its own checks.
+//! built on this; the RPC endpoint's layers (auth, rate limits, timeouts)
+//! do not apply to a route, which does its own checks. A whole reply (of
+//! known length) over 1 KiB is compressed for a client that accepts gzip
+//! or brotli, as the RPC endpoint's are, unless compression is off or the
+//! reply is an event stream or already encoded; a streaming body is sent
+//! as it comes.
 
 use std::future::Future;
 use std::pin::Pin;
