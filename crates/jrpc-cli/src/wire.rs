@@ -216,7 +216,8 @@ impl Wire {
                 let status = response.status().as_u16();
                 let body = tokio::time::timeout(timeout, response.into_body().collect())
                     .await
-                    .map_err(|_| anyhow!("the HTTP body did not end within {timeout:?}"))??
+                    .map_err(|_| anyhow!("the HTTP body did not end within {timeout:?}"))?
+                    .map_err(|e| anyhow!("reading the HTTP body: {e}"))?
                     .to_bytes();
                 Ok(Observed::Http { status, body })
             }

@@ -557,6 +557,9 @@ async fn the_client_over_streamable_http_in(era: jrpc_mcp::client::ProtocolChoic
             })
         })
         .protocol(era)
+        // Large replies (the tool list) then come gzip-encoded, and are
+        // decoded as they stream.
+        .header("Accept-Encoding", "gzip")
         .connect_http(&url)
         .await
         .expect("initialized over HTTP");

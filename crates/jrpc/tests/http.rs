@@ -1521,6 +1521,39 @@ async fn routes_answer_with_their_own_status_headers_and_bodies() {
         let large = large.clone();
         async move { route::json_response(large) }
     });
+    // The same text with an entity tag, and streamed (no length).
+    let large = large_text.clone();
+    let server = server.route("/tagged", move |_request, _cx| {
+        let large = large.clone();
+        async move {
+            let mut response = route::json_response(large);
+            response
+                .headers_mut()
+                .insert("etag", http::HeaderValue::from_static("\"v1\""));
+            response
+        }
+    });
+    let large = large_text.clone();
+    let server = server.route("/streamed", move |_request, _cx| {
+        let chunks: Vec<Result<_, Infallible>> = large
+            .as_bytes()
+            .chunks(512)
+            .map(|chunk| Ok(http_body::Frame::data(Bytes::copy_from_slice(chunk))))
+            .collect();
+        async move {
+            let body = http_body_util::StreamBody::new(futures_util::stream::iter(chunks));
+            let body = http_body_util::BodyExt::map_err(
+                body,
+                |never: Infallible| -> Box<dyn std::error::Error + Send + Sync> { match never {} },
+            );
+            let mut response = http::Response::new(http_body_util::BodyExt::boxed_unsync(body));
+            response.headers_mut().insert(
+                "content-type",
+                http::HeaderValue::from_static("application/x-ndjson"),
+            );
+            response
+        }
+    });
     let (serving, url) = serve(server).await;
     // A whole reply over 1 KiB is compressed for a client that takes gzip,
     // as the RPC endpoint's replies are; not for one that does not.
@@ -1539,10 +1572,17 @@ async fn routes_answer_with_their_own_status_headers_and_bodies() {
     let plain = raw(&url, "GET", "/large", &[], b"").await;
     assert_eq!(plain.header("content-encoding"), None);
     assert_eq!(plain.body, large_text.as_bytes());
-    // A small one is sent as it is.
+    // A small one is sent as it is; so are one with an entity tag (which
+    // names one representation) and one that streams.
     let small = raw(&url, "PUT", "/custom", &[("Accept-Encoding", "gzip")], b"1").await;
     assert_eq!(small.header("content-encoding"), None);
     assert_eq!(small.body, b"PUT 1 bytes");
+    for path in ["/tagged", "/streamed"] {
+        let reply = raw(&url, "GET", path, &[("Accept-Encoding", "gzip")], b"").await;
+        assert_eq!(reply.status, 200, "{path}");
+        assert_eq!(reply.header("content-encoding"), None, "{path}");
+        assert_eq!(reply.body, large_text.as_bytes(), "{path}");
+    }
     let custom = raw(&url, "PUT", "/custom", &[], b"12345").await;
     assert_eq!(custom.status, 418);
     assert_eq!(custom.header("x-route"), Some("custom"));
@@ -1560,6 +1600,21 @@ async fn routes_answer_with_their_own_status_headers_and_bodies() {
     )
     .await;
     assert_eq!(call.json()["result"], 3);
+    serving.shutdown().await;
+
+    // With compression off, no route's reply is compressed.
+    let large = large_text.clone();
+    let server =
+        HttpServer::new(jrpc::demo::router())
+            .compression(false)
+            .route("/large", move |_request, _cx| {
+                let large = large.clone();
+                async move { route::json_response(large) }
+            });
+    let (serving, url) = serve(server).await;
+    let reply = raw(&url, "GET", "/large", &[("Accept-Encoding", "gzip, br")], b"").await;
+    assert_eq!(reply.header("content-encoding"), None);
+    assert_eq!(reply.body, large_text.as_bytes());
     serving.shutdown().await;
 }
 
@@ -1683,6 +1738,16 @@ async fn the_playground_is_served_only_when_turned_on() {
         head.header("content-length"),
         Some(script.body.len().to_string().as_str())
     );
+    // HEAD's headers are GET's, compressed too.
+    let gzip = [("Accept-Encoding", "gzip")];
+    let zipped = raw(&url, "GET", "/playground/playground.js", &gzip, b"").await;
+    let zipped_head = raw(&url, "HEAD", "/playground/playground.js", &gzip, b"").await;
+    assert_eq!(zipped.header("content-encoding"), Some("gzip"));
+    assert!(zipped.body.len() < script.body.len() / 2);
+    for name in ["content-encoding", "vary", "content-length", "content-type"] {
+        assert_eq!(zipped_head.header(name), zipped.header(name), "{name}");
+    }
+    assert!(zipped_head.body.is_empty());
     let post = raw(&url, "POST", "/playground", &[JSON], b"{}").await;
     assert_eq!(post.status, 405);
     assert_eq!(post.header("allow"), Some("GET, HEAD"));

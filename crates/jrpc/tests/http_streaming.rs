@@ -13,15 +13,17 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use http::{HeaderMap, Method, Request, Response};
-use http_body_util::{BodyExt, Either, Full, StreamBody};
+use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper_util::rt::TokioIo;
 use jrpc::client::{Client, HttpClient};
 
-/// An HTTP/1.1 server counting the connections it accepts: `/json`
-/// answers a JSON body, `/sse` an SSE stream whose end comes a little
-/// after its one event (chunked, as a stream's is).
-async fn counting_server() -> (String, Arc<AtomicUsize>) {
+/// A reply body of any kind.
+type AnyBody = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
+
+/// An HTTP/1.1 server counting the connections it accepts, answering each
+/// request (its body read first) with `reply` of its path.
+async fn counting(reply: fn(&str) -> Response<AnyBody>) -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let accepted = Arc::new(AtomicUsize::new(0));
@@ -34,34 +36,10 @@ async fn counting_server() -> (String, Arc<AtomicUsize>) {
             count.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let service =
-                    hyper::service::service_fn(|request: Request<hyper::body::Incoming>| async move {
-                        let sse = request.uri().path() == "/sse";
+                    hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| async move {
+                        let path = request.uri().path().to_owned();
                         let _ = request.into_body().collect().await;
-                        let reply = r#"{"jsonrpc":"2.0","id":1,"result":3}"#;
-                        let body = if sse {
-                            let event = Frame::data(Bytes::from(format!("data: {reply}\n\n")));
-                            let end = futures_util::stream::once(async {
-                                tokio::time::sleep(Duration::from_millis(20)).await;
-                                None
-                            });
-                            let frames = futures_util::stream::iter([Some(event)])
-                                .chain(end)
-                                .filter_map(|frame| async move { frame.map(Ok::<_, Infallible>) });
-                            Either::Left(StreamBody::new(frames))
-                        } else {
-                            Either::Right(Full::new(Bytes::from(reply)))
-                        };
-                        let content_type = if sse {
-                            "text/event-stream"
-                        } else {
-                            "application/json"
-                        };
-                        Ok::<_, Infallible>(
-                            Response::builder()
-                                .header("content-type", content_type)
-                                .body(body)
-                                .unwrap(),
-                        )
+                        Ok::<_, Infallible>(reply(&path))
                     });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
@@ -70,6 +48,38 @@ async fn counting_server() -> (String, Arc<AtomicUsize>) {
         }
     });
     (url, accepted)
+}
+
+/// `/json` answers a JSON body, `/sse` an SSE stream whose end comes a
+/// little after its one event (chunked, as a stream's is).
+async fn counting_server() -> (String, Arc<AtomicUsize>) {
+    counting(|path| {
+        let sse = path == "/sse";
+        let reply = r#"{"jsonrpc":"2.0","id":1,"result":3}"#;
+        let body = if sse {
+            let event = Frame::data(Bytes::from(format!("data: {reply}\n\n")));
+            let end = futures_util::stream::once(async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                None
+            });
+            let frames = futures_util::stream::iter([Some(event)])
+                .chain(end)
+                .filter_map(|frame| async move { frame.map(Ok::<_, Infallible>) });
+            StreamBody::new(frames).boxed_unsync()
+        } else {
+            Full::new(Bytes::from(reply)).boxed_unsync()
+        };
+        let content_type = if sse {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        Response::builder()
+            .header("content-type", content_type)
+            .body(body)
+            .unwrap()
+    })
+    .await
 }
 
 fn client(url: &str) -> HttpClient {
@@ -137,4 +147,66 @@ async fn a_stream_dropped_before_its_end_costs_its_connection() {
     // A connection whose response was not read to its end cannot carry
     // another request: each stream dropped early took its own.
     assert_eq!(accepted.load(Ordering::SeqCst), 3);
+}
+
+/// A server whose every reply is encoded as its path says: `/gzip` two SSE
+/// events gzip-encoded and sent in three pieces, a little apart; `/br`
+/// bytes said to be brotli; `/broken` bytes said to be gzip that are not.
+async fn encoding_server() -> (String, Arc<AtomicUsize>) {
+    counting(|path| {
+        let (coding, bytes) = match path {
+            "/gzip" => ("gzip", gzip(EVENTS.as_bytes())),
+            "/br" => ("br", b"not for this client".to_vec()),
+            _ => ("gzip", b"not gzip at all".to_vec()),
+        };
+        let third = bytes.len() / 3 + 1;
+        let pieces: Vec<Bytes> = bytes.chunks(third).map(Bytes::copy_from_slice).collect();
+        let frames = futures_util::stream::iter(pieces).then(|piece| async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Ok::<_, Infallible>(Frame::data(piece))
+        });
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .header("content-encoding", coding)
+            .body(StreamBody::new(frames).boxed_unsync())
+            .unwrap()
+    })
+    .await
+}
+
+const EVENTS: &str = "data: {\"n\":1}\n\ndata: {\"n\":2}\n\n";
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// A body that comes gzip-encoded is decoded as it streams, its response's
+/// headers describe the decoded content, and its connection is kept; one in
+/// an encoding the client does not decode, or that does not decode, is an
+/// error of the body, not bytes taken for its content.
+#[tokio::test]
+async fn an_encoded_body_is_decoded_as_it_streams() {
+    let (url, accepted) = encoding_server().await;
+    let gzipped = client(&format!("{url}/gzip"));
+    for _ in 0..3 {
+        let response = post(&gzipped).await;
+        assert_eq!(response.headers().get("content-encoding"), None);
+        assert_eq!(response.headers().get("content-length"), None);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(std::str::from_utf8(&body).unwrap(), EVENTS);
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "one connection for the three");
+
+    for (path, says) in [("/br", "\"br\""), ("/broken", "does not decode")] {
+        let response = post(&client(&format!("{url}{path}"))).await;
+        let error = response
+            .into_body()
+            .collect()
+            .await
+            .expect_err("an error, not the bytes");
+        assert!(error.to_string().contains(says), "{path}: {error}");
+    }
 }

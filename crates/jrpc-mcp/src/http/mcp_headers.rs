@@ -2,7 +2,7 @@
 //!
 //! Each lookup by name hashes the name (none of these is a standard
 //! header), and deciding a POST's era, reading its call and checking the
-//! headers that mirror its body asked for them ten times; one walk over
+//! headers that mirror its body asked for them seven times; one walk over
 //! the few headers a request carries compares names instead.
 
 use http::{HeaderMap, HeaderValue};

@@ -65,9 +65,11 @@ impl HttpClient {
     /// connections (TLS, HTTP/2, its headers and `Host`), and returns the
     /// response with its body still streaming: the hook for protocols whose
     /// replies stream (Server-Sent Events). `headers` are added to the
-    /// client's own; no retries, no compression. Over HTTP/1.1 the
-    /// connection goes back to the pool once the response has been read to
-    /// its end.
+    /// client's own; no retries, and no `Accept-Encoding` unless yours,
+    /// though a body that comes gzip-encoded anyway is decoded as it
+    /// streams (another encoding is an error of the body). Over HTTP/1.1
+    /// the connection goes back to the pool once the response has been read
+    /// to its end.
     pub async fn send_streaming(
         &self,
         method: http::Method,
@@ -547,7 +549,7 @@ impl HttpTransport {
             if self.options.http2 && self.tls.is_none() || self.h2.lock().await.is_some() {
                 let mut sender = Box::pin(self.h2_sender()).await.map_err(failed)?;
                 let response = sender.send_request(request).await.map_err(io)?;
-                return Ok(response.map(|body| ResponseBody::new(body, None)));
+                return Ok(ResponseBody::of(response, None));
             }
             let (mut sender, fresh) = match self.idle.take() {
                 Some(sender) => (sender, false),
@@ -567,7 +569,7 @@ impl HttpTransport {
                         sender,
                         idle: Arc::clone(&self.idle),
                     };
-                    return Ok(response.map(|body| ResponseBody::new(body, Some(lease))));
+                    return Ok(ResponseBody::of(response, Some(lease)));
                 }
                 Err(mut unsent) => match unsent.take_message() {
                     Some(again) if !fresh => request = again,

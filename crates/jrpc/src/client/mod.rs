@@ -54,5 +54,5 @@ pub use http::HttpClient;
 pub use http_error::HttpError;
 pub use reconnect::Reconnect;
 #[cfg(feature = "http-client")]
-pub use response_body::ResponseBody;
+pub use response_body::{ResponseBody, ResponseBodyError};
 pub use retry::{Retry, RetryLayer, RetryPolicy, RetryService, Retrying};

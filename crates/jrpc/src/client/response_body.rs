@@ -9,8 +9,14 @@
 //! pays an accept and a connection for each). Handed back as the last
 //! frame is read, the connection is idle for the very next request.
 //!
+//! A body that comes gzip-encoded (a server compresses a large reply when
+//! the request says `Accept-Encoding: gzip`) is decoded as it streams, and
+//! its response loses its `Content-Encoding` and `Content-Length`, which
+//! described the encoded bytes.
+//!
 //! [`HttpClient::send_streaming`]: super::HttpClient::send_streaming
 
+use std::io::Write as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -50,6 +56,43 @@ pub struct ResponseBody {
     inner: hyper::body::Incoming,
     /// The HTTP/1.1 connection the body comes on, until its end.
     lease: Option<Lease>,
+    coding: Coding,
+}
+
+/// Why a body could not be read: its connection failed, or its bytes do
+/// not decode.
+pub type ResponseBodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How a body's bytes came encoded.
+enum Coding {
+    Identity,
+    /// Being decoded: what each frame decodes to is taken from the
+    /// decoder's buffer as it comes.
+    Gzip(Box<flate2::write::GzDecoder<Vec<u8>>>),
+    /// An encoding this client does not decode (named): an error, rather
+    /// than bytes that would be read as if they were the content.
+    Unknown(String),
+}
+
+impl Coding {
+    /// The coding `headers` name, which are then made to describe the
+    /// decoded content.
+    fn of(headers: &mut http::HeaderMap) -> Self {
+        let Some(named) = headers.get(http::header::CONTENT_ENCODING) else {
+            return Coding::Identity;
+        };
+        let named = String::from_utf8_lossy(named.as_bytes())
+            .trim()
+            .to_ascii_lowercase();
+        let coding = match named.as_str() {
+            "" | "identity" => return Coding::Identity,
+            "gzip" | "x-gzip" => Coding::Gzip(Box::new(flate2::write::GzDecoder::new(Vec::new()))),
+            _ => Coding::Unknown(named),
+        };
+        headers.remove(http::header::CONTENT_ENCODING);
+        headers.remove(http::header::CONTENT_LENGTH);
+        coding
+    }
 }
 
 /// A pooled connection lent to one response.
@@ -82,11 +125,18 @@ impl Lease {
 }
 
 impl ResponseBody {
-    pub(super) fn new(inner: hyper::body::Incoming, lease: Option<Lease>) -> Self {
-        let mut body = ResponseBody { inner, lease };
+    /// The body of `response`, decoded as its headers say (which then
+    /// describe the decoded content).
+    pub(super) fn of(
+        response: http::Response<hyper::body::Incoming>,
+        lease: Option<Lease>,
+    ) -> http::Response<Self> {
+        let (mut parts, inner) = response.into_parts();
+        let coding = Coding::of(&mut parts.headers);
+        let mut body = ResponseBody { inner, lease, coding };
         // A body with nothing in it (a `202`) frees its connection now.
         body.end_if_ended();
-        body
+        http::Response::from_parts(parts, body)
     }
 
     /// Done with this body before its end (an SSE stream whose awaited
@@ -103,7 +153,7 @@ impl ResponseBody {
         }
         // Whether to read on after `frame`: data, and not too much of it.
         let mut read = 0;
-        let mut goes_on = move |frame: Option<Result<Frame<Bytes>, hyper::Error>>| match frame {
+        let mut goes_on = move |frame: Option<Result<Frame<Bytes>, ResponseBodyError>>| match frame {
             Some(Ok(frame)) => {
                 read += frame.data_ref().map_or(0, Bytes::len);
                 read <= MOST
@@ -146,31 +196,89 @@ impl std::fmt::Debug for ResponseBody {
     }
 }
 
+/// The next frame of `inner` as it came, its connection (`lease`) handed
+/// back at its end.
+fn poll_raw(
+    inner: &mut hyper::body::Incoming,
+    lease: &mut Option<Lease>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    let polled = Pin::new(&mut *inner).poll_frame(cx);
+    match &polled {
+        // A failed body leaves its connection unusable: dropped.
+        Poll::Ready(Some(Err(_))) => *lease = None,
+        Poll::Ready(Some(Ok(_))) if !inner.is_end_stream() => {}
+        Poll::Pending => {}
+        Poll::Ready(_) => {
+            if let Some(lease) = lease.take() {
+                lease.give_back();
+            }
+        }
+    }
+    polled
+}
+
 impl Body for ResponseBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = ResponseBodyError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, ResponseBodyError>>> {
         let this = &mut *self;
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        match &polled {
-            Poll::Ready(None) => this.give_back(),
-            // A failed body leaves its connection unusable: dropped.
-            Poll::Ready(Some(Err(_))) => this.lease = None,
-            Poll::Ready(Some(Ok(_))) => this.end_if_ended(),
-            Poll::Pending => {}
+        loop {
+            let decoder = match &mut this.coding {
+                Coding::Identity => {
+                    return poll_raw(&mut this.inner, &mut this.lease, cx).map_err(Into::into)
+                }
+                Coding::Unknown(named) => {
+                    let why = format!("the reply is encoded {named:?}, which this client does not decode");
+                    this.lease = None;
+                    return Poll::Ready(Some(Err(why.into())));
+                }
+                Coding::Gzip(decoder) => decoder,
+            };
+            let decoded = match std::task::ready!(poll_raw(&mut this.inner, &mut this.lease, cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => decoder.write_all(&data).map(|()| false),
+                    // Trailers: as they came.
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+                Some(Err(e)) => return Poll::Ready(Some(Err(e.into()))),
+                None => decoder.try_finish().map(|()| true),
+            };
+            let ended = match decoded {
+                Ok(ended) => ended,
+                Err(e) => {
+                    this.coding = Coding::Unknown("gzip (but not decodable)".into());
+                    return Poll::Ready(Some(
+                        Err(format!("a gzip reply that does not decode: {e}").into()),
+                    ));
+                }
+            };
+            let out = std::mem::take(decoder.get_mut());
+            if ended {
+                // Nothing more to decode: the next poll sees the end.
+                this.coding = Coding::Identity;
+            }
+            if !out.is_empty() {
+                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
+            }
+            if ended {
+                return Poll::Ready(None);
+            }
         }
-        polled
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        matches!(self.coding, Coding::Identity) && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        match self.coding {
+            Coding::Identity => self.inner.size_hint(),
+            _ => SizeHint::default(),
+        }
     }
 }

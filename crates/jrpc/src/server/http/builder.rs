@@ -296,9 +296,9 @@ impl HttpServer {
     /// [`sse`](super::sse)). The RPC endpoint's layers (auth, rate limits, timeouts,
     /// CORS, request decompression) do not apply; the handler reads the body with
     /// [`RouteContext::read_body`](route::RouteContext::read_body) and does
-    /// its own checks. A whole reply over 1 KiB is compressed for a client
-    /// that accepts it, unless [`compression`](Self::compression) is off; a
-    /// streaming one is not. A connection with a response still streaming is not
+    /// its own checks. A whole reply over 1 KiB without an `ETag` is
+    /// compressed for a client that accepts it, unless
+    /// [`compression`](Self::compression) is off; a streaming one is not. A connection with a response still streaming is not
     /// idle. A second route for the same path replaces the first.
     ///
     /// ```

@@ -84,7 +84,13 @@ pub(super) async fn serve_connection<I>(
     let layered = ServiceBuilder::new()
         .layer(compression_layer(compression))
         .option_layer(cors.clone())
-        .layer(RequestDecompressionLayer::new().gzip(compression).br(compression))
+        .layer(
+            RequestDecompressionLayer::new()
+                .no_deflate()
+                .no_zstd()
+                .gzip(compression)
+                .br(compression),
+        )
         .service(BoxBody(rpc.clone()));
     // Routes see shutdown begin, so that their streams can end then.
     let route_context = route::RouteContext {
@@ -114,7 +120,10 @@ pub(super) async fn serve_connection<I>(
                 Some(accepts) => Box::pin(async move {
                     let response = reply.await;
                     answering.answered(response.headers());
-                    let response = if large(&response) {
+                    // A reply with an entity tag keeps the one encoding it
+                    // names (a strong tag names one representation).
+                    let tagged = response.headers().contains_key(http::header::ETAG);
+                    let response = if large(&response) && !tagged {
                         compressed(accepts, response).await
                     } else {
                         response
@@ -281,7 +290,10 @@ fn large<B: http_body::Body>(response: &Response<B>) -> bool {
 /// accepts, for replies over [`COMPRESS_ABOVE`] that are neither event
 /// streams nor gRPC (nor already encoded).
 fn compression_layer(on: bool) -> CompressionLayer<impl Predicate> {
-    CompressionLayer::new().gzip(on).br(on).compress_when(
+    // deflate and zstd are off whatever features of tower-http another
+    // crate turns on: `compression(false)` must mean none.
+    let layer = CompressionLayer::new().no_deflate().no_zstd();
+    layer.gzip(on).br(on).compress_when(
         // Compressing a small reply costs far more than it saves.
         SizeAbove::new(COMPRESS_ABOVE)
             .and(NotForContentType::GRPC)

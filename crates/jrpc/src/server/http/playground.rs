@@ -15,7 +15,7 @@ use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 
 use super::exchange::HttpBody;
-use super::route::{self, RouteBody, RouteContext, RouteHandler};
+use super::route::{self, RouteContext, RouteHandler};
 
 /// Where the page is served.
 pub(crate) const PATH: &str = "/playground";
@@ -65,13 +65,11 @@ fn asset(body: Bytes, content_type: &'static str) -> RouteHandler {
                     .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
                 return response;
             }
+            // HEAD gets the body too, which hyper does not send: its
+            // headers are then those of GET (the length, or the encoding
+            // when the reply is compressed).
             let length = body.len();
-            let body: RouteBody = if method == Method::HEAD {
-                route::empty_body()
-            } else {
-                route::full_body(body)
-            };
-            let mut response = Response::new(body);
+            let mut response = Response::new(route::full_body(body));
             let headers = response.headers_mut();
             headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
             headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));

@@ -5,8 +5,10 @@
 //! do not apply to a route, which does its own checks. A whole reply (of
 //! known length) over 1 KiB is compressed for a client that accepts gzip
 //! or brotli, as the RPC endpoint's are, unless compression is off or the
-//! reply is an event stream or already encoded; a streaming body is sent
-//! as it comes.
+//! reply is an event stream, already encoded, or carries an `ETag` (which
+//! names one representation); a streaming body is sent as it comes. A
+//! route answering `HEAD` with the body it would send to `GET` (hyper sends
+//! none) gets the headers `GET` gets.
 
 use std::future::Future;
 use std::pin::Pin;
