@@ -1748,6 +1748,25 @@ async fn the_playground_is_served_only_when_turned_on() {
         assert_eq!(zipped_head.header(name), zipped.header(name), "{name}");
     }
     assert!(zipped_head.body.is_empty());
+    // Over HTTP/2 too, where hyper would send whatever body it is given.
+    let h2 = Client::builder()
+        .http2(true)
+        .http(&format!("{url}/playground/playground.js"))
+        .unwrap();
+    for headers in [vec![], vec![("accept-encoding", "gzip")]] {
+        let mut map = http::HeaderMap::new();
+        for (name, value) in &headers {
+            map.insert(*name, http::HeaderValue::from_static(value));
+        }
+        let head = h2
+            .send_streaming(http::Method::HEAD, map, Bytes::new())
+            .await
+            .unwrap();
+        assert_eq!(head.status(), 200);
+        assert_eq!(head.version(), http::Version::HTTP_2);
+        let body = http_body_util::BodyExt::collect(head.into_body()).await.unwrap();
+        assert!(body.to_bytes().is_empty(), "no content for HEAD: {headers:?}");
+    }
     let post = raw(&url, "POST", "/playground", &[JSON], b"{}").await;
     assert_eq!(post.status, 405);
     assert_eq!(post.header("allow"), Some("GET, HEAD"));

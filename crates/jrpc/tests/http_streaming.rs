@@ -149,27 +149,66 @@ async fn a_stream_dropped_before_its_end_costs_its_connection() {
     assert_eq!(accepted.load(Ordering::SeqCst), 3);
 }
 
-/// A server whose every reply is encoded as its path says: `/gzip` two SSE
-/// events gzip-encoded and sent in three pieces, a little apart; `/br`
-/// bytes said to be brotli; `/broken` bytes said to be gzip that are not.
+/// A server whose every reply is encoded as its path says:
+/// - `/gzip`: two SSE events gzip-encoded, sent in three pieces a little
+///   apart, with a `Content-Length` of the encoded bytes;
+/// - `/flushed`: the first event flushed out of the compressor at once, the
+///   second and the stream's end a second later;
+/// - `/members`: the two events as two gzip members, one after the other;
+/// - `/fields`: the gzip of `/gzip` named by `Content-Encoding: identity`
+///   and a second field, `gzip`;
+/// - `/empty`: no body, said to be gzip (as a `HEAD` reply's may be);
+/// - `/br`: bytes said to be brotli; `/broken`: bytes said to be gzip that
+///   are not.
 async fn encoding_server() -> (String, Arc<AtomicUsize>) {
     counting(|path| {
-        let (coding, bytes) = match path {
-            "/gzip" => ("gzip", gzip(EVENTS.as_bytes())),
-            "/br" => ("br", b"not for this client".to_vec()),
-            _ => ("gzip", b"not gzip at all".to_vec()),
+        let soon = Duration::from_millis(5);
+        let mut codings = vec!["gzip"];
+        let pieces: Vec<(Duration, Vec<u8>)> = match path {
+            "/gzip" | "/fields" => {
+                if path == "/fields" {
+                    codings = vec!["identity", "gzip"];
+                }
+                let bytes = gzip(EVENTS.as_bytes());
+                let third = bytes.len() / 3 + 1;
+                bytes.chunks(third).map(|piece| (soon, piece.to_vec())).collect()
+            }
+            "/flushed" => {
+                use std::io::Write;
+                let (first, second) = EVENTS.split_at(EVENTS.len() / 2);
+                let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+                encoder.write_all(first.as_bytes()).unwrap();
+                encoder.flush().unwrap();
+                let flushed = std::mem::take(encoder.get_mut());
+                encoder.write_all(second.as_bytes()).unwrap();
+                vec![
+                    (soon, flushed),
+                    (Duration::from_secs(1), encoder.finish().unwrap()),
+                ]
+            }
+            "/members" => {
+                let (first, second) = EVENTS.split_at(EVENTS.len() / 2);
+                vec![(soon, [gzip(first.as_bytes()), gzip(second.as_bytes())].concat())]
+            }
+            "/empty" => vec![],
+            "/br" => {
+                codings = vec!["br"];
+                vec![(soon, b"not for this client".to_vec())]
+            }
+            _ => vec![(soon, b"not gzip at all".to_vec())],
         };
-        let third = bytes.len() / 3 + 1;
-        let pieces: Vec<Bytes> = bytes.chunks(third).map(Bytes::copy_from_slice).collect();
-        let frames = futures_util::stream::iter(pieces).then(|piece| async move {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            Ok::<_, Infallible>(Frame::data(piece))
+        let length: usize = pieces.iter().map(|(_, piece)| piece.len()).sum();
+        let frames = futures_util::stream::iter(pieces).then(|(pause, piece)| async move {
+            tokio::time::sleep(pause).await;
+            Ok::<_, Infallible>(Frame::data(Bytes::from(piece)))
         });
-        Response::builder()
+        let mut response = Response::builder()
             .header("content-type", "text/event-stream")
-            .header("content-encoding", coding)
-            .body(StreamBody::new(frames).boxed_unsync())
-            .unwrap()
+            .header("content-length", length);
+        for coding in codings {
+            response = response.header("content-encoding", coding);
+        }
+        response.body(StreamBody::new(frames).boxed_unsync()).unwrap()
     })
     .await
 }
@@ -183,10 +222,12 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
-/// A body that comes gzip-encoded is decoded as it streams, its response's
-/// headers describe the decoded content, and its connection is kept; one in
-/// an encoding the client does not decode, or that does not decode, is an
-/// error of the body, not bytes taken for its content.
+/// A body that comes gzip-encoded is decoded as it streams (what has come
+/// is read before the rest comes), its response's headers describe the
+/// decoded content, and its connection is kept; concatenated members and
+/// an empty body decode too. One in an encoding the client does not
+/// decode, or that does not decode, is an error of the body, not bytes
+/// taken for its content.
 #[tokio::test]
 async fn an_encoded_body_is_decoded_as_it_streams() {
     let (url, accepted) = encoding_server().await;
@@ -199,6 +240,27 @@ async fn an_encoded_body_is_decoded_as_it_streams() {
         assert_eq!(std::str::from_utf8(&body).unwrap(), EVENTS);
     }
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "one connection for the three");
+
+    let mut flushed = post(&client(&format!("{url}/flushed"))).await.into_body();
+    let (first, _) = EVENTS.split_at(EVENTS.len() / 2);
+    let mut heard = Vec::new();
+    while heard.len() < first.len() {
+        let frame = tokio::time::timeout(Duration::from_millis(500), flushed.frame())
+            .await
+            .expect("the first event before the rest of the stream")
+            .unwrap()
+            .unwrap();
+        heard.extend_from_slice(&frame.into_data().unwrap());
+    }
+    assert_eq!(std::str::from_utf8(&heard).unwrap(), first);
+    let rest = flushed.collect().await.unwrap().to_bytes();
+    assert_eq!([&heard[..], &rest[..]].concat(), EVENTS.as_bytes());
+
+    for (path, decoded) in [("/members", EVENTS), ("/fields", EVENTS), ("/empty", "")] {
+        let body = post(&client(&format!("{url}{path}"))).await.into_body();
+        let body = body.collect().await.unwrap().to_bytes();
+        assert_eq!(std::str::from_utf8(&body).unwrap(), decoded, "{path}");
+    }
 
     for (path, says) in [("/br", "\"br\""), ("/broken", "does not decode")] {
         let response = post(&client(&format!("{url}{path}"))).await;

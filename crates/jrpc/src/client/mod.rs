@@ -27,6 +27,8 @@ mod builder;
 pub mod cache;
 mod calling;
 mod channel;
+#[cfg(feature = "http-client")]
+mod gunzip;
 mod handle;
 #[cfg(feature = "http-client")]
 pub(crate) mod http;

@@ -16,7 +16,6 @@
 //!
 //! [`HttpClient::send_streaming`]: super::HttpClient::send_streaming
 
-use std::io::Write as _;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -25,6 +24,7 @@ use bytes::Bytes;
 use futures_util::FutureExt as _;
 use http_body::{Body, Frame, SizeHint};
 
+use super::gunzip::Gunzip;
 use super::idle::{Idle, Sender};
 
 /// A response body still streaming; see
@@ -63,31 +63,47 @@ pub struct ResponseBody {
 /// not decode.
 pub type ResponseBodyError = Box<dyn std::error::Error + Send + Sync>;
 
-/// How a body's bytes came encoded.
+/// How a body's bytes came encoded, and where its decoding stands.
 enum Coding {
     Identity,
-    /// Being decoded: what each frame decodes to is taken from the
-    /// decoder's buffer as it comes.
-    Gzip(Box<flate2::write::GzDecoder<Vec<u8>>>),
+    /// Being decoded; `ended` once the encoded bytes have all come, with
+    /// the trailers that ended them (handed on after the decoded data).
+    Gzip {
+        gunzip: Box<Gunzip>,
+        ended: Option<Option<http::HeaderMap>>,
+    },
     /// An encoding this client does not decode (named): an error, rather
     /// than bytes that would be read as if they were the content.
     Unknown(String),
+    /// Decoded to the end, or failed: the trailers left to hand on, then
+    /// the end.
+    Done(Option<http::HeaderMap>),
 }
 
 impl Coding {
-    /// The coding `headers` name, which are then made to describe the
-    /// decoded content.
-    fn of(headers: &mut http::HeaderMap) -> Self {
-        let Some(named) = headers.get(http::header::CONTENT_ENCODING) else {
+    /// The coding `headers` name (every `Content-Encoding` field, each a
+    /// list), which are then made to describe the decoded content; a body
+    /// already at its end (`HEAD`, `204`) is taken as it is.
+    fn of(headers: &mut http::HeaderMap, empty: bool) -> Self {
+        if empty || !headers.contains_key(http::header::CONTENT_ENCODING) {
             return Coding::Identity;
-        };
-        let named = String::from_utf8_lossy(named.as_bytes())
-            .trim()
-            .to_ascii_lowercase();
-        let coding = match named.as_str() {
-            "" | "identity" => return Coding::Identity,
-            "gzip" | "x-gzip" => Coding::Gzip(Box::new(flate2::write::GzDecoder::new(Vec::new()))),
-            _ => Coding::Unknown(named),
+        }
+        let mut codings = Vec::new();
+        for field in headers.get_all(http::header::CONTENT_ENCODING) {
+            for coding in String::from_utf8_lossy(field.as_bytes()).split(',') {
+                let coding = coding.trim().to_ascii_lowercase();
+                if !coding.is_empty() && coding != "identity" {
+                    codings.push(coding);
+                }
+            }
+        }
+        let coding = match &codings[..] {
+            [] => return Coding::Identity,
+            [one] if one == "gzip" || one == "x-gzip" => Coding::Gzip {
+                gunzip: Box::new(Gunzip::new()),
+                ended: None,
+            },
+            _ => Coding::Unknown(codings.join(", ")),
         };
         headers.remove(http::header::CONTENT_ENCODING);
         headers.remove(http::header::CONTENT_LENGTH);
@@ -132,7 +148,7 @@ impl ResponseBody {
         lease: Option<Lease>,
     ) -> http::Response<Self> {
         let (mut parts, inner) = response.into_parts();
-        let coding = Coding::of(&mut parts.headers);
+        let coding = Coding::of(&mut parts.headers, inner.is_end_stream());
         let mut body = ResponseBody { inner, lease, coding };
         // A body with nothing in it (a `202`) frees its connection now.
         body.end_if_ended();
@@ -228,56 +244,72 @@ impl Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, ResponseBodyError>>> {
         let this = &mut *self;
         loop {
-            let decoder = match &mut this.coding {
+            let (gunzip, ended) = match &mut this.coding {
                 Coding::Identity => {
                     return poll_raw(&mut this.inner, &mut this.lease, cx).map_err(Into::into)
                 }
+                Coding::Gzip { gunzip, ended } => (gunzip, ended),
                 Coding::Unknown(named) => {
                     let why = format!("the reply is encoded {named:?}, which this client does not decode");
+                    this.coding = Coding::Done(None);
                     this.lease = None;
                     return Poll::Ready(Some(Err(why.into())));
                 }
-                Coding::Gzip(decoder) => decoder,
+                Coding::Done(trailers) => {
+                    return Poll::Ready(trailers.take().map(|t| Ok(Frame::trailers(t))))
+                }
             };
-            let decoded = match std::task::ready!(poll_raw(&mut this.inner, &mut this.lease, cx)) {
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => decoder.write_all(&data).map(|()| false),
-                    // Trailers: as they came.
-                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+            // What is decoded of what came, a step at a time; then the rest
+            // at the end; else more from the connection.
+            let decoded = match gunzip.step() {
+                Ok(Some(data)) => Ok(data),
+                Ok(None) => match ended {
+                    Some(trailers) => {
+                        let trailers = trailers.take();
+                        let rest = gunzip.finish();
+                        this.coding = Coding::Done(trailers);
+                        rest
+                    }
+                    None => {
+                        match std::task::ready!(poll_raw(&mut this.inner, &mut this.lease, cx)) {
+                            Some(Ok(frame)) => match frame.into_data() {
+                                Ok(data) => gunzip.push(data),
+                                Err(frame) => *ended = Some(frame.into_trailers().ok()),
+                            },
+                            Some(Err(e)) => return Poll::Ready(Some(Err(e.into()))),
+                            None => *ended = Some(None),
+                        }
+                        continue;
+                    }
                 },
-                Some(Err(e)) => return Poll::Ready(Some(Err(e.into()))),
-                None => decoder.try_finish().map(|()| true),
+                Err(e) => Err(e),
             };
-            let ended = match decoded {
-                Ok(ended) => ended,
+            match decoded {
+                Ok(data) if data.is_empty() => continue,
+                Ok(data) => return Poll::Ready(Some(Ok(Frame::data(data)))),
                 Err(e) => {
-                    this.coding = Coding::Unknown("gzip (but not decodable)".into());
+                    this.coding = Coding::Done(None);
+                    this.lease = None;
                     return Poll::Ready(Some(
                         Err(format!("a gzip reply that does not decode: {e}").into()),
                     ));
                 }
-            };
-            let out = std::mem::take(decoder.get_mut());
-            if ended {
-                // Nothing more to decode: the next poll sees the end.
-                this.coding = Coding::Identity;
-            }
-            if !out.is_empty() {
-                return Poll::Ready(Some(Ok(Frame::data(Bytes::from(out)))));
-            }
-            if ended {
-                return Poll::Ready(None);
             }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self.coding, Coding::Identity) && self.inner.is_end_stream()
+        match &self.coding {
+            Coding::Identity => self.inner.is_end_stream(),
+            Coding::Done(trailers) => trailers.is_none(),
+            Coding::Gzip { .. } | Coding::Unknown(_) => false,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self.coding {
+        match &self.coding {
             Coding::Identity => self.inner.size_hint(),
+            Coding::Done(None) => SizeHint::with_exact(0),
             _ => SizeHint::default(),
         }
     }

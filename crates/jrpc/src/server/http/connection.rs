@@ -107,11 +107,13 @@ pub(super) async fn serve_connection<I>(
             .then(|| accepted_encodings(request.headers()))
             .flatten();
         if let Some(handler) = routes.find(request.uri().path()) {
+            let head = request.method() == http::Method::HEAD;
             let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
             let reply = handler(request, route_context.clone());
             let reply: BoxFuture<Response<ReplyBody>> = match accepts {
                 None => Box::pin(reply.map(move |response| {
                     answering.answered(response.headers());
+                    let response = if head { bodiless(response) } else { response };
                     Ok(guarded(response, answering))
                 })),
                 // A whole reply is compressed as the RPC service's are; one
@@ -128,6 +130,7 @@ pub(super) async fn serve_connection<I>(
                     } else {
                         response
                     };
+                    let response = if head { bodiless(response) } else { response };
                     Ok(guarded(response, answering))
                 }),
             };
@@ -324,6 +327,22 @@ where
         Ok(response) => response.map(|body| body.map_err(Into::into).boxed_unsync()),
         Err(never) => match never {},
     }
+}
+
+/// A route's reply to `HEAD` without its body, its headers those the body
+/// gave (its length, or its encoding): hyper leaves out the body of a reply
+/// to `HEAD` over HTTP/1.1, but would send it over HTTP/2.
+fn bodiless(response: Response<route::RouteBody>) -> Response<route::RouteBody> {
+    use http_body::Body as _;
+    let (mut parts, body) = response.into_parts();
+    // An empty body is left for hyper to describe, as it always was.
+    let length = body.size_hint().exact().filter(|&length| length > 0);
+    if let (Some(length), false) = (length, parts.headers.contains_key(http::header::CONTENT_LENGTH)) {
+        parts
+            .headers
+            .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(length));
+    }
+    Response::from_parts(parts, route::empty_body())
 }
 
 /// A route's reply, keeping its connection busy for as long as its body

@@ -65,7 +65,7 @@ fn asset(body: Bytes, content_type: &'static str) -> RouteHandler {
                     .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
                 return response;
             }
-            // HEAD gets the body too, which hyper does not send: its
+            // HEAD gets the body too, which the server does not send: its
             // headers are then those of GET (the length, or the encoding
             // when the reply is compressed).
             let length = body.len();

@@ -6,9 +6,11 @@
 //! known length) over 1 KiB is compressed for a client that accepts gzip
 //! or brotli, as the RPC endpoint's are, unless compression is off or the
 //! reply is an event stream, already encoded, or carries an `ETag` (which
-//! names one representation); a streaming body is sent as it comes. A
-//! route answering `HEAD` with the body it would send to `GET` (hyper sends
-//! none) gets the headers `GET` gets.
+//! names one representation); a streaming body is sent as it comes. A reply
+//! to `HEAD` goes out without its body, over HTTP/2 as over HTTP/1.1, with
+//! the headers its body gave (its length, or its encoding): a route may
+//! answer `HEAD` with the body it would send to `GET`, and `HEAD` then gets
+//! the headers `GET` gets.
 
 use std::future::Future;
 use std::pin::Pin;
