@@ -1572,6 +1572,28 @@ async fn routes_answer_with_their_own_status_headers_and_bodies() {
     let plain = raw(&url, "GET", "/large", &[], b"").await;
     assert_eq!(plain.header("content-encoding"), None);
     assert_eq!(plain.body, large_text.as_bytes());
+    // HEAD: no body, over HTTP/1.1 and HTTP/2, the length GET's body has
+    // (the route set none); and so for the RPC endpoint and `/health`.
+    let length = large_text.len().to_string();
+    let head = raw(&url, "HEAD", "/large", &[], b"").await;
+    assert_eq!(head.header("content-length"), Some(length.as_str()));
+    assert!(head.body.is_empty());
+    for (path, length) in [("/large", Some(length.as_str())), ("/health", None), ("/", None)] {
+        let h2 = Client::builder()
+            .http2(true)
+            .http(&format!("{url}{path}"))
+            .unwrap();
+        let head = h2
+            .send_streaming(http::Method::HEAD, http::HeaderMap::new(), Bytes::new())
+            .await
+            .unwrap();
+        assert_eq!(head.version(), http::Version::HTTP_2);
+        if let Some(length) = length {
+            assert_eq!(head.headers().get("content-length").unwrap(), length);
+        }
+        let body = http_body_util::BodyExt::collect(head.into_body()).await;
+        assert!(body.unwrap().to_bytes().is_empty(), "no content for HEAD {path}");
+    }
     // A small one is sent as it is; so are one with an entity tag (which
     // names one representation) and one that streams.
     let small = raw(&url, "PUT", "/custom", &[("Accept-Encoding", "gzip")], b"1").await;

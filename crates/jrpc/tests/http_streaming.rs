@@ -153,11 +153,13 @@ async fn a_stream_dropped_before_its_end_costs_its_connection() {
 /// - `/gzip`: two SSE events gzip-encoded, sent in three pieces a little
 ///   apart, with a `Content-Length` of the encoded bytes;
 /// - `/flushed`: the first event flushed out of the compressor at once, the
-///   second and the stream's end a second later;
+///   second and the stream's end two seconds later;
 /// - `/members`: the two events as two gzip members, one after the other;
 /// - `/fields`: the gzip of `/gzip` named by `Content-Encoding: identity`
 ///   and a second field, `gzip`;
-/// - `/empty`: no body, said to be gzip (as a `HEAD` reply's may be);
+/// - `/trailers`: as `/gzip`, chunked, and then trailers;
+/// - `/empty`: no bytes (chunked: the client cannot know before its end),
+///   said to be gzip;
 /// - `/br`: bytes said to be brotli; `/broken`: bytes said to be gzip that
 ///   are not.
 async fn encoding_server() -> (String, Arc<AtomicUsize>) {
@@ -165,7 +167,7 @@ async fn encoding_server() -> (String, Arc<AtomicUsize>) {
         let soon = Duration::from_millis(5);
         let mut codings = vec!["gzip"];
         let pieces: Vec<(Duration, Vec<u8>)> = match path {
-            "/gzip" | "/fields" => {
+            "/gzip" | "/fields" | "/trailers" => {
                 if path == "/fields" {
                     codings = vec!["identity", "gzip"];
                 }
@@ -183,7 +185,7 @@ async fn encoding_server() -> (String, Arc<AtomicUsize>) {
                 encoder.write_all(second.as_bytes()).unwrap();
                 vec![
                     (soon, flushed),
-                    (Duration::from_secs(1), encoder.finish().unwrap()),
+                    (Duration::from_secs(2), encoder.finish().unwrap()),
                 ]
             }
             "/members" => {
@@ -198,13 +200,26 @@ async fn encoding_server() -> (String, Arc<AtomicUsize>) {
             _ => vec![(soon, b"not gzip at all".to_vec())],
         };
         let length: usize = pieces.iter().map(|(_, piece)| piece.len()).sum();
-        let frames = futures_util::stream::iter(pieces).then(|(pause, piece)| async move {
-            tokio::time::sleep(pause).await;
-            Ok::<_, Infallible>(Frame::data(Bytes::from(piece)))
-        });
-        let mut response = Response::builder()
-            .header("content-type", "text/event-stream")
-            .header("content-length", length);
+        let trailers = path == "/trailers";
+        let chunked = pieces.is_empty() || trailers;
+        let frames = futures_util::stream::iter(pieces)
+            .then(|(pause, piece)| async move {
+                tokio::time::sleep(pause).await;
+                Ok::<_, Infallible>(Frame::data(Bytes::from(piece)))
+            })
+            .chain(futures_util::stream::iter(trailers.then(|| {
+                let mut fields = HeaderMap::new();
+                fields.insert("x-events", http::HeaderValue::from_static("2"));
+                Ok(Frame::trailers(fields))
+            })));
+        let mut response = Response::builder().header("content-type", "text/event-stream");
+        if !chunked {
+            response = response.header("content-length", length);
+        }
+        if trailers {
+            // hyper sends only the trailer fields a response announces.
+            response = response.header("trailer", "x-events");
+        }
         for coding in codings {
             response = response.header("content-encoding", coding);
         }
@@ -245,7 +260,7 @@ async fn an_encoded_body_is_decoded_as_it_streams() {
     let (first, _) = EVENTS.split_at(EVENTS.len() / 2);
     let mut heard = Vec::new();
     while heard.len() < first.len() {
-        let frame = tokio::time::timeout(Duration::from_millis(500), flushed.frame())
+        let frame = tokio::time::timeout(Duration::from_millis(1500), flushed.frame())
             .await
             .expect("the first event before the rest of the stream")
             .unwrap()
@@ -255,6 +270,24 @@ async fn an_encoded_body_is_decoded_as_it_streams() {
     assert_eq!(std::str::from_utf8(&heard).unwrap(), first);
     let rest = flushed.collect().await.unwrap().to_bytes();
     assert_eq!([&heard[..], &rest[..]].concat(), EVENTS.as_bytes());
+
+    // Trailers come after the decoded data, and end the body: its
+    // connection goes back to the pool.
+    let (url, accepted) = encoding_server().await;
+    let with_trailers = client(&format!("{url}/trailers"));
+    for _ in 0..3 {
+        let mut te = HeaderMap::new();
+        te.insert("te", http::HeaderValue::from_static("trailers"));
+        let body = Bytes::from_static(b"{}");
+        let response = with_trailers
+            .send_streaming(Method::POST, te, body)
+            .await
+            .unwrap();
+        let collected = response.into_body().collect().await.unwrap();
+        assert_eq!(collected.trailers().and_then(|t| t.get("x-events")).unwrap(), "2");
+        assert_eq!(collected.to_bytes(), EVENTS.as_bytes());
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "one connection for the three");
 
     for (path, decoded) in [("/members", EVENTS), ("/fields", EVENTS), ("/empty", "")] {
         let body = post(&client(&format!("{url}{path}"))).await.into_body();

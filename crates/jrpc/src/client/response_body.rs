@@ -12,7 +12,8 @@
 //! A body that comes gzip-encoded (a server compresses a large reply when
 //! the request says `Accept-Encoding: gzip`) is decoded as it streams, and
 //! its response loses its `Content-Encoding` and `Content-Length`, which
-//! described the encoded bytes.
+//! described the encoded bytes (a response already at its end, to `HEAD`
+//! say, keeps them: they describe what `GET` would have).
 //!
 //! [`HttpClient::send_streaming`]: super::HttpClient::send_streaming
 
@@ -167,16 +168,17 @@ impl ResponseBody {
         if self.lease.is_none() {
             return;
         }
-        // Whether to read on after `frame`: data, and not too much of it.
+        // Whether to read on after `frame`: data, and not too much of it
+        // (as it came: what is drained is not decoded).
         let mut read = 0;
-        let mut goes_on = move |frame: Option<Result<Frame<Bytes>, ResponseBodyError>>| match frame {
+        let mut goes_on = move |frame: Option<Result<Frame<Bytes>, hyper::Error>>| match frame {
             Some(Ok(frame)) => {
                 read += frame.data_ref().map_or(0, Bytes::len);
                 read <= MOST
             }
             _ => false,
         };
-        while let Some(frame) = http_body_util::BodyExt::frame(&mut self).now_or_never() {
+        while let Some(frame) = self.raw_frame().now_or_never() {
             if !goes_on(frame) {
                 return;
             }
@@ -185,9 +187,14 @@ impl ResponseBody {
             return;
         };
         runtime.spawn(async move {
-            let drain = async { while goes_on(http_body_util::BodyExt::frame(&mut self).await) {} };
+            let drain = async { while goes_on(self.raw_frame().await) {} };
             let _ = tokio::time::timeout(LONGEST, drain).await;
         });
+    }
+
+    /// The next frame as it came on the wire.
+    async fn raw_frame(&mut self) -> Option<Result<Frame<Bytes>, hyper::Error>> {
+        std::future::poll_fn(|cx| poll_raw(&mut self.inner, &mut self.lease, cx)).await
     }
 
     /// The connection back in the pool, if this body still holds it.
@@ -223,7 +230,9 @@ fn poll_raw(
     match &polled {
         // A failed body leaves its connection unusable: dropped.
         Poll::Ready(Some(Err(_))) => *lease = None,
-        Poll::Ready(Some(Ok(_))) if !inner.is_end_stream() => {}
+        // Trailers come after the body has ended (a chunked body never
+        // says it has otherwise).
+        Poll::Ready(Some(Ok(frame))) if !frame.is_trailers() && !inner.is_end_stream() => {}
         Poll::Pending => {}
         Poll::Ready(_) => {
             if let Some(lease) = lease.take() {
@@ -276,7 +285,10 @@ impl Body for ResponseBody {
                                 Ok(data) => gunzip.push(data),
                                 Err(frame) => *ended = Some(frame.into_trailers().ok()),
                             },
-                            Some(Err(e)) => return Poll::Ready(Some(Err(e.into()))),
+                            Some(Err(e)) => {
+                                this.coding = Coding::Done(None);
+                                return Poll::Ready(Some(Err(e.into())));
+                            }
                             None => *ended = Some(None),
                         }
                         continue;

@@ -98,7 +98,7 @@ pub(super) async fn serve_connection<I>(
         shutdown: stop.clone(),
         ..route_context
     };
-    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+    let answer = move |request: Request<hyper::body::Incoming>| -> BoxFuture<Response<ReplyBody>> {
         let answering = watched.begin(&request);
         let mut request = request.map(|body| answering.watch(body));
         // What the client takes compressed (jrpc's own client says gzip on
@@ -107,13 +107,11 @@ pub(super) async fn serve_connection<I>(
             .then(|| accepted_encodings(request.headers()))
             .flatten();
         if let Some(handler) = routes.find(request.uri().path()) {
-            let head = request.method() == http::Method::HEAD;
             let request = request.map(|body| HttpBody::new(body.map_err(Into::into)));
             let reply = handler(request, route_context.clone());
             let reply: BoxFuture<Response<ReplyBody>> = match accepts {
                 None => Box::pin(reply.map(move |response| {
                     answering.answered(response.headers());
-                    let response = if head { bodiless(response) } else { response };
                     Ok(guarded(response, answering))
                 })),
                 // A whole reply is compressed as the RPC service's are; one
@@ -130,7 +128,6 @@ pub(super) async fn serve_connection<I>(
                     } else {
                         response
                     };
-                    let response = if head { bodiless(response) } else { response };
                     Ok(guarded(response, answering))
                 }),
             };
@@ -187,6 +184,17 @@ pub(super) async fn serve_connection<I>(
             }))
         };
         reply
+    };
+    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        // A reply to HEAD goes out without its body: hyper leaves it out
+        // over HTTP/1.1, but would send it over HTTP/2.
+        let head = request.method() == http::Method::HEAD;
+        let reply = answer(request);
+        if head {
+            Box::pin(reply.map(|reply| reply.map(bodiless)))
+        } else {
+            reply
+        }
     });
     let mut io = FirstRequest::new(
         super::linger::Lingering::new(io, Arc::clone(&activity)),
@@ -329,20 +337,19 @@ where
     }
 }
 
-/// A route's reply to `HEAD` without its body, its headers those the body
-/// gave (its length, or its encoding): hyper leaves out the body of a reply
-/// to `HEAD` over HTTP/1.1, but would send it over HTTP/2.
-fn bodiless(response: Response<route::RouteBody>) -> Response<route::RouteBody> {
+/// A reply to `HEAD` without its body, its headers those the body gave
+/// (its length, or its encoding; an empty body is left for hyper to
+/// describe, as it always was).
+fn bodiless(response: Response<ReplyBody>) -> Response<ReplyBody> {
     use http_body::Body as _;
     let (mut parts, body) = response.into_parts();
-    // An empty body is left for hyper to describe, as it always was.
     let length = body.size_hint().exact().filter(|&length| length > 0);
     if let (Some(length), false) = (length, parts.headers.contains_key(http::header::CONTENT_LENGTH)) {
         parts
             .headers
             .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(length));
     }
-    Response::from_parts(parts, route::empty_body())
+    Response::from_parts(parts, ReplyBody::Plain(http_body_util::Full::default()))
 }
 
 /// A route's reply, keeping its connection busy for as long as its body

@@ -8,9 +8,9 @@
 //! reply is an event stream, already encoded, or carries an `ETag` (which
 //! names one representation); a streaming body is sent as it comes. A reply
 //! to `HEAD` goes out without its body, over HTTP/2 as over HTTP/1.1, with
-//! the headers its body gave (its length, or its encoding): a route may
-//! answer `HEAD` with the body it would send to `GET`, and `HEAD` then gets
-//! the headers `GET` gets.
+//! the headers a non-empty body gave (its length, or its encoding): a route
+//! may answer `HEAD` with the body it would send to `GET`, and `HEAD` then
+//! gets the headers `GET` gets.
 
 use std::future::Future;
 use std::pin::Pin;
