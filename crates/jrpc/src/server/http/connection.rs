@@ -98,7 +98,8 @@ pub(super) async fn serve_connection<I>(
         shutdown: stop.clone(),
         ..route_context
     };
-    let answer = move |request: Request<hyper::body::Incoming>| -> BoxFuture<Response<ReplyBody>> {
+    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+        let head = request.method() == http::Method::HEAD;
         let answering = watched.begin(&request);
         let mut request = request.map(|body| answering.watch(body));
         // What the client takes compressed (jrpc's own client says gzip on
@@ -131,7 +132,7 @@ pub(super) async fn serve_connection<I>(
                     Ok(guarded(response, answering))
                 }),
             };
-            return reply;
+            return for_head(head, reply);
         }
         let headers = request.headers();
         // An encoded body always goes through the decompression layer: it
@@ -161,7 +162,7 @@ pub(super) async fn serve_connection<I>(
                 drop(answering);
                 Ok(response)
             });
-            return reply;
+            return for_head(head, reply);
         }
         request.extensions_mut().insert(client.clone());
         let reply: BoxFuture<Response<ReplyBody>> = if needs_layers {
@@ -183,18 +184,7 @@ pub(super) async fn serve_connection<I>(
                 r.map(|r| r.map(ReplyBody::Plain))
             }))
         };
-        reply
-    };
-    let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-        // A reply to HEAD goes out without its body: hyper leaves it out
-        // over HTTP/1.1, but would send it over HTTP/2.
-        let head = request.method() == http::Method::HEAD;
-        let reply = answer(request);
-        if head {
-            Box::pin(reply.map(|reply| reply.map(bodiless)))
-        } else {
-            reply
-        }
+        for_head(head, reply)
     });
     let mut io = FirstRequest::new(
         super::linger::Lingering::new(io, Arc::clone(&activity)),
@@ -334,6 +324,16 @@ where
     match compression_layer(true).layer(made).oneshot(asked).await {
         Ok(response) => response.map(|body| body.map_err(Into::into).boxed_unsync()),
         Err(never) => match never {},
+    }
+}
+
+/// `reply`, without its body when it answers `HEAD`: hyper leaves the body
+/// out over HTTP/1.1, but would send it over HTTP/2.
+fn for_head(head: bool, reply: BoxFuture<Response<ReplyBody>>) -> BoxFuture<Response<ReplyBody>> {
+    if head {
+        Box::pin(reply.map(|reply| reply.map(bodiless)))
+    } else {
+        reply
     }
 }
 
