@@ -19,6 +19,16 @@ pub(super) fn mismatch(why: impl Into<String>) -> Error {
     Error::new(codes::HEADER_MISMATCH, "Header mismatch").with_data(&why.into())
 }
 
+/// `-32020` for header `name` given more than once.
+pub(super) fn repeated(name: &str) -> Error {
+    mismatch(format!("the {name} header appears more than once"))
+}
+
+/// `-32020` for header `name` whose value is not visible ASCII.
+pub(super) fn not_text(name: &str) -> Error {
+    mismatch(format!("the {name} header is not visible ASCII"))
+}
+
 /// What a request says in `Mcp-Session-Id`, `MCP-Protocol-Version`,
 /// `Mcp-Method` and `Mcp-Name`.
 #[derive(Debug, Default)]
@@ -77,11 +87,8 @@ impl Field {
     pub(super) fn single(&self, name: &str) -> Result<Option<&str>, Error> {
         match self {
             Field::Absent => Ok(None),
-            Field::Repeated(_) => Err(mismatch(format!("the {name} header appears more than once"))),
-            Field::One(value) => value
-                .to_str()
-                .map(Some)
-                .map_err(|_| mismatch(format!("the {name} header is not visible ASCII"))),
+            Field::Repeated(_) => Err(repeated(name)),
+            Field::One(value) => value.to_str().map(Some).map_err(|_| not_text(name)),
         }
     }
 }

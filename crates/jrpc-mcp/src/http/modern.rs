@@ -24,7 +24,7 @@ use jrpc::{Error, Id};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use super::mcp_headers::{mismatch, McpHeaders};
+use super::mcp_headers::{mismatch, not_text, repeated, McpHeaders};
 use super::{accepted, Caller, StreamableHttp};
 use crate::headers;
 use crate::server::envelopes::Envelopes;
@@ -62,12 +62,9 @@ fn single<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h st
         return Ok(None);
     };
     if values.next().is_some() {
-        return Err(mismatch(format!("the {name} header appears more than once")));
+        return Err(repeated(name.as_str()));
     }
-    first
-        .to_str()
-        .map(Some)
-        .map_err(|_| mismatch(format!("the {name} header is not visible ASCII")))
+    first.to_str().map(Some).map_err(|_| not_text(name.as_str()))
 }
 
 /// What header checks need of a request's params, borrowed from them, and

@@ -7,6 +7,9 @@
 //! well the bytes compress (gzip can expand a thousandfold: a 400 KiB
 //! frame would otherwise decode to hundreds of megabytes at once). Members
 //! that follow one another are all decoded, as concatenated gzip files are.
+//! Both of jrpc's HTTP clients read a reply's `Content-Encoding` here: the
+//! streaming body ([`ResponseBody`](super::ResponseBody)) and the calls'
+//! whole replies.
 
 use std::io::{self, Write as _};
 
@@ -16,6 +19,59 @@ use flate2::write::MultiGzDecoder;
 /// The most encoded bytes decoded in one step: at most about half a
 /// megabyte of output.
 const STEP: usize = 512;
+
+/// How a reply's body is encoded, as its `Content-Encoding` fields say
+/// (each a list; `identity` is no encoding).
+pub(super) enum Encoding {
+    Identity,
+    Gzip,
+    /// Anything else, named: this client does not decode it.
+    Other(String),
+}
+
+impl Encoding {
+    pub(super) fn of(headers: &http::HeaderMap) -> Self {
+        let mut codings = Vec::new();
+        for field in headers.get_all(http::header::CONTENT_ENCODING) {
+            for coding in String::from_utf8_lossy(field.as_bytes()).split(',') {
+                let coding = coding.trim().to_ascii_lowercase();
+                if !coding.is_empty() && coding != "identity" {
+                    codings.push(coding);
+                }
+            }
+        }
+        match &codings[..] {
+            [] => Encoding::Identity,
+            [one] if one == "gzip" || one == "x-gzip" => Encoding::Gzip,
+            _ => Encoding::Other(codings.join(", ")),
+        }
+    }
+
+    /// Why a body so encoded cannot be read.
+    pub(super) fn unreadable(named: &str) -> String {
+        format!("the reply is encoded {named:?}, which this client does not decode (it reads gzip)")
+    }
+}
+
+/// All of `encoded`, decoded, if it decodes to at most `limit` bytes.
+pub(super) fn whole(encoded: Bytes, limit: usize) -> io::Result<Bytes> {
+    let mut gunzip = Gunzip::new();
+    gunzip.push(encoded);
+    let mut out = Vec::new();
+    let mut keep = |part: Bytes| {
+        if out.len() + part.len() > limit {
+            let why = format!("the reply decodes to more than {limit} bytes");
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+        }
+        out.extend_from_slice(&part);
+        Ok(())
+    };
+    while let Some(step) = gunzip.step()? {
+        keep(step)?;
+    }
+    keep(gunzip.finish()?)?;
+    Ok(Bytes::from(out))
+}
 
 pub(super) struct Gunzip {
     decoder: MultiGzDecoder<Vec<u8>>,
@@ -138,6 +194,17 @@ mod tests {
             heard.extend_from_slice(&step);
         }
         assert_eq!(heard, b"data: 1\n\n");
+    }
+
+    /// A whole reply decodes in one call, within its bound.
+    #[test]
+    fn a_whole_reply_decodes_within_its_bound() {
+        let text = b"{\"jsonrpc\":\"2.0\",\"result\":\"x\",\"id\":1}".repeat(100);
+        let encoded = Bytes::from([gzip(&text[..10]), gzip(&text[10..])].concat());
+        assert_eq!(whole(encoded.clone(), text.len()).unwrap(), &text[..]);
+        let error = whole(encoded, text.len() - 1).unwrap_err();
+        assert!(error.to_string().contains("more than"), "{error}");
+        assert!(whole(Bytes::from_static(b"not gzip"), 1 << 20).is_err());
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! keep-alive connections, optional HTTP/2, TLS, gzip, custom headers and
 //! retries with exponential backoff and jitter.
 
-use std::io::Read as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -636,24 +635,21 @@ impl HttpTransport {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let gzipped = response
-            .headers()
-            .get(header::CONTENT_ENCODING)
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+        let encoding = super::gunzip::Encoding::of(response.headers());
         let body = http_body_util::Limited::new(response.into_body(), MAX_REPLY)
             .collect()
             .await
             .map_err(|e| Failure::Final(protocol(format!("reading the reply: {e}"))))?
             .to_bytes();
-        let body = if gzipped {
-            let mut text = Vec::new();
-            flate2::read::GzDecoder::new(&body[..])
-                .take(MAX_REPLY as u64)
-                .read_to_end(&mut text)
-                .map_err(|e| Failure::Final(protocol(format!("bad gzip reply: {e}"))))?;
-            Bytes::from(text)
-        } else {
-            body
+        let body = match encoding {
+            super::gunzip::Encoding::Identity => body,
+            super::gunzip::Encoding::Gzip => super::gunzip::whole(body, MAX_REPLY)
+                .map_err(|e| Failure::Final(protocol(format!("bad gzip reply: {e}"))))?,
+            super::gunzip::Encoding::Other(named) => {
+                return Err(Failure::Final(protocol(super::gunzip::Encoding::unreadable(
+                    &named,
+                ))))
+            }
         };
         if tracing::enabled!(target: "jrpc::wire", tracing::Level::TRACE) {
             let mut head = format!("< {version:?} {status}");

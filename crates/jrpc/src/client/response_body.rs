@@ -25,7 +25,7 @@ use bytes::Bytes;
 use futures_util::FutureExt as _;
 use http_body::{Body, Frame, SizeHint};
 
-use super::gunzip::Gunzip;
+use super::gunzip::{Encoding, Gunzip};
 use super::idle::{Idle, Sender};
 
 /// A response body still streaming; see
@@ -89,22 +89,13 @@ impl Coding {
         if empty || !headers.contains_key(http::header::CONTENT_ENCODING) {
             return Coding::Identity;
         }
-        let mut codings = Vec::new();
-        for field in headers.get_all(http::header::CONTENT_ENCODING) {
-            for coding in String::from_utf8_lossy(field.as_bytes()).split(',') {
-                let coding = coding.trim().to_ascii_lowercase();
-                if !coding.is_empty() && coding != "identity" {
-                    codings.push(coding);
-                }
-            }
-        }
-        let coding = match &codings[..] {
-            [] => return Coding::Identity,
-            [one] if one == "gzip" || one == "x-gzip" => Coding::Gzip {
+        let coding = match Encoding::of(headers) {
+            Encoding::Identity => return Coding::Identity,
+            Encoding::Gzip => Coding::Gzip {
                 gunzip: Box::new(Gunzip::new()),
                 ended: None,
             },
-            _ => Coding::Unknown(codings.join(", ")),
+            Encoding::Other(named) => Coding::Unknown(named),
         };
         headers.remove(http::header::CONTENT_ENCODING);
         headers.remove(http::header::CONTENT_LENGTH);
@@ -197,17 +188,17 @@ impl ResponseBody {
         std::future::poll_fn(|cx| poll_raw(&mut self.inner, &mut self.lease, cx)).await
     }
 
-    /// The connection back in the pool, if this body still holds it.
-    fn give_back(&mut self) {
-        if let Some(lease) = self.lease.take() {
-            lease.give_back();
-        }
-    }
-
     fn end_if_ended(&mut self) {
         if self.inner.is_end_stream() {
-            self.give_back();
+            give_back(&mut self.lease);
         }
+    }
+}
+
+/// The connection back in the pool, if the body still holds it.
+fn give_back(lease: &mut Option<Lease>) {
+    if let Some(lease) = lease.take() {
+        lease.give_back();
     }
 }
 
@@ -234,11 +225,7 @@ fn poll_raw(
         // says it has otherwise).
         Poll::Ready(Some(Ok(frame))) if !frame.is_trailers() && !inner.is_end_stream() => {}
         Poll::Pending => {}
-        Poll::Ready(_) => {
-            if let Some(lease) = lease.take() {
-                lease.give_back();
-            }
-        }
+        Poll::Ready(_) => give_back(lease),
     }
     polled
 }
@@ -259,7 +246,7 @@ impl Body for ResponseBody {
                 }
                 Coding::Gzip { gunzip, ended } => (gunzip, ended),
                 Coding::Unknown(named) => {
-                    let why = format!("the reply is encoded {named:?}, which this client does not decode");
+                    let why = Encoding::unreadable(named);
                     this.coding = Coding::Done(None);
                     this.lease = None;
                     return Poll::Ready(Some(Err(why.into())));
